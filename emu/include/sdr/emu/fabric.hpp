@@ -1,0 +1,143 @@
+// The simulated fabric: emulated NICs joined by point-to-point links, all on one virtual
+// clock. A NIC's port serialises its packets at the link bandwidth; each directed pair of NICs
+// has its own link (propagation delay, impairments, own seeded random stream). Optional pcap
+// tap of every frame that crossed a link, stamped with its virtual arrival time.
+#pragma once
+
+#include <sdr/emu/impairment.hpp>
+#include <sdr/emu/nic.hpp>
+#include <sdr/emu/pcap_writer.hpp>
+#include <sdr/emu/simulator.hpp>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace sdr::emu {
+
+struct LinkParams {
+    double bandwidth_gbps = 100.0;
+    double rtt_ms = 25.0;  // propagation delay is rtt / 2 each way
+    ImpairmentParams impairment;
+};
+
+struct FabricParams {
+    LinkParams link;
+    bool payload = true;     // false: frames carry headers and lengths only (paper-scale runs)
+    std::string pcap_path;   // empty: no capture
+    uint32_t pcap_snaplen = 0;  // bytes kept per frame in the pcap; 0 = whole frames
+    bool drop_log = false;   // record every dropped packet (tests compare bitmaps with it)
+    uint64_t seed = 1;
+
+    // Defaults overridden by SDR_SIM_* environment variables (see README). false + err on a
+    // malformed value.
+    static bool from_env(FabricParams* out, std::string* err);
+};
+
+struct DropRecord {
+    SimTime t;
+    uint32_t src_nic, dst_nic;
+    PacketMeta meta;
+};
+
+class SimFabric;
+
+// One direction between two NICs.
+class SimLink final : public SimTarget {
+public:
+    SimLink(SimFabric& fabric, Nic& dst, uint32_t src_index, const LinkParams& p, uint64_t seed);
+    void send(SimTime leaves, const PacketMeta& m, uint8_t* frame, uint32_t frame_len);
+    void fire(SimTime now, uint64_t arg) override;
+    uint64_t delivered() const { return delivered_; }
+    uint64_t dropped() const { return dropped_; }
+    uint64_t duplicated() const { return duplicated_; }
+    uint64_t reordered() const { return reordered_; }
+
+private:
+    struct InFlight {
+        SimTime arrival;
+        PacketMeta meta;
+        uint8_t* frame;
+        uint32_t frame_len;
+    };
+    void deliver(const InFlight& f);
+    void push_late(const InFlight& f);
+    static bool later(const InFlight& a, const InFlight& b) { return a.arrival > b.arrival; }
+
+    SimFabric& fabric_;
+    Nic& dst_;
+    uint32_t src_index_;
+    SimTime prop_ps_;
+    Impairment imp_;
+    std::vector<InFlight> fifo_;  // ring, power-of-two capacity; arrivals in order
+    size_t head_ = 0, count_ = 0;
+    std::vector<InFlight> late_;  // reordered and duplicated packets (min-heap on arrival)
+    uint64_t delivered_ = 0, dropped_ = 0, duplicated_ = 0, reordered_ = 0;
+};
+
+class SimFabric final : public NicExecutor {
+public:
+    explicit SimFabric(const FabricParams& p);
+    ~SimFabric();
+
+    const FabricParams& params() const { return params_; }
+    Simulator& sim() { return sim_; }
+
+    // NIC `index` of the fabric, created on first use with num_workers DPA workers.
+    Nic& nic(uint32_t index, uint32_t num_workers);
+    Nic* find_nic(uint32_t index);
+    Nic* nic_by_ip(uint32_t ip);
+    static NicAddress address_of(uint32_t index);
+
+    // Run up to max_events events within kProgressSlicePs of virtual time; false if nothing
+    // was pending.
+    static constexpr SimTime kProgressSlicePs = 10'000'000;  // 10 us
+    bool progress(uint64_t max_events = 4096);
+    void run_until_idle() { while (progress()) {} }
+
+    // Deliver raw bytes to a NIC at virtual time `at` (hostile-input tests, out-of-band peers).
+    void inject_frame(uint32_t dst_nic, std::vector<uint8_t> frame, SimTime at);
+
+    SimLink* link(uint32_t src, uint32_t dst);
+    const std::vector<DropRecord>& drop_log() const { return drops_; }
+    uint64_t packets_delivered() const;
+
+    // NicExecutor
+    uint64_t now_ns() override { return sim_.now() / kPsPerNs; }
+    void tx_ready(Nic& nic) override;
+    void arm_timer(Nic& nic, uint32_t worker, uint32_t id, uint64_t deadline_ns) override;
+
+    // Frame buffers for the full-payload mode.
+    uint8_t* frame_alloc();
+    void frame_free(uint8_t* f);
+    static constexpr uint32_t kFrameCap = 4224;
+
+    // The process-wide fabric behind "sim:N" device names: created from the environment on
+    // first use, or installed explicitly (tests, tools) before the first context is opened.
+    static SimFabric* process(std::string* err);
+    static void install(std::unique_ptr<SimFabric> fabric);
+
+private:
+    friend class SimLink;
+    class Port;
+    class Timers;
+    FabricParams params_;
+    Simulator sim_;
+    std::vector<std::unique_ptr<Nic>> nics_;
+    std::vector<std::unique_ptr<Port>> ports_;
+    std::map<uint64_t, std::unique_ptr<SimLink>> links_;
+    std::unique_ptr<Timers> timers_;
+    std::vector<uint8_t*> free_frames_;
+    std::vector<std::unique_ptr<uint8_t[]>> frame_blocks_;
+    std::vector<DropRecord> drops_;
+    PcapWriter pcap_;
+    struct Injected {
+        uint32_t dst;
+        std::vector<uint8_t> frame;
+    };
+    class Injector;
+    std::unique_ptr<Injector> injector_;
+};
+
+}  // namespace sdr::emu

@@ -1,0 +1,55 @@
+// The link impairment stage: decides, per packet, drop / duplicate / extra delay.
+// Shared by the simulator's links and (later) the real-time ports, so both lose packets the
+// same way from the same seed. Deterministic: one xoshiro256** stream per link.
+#pragma once
+
+#include <cstdint>
+
+namespace sdr::emu {
+
+struct ImpairmentParams {
+    double loss = 0.0;            // i.i.d. drop probability per packet
+    // Gilbert-Elliott burst loss (enabled when ge_p_good_bad > 0): per packet, a good state
+    // moves to bad with p_good_bad, bad back to good with p_bad_good; in bad state packets
+    // drop with ge_loss_bad (on top of nothing: the i.i.d. loss above applies in both).
+    double ge_p_good_bad = 0.0;
+    double ge_p_bad_good = 0.0;
+    double ge_loss_bad = 1.0;
+    double reorder = 0.0;         // probability a packet is held back by extra delay
+    uint64_t reorder_max_ps = 0;  // extra delay uniform in (0, reorder_max_ps]
+    double duplicate = 0.0;       // probability a packet is delivered twice
+    uint64_t seed = 1;
+};
+
+// xoshiro256** (Blackman & Vigna): fast, good quality, and its state is four words.
+class Rng {
+public:
+    explicit Rng(uint64_t seed);
+    uint64_t next();
+    double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }  // [0,1)
+    bool chance(double p) { return p > 0.0 && uniform() < p; }
+
+private:
+    uint64_t s_[4];
+};
+
+struct ImpairmentVerdict {
+    bool drop = false;
+    bool duplicate = false;
+    uint64_t extra_delay_ps = 0;
+};
+
+class Impairment {
+public:
+    explicit Impairment(const ImpairmentParams& p) : p_(p), rng_(p.seed) {}
+    ImpairmentVerdict decide();
+    const ImpairmentParams& params() const { return p_; }
+    bool in_burst() const { return bad_; }
+
+private:
+    ImpairmentParams p_;
+    Rng rng_;
+    bool bad_ = false;
+};
+
+}  // namespace sdr::emu

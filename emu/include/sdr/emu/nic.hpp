@@ -1,0 +1,206 @@
+// The emulated SmartNIC: memory regions, UC transport QPs, root keys, the UC responder that
+// places payload and raises one CQE per packet, the emulated DPA workers that run the
+// firmware per CQE, the send engine that turns firmware WQEs into packets, and counters.
+// Executor-agnostic: the simulator (or a real-time loop) calls rx_*/tx_* and provides time.
+#pragma once
+
+#include <sdr/emu/worker.hpp>
+#include <sdr/firmware/fw.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace sdr::emu {
+
+class Nic;
+
+// What one RoCEv2 packet says (decoded from a frame, or never encoded: payload-free mode).
+struct PacketMeta {
+    uint64_t va = 0;
+    uint32_t dest_qp = 0, psn = 0, rkey = 0, dma_len = 0, imm = 0;
+    uint8_t opcode = 0;
+};
+
+struct NicAddress {
+    std::array<uint8_t, 6> mac{};
+    uint32_t ip = 0;  // host order
+};
+
+// Why a received frame was dropped. Every drop is counted; none writes memory.
+enum class RxDrop : uint8_t {
+    Truncated, NotIpv4, NotRoce, BadIpHeader, BadLength, BadOpcode, BadIcrc,  // frame checks
+    UnknownQp,    // destination QPN not a live transport QP
+    WrongOpcode,  // not a UC RDMA WRITE-only-with-immediate
+    UnknownKey,   // rkey is not the root key bound to that QP
+    OutOfBounds,  // slot or offset outside the root key / posted buffer
+    Count
+};
+const char* to_string(RxDrop d);
+
+struct PortCounters {
+    uint64_t rx_frames = 0, rx_bytes = 0, rx_placed_bytes = 0, rx_null_key = 0, rx_cqes = 0;
+    uint64_t rx_drops[static_cast<size_t>(RxDrop::Count)] = {};
+    uint64_t tx_frames = 0, tx_bytes = 0, tx_local_errors = 0;
+    uint64_t rx_drop(RxDrop d) const { return rx_drops[static_cast<size_t>(d)]; }
+    uint64_t rx_drops_total() const;
+};
+
+struct QpCounters {
+    uint64_t rx_packets = 0, rx_drops = 0, rx_null_key = 0, tx_packets = 0, tx_bytes = 0;
+};
+
+// A packet the send engine hands to the port.
+struct TxPacket {
+    PacketMeta meta;
+    uint32_t remote_ip = 0;
+    std::array<uint8_t, 6> remote_mac{};
+    uint16_t udp_src_port = 0;
+    const uint8_t* payload = nullptr;  // local MR bytes (full-payload mode)
+    uint64_t not_before_ns = 0;        // rate limit of the QP
+    uint32_t qp = 0;                   // transport QP handle
+    uint32_t cookie = 0;
+    bool signaled = false;
+    bool local_error = false;          // lkey/bounds check failed: no packet, error completion
+};
+
+// What the NIC needs from whatever runs it.
+class NicExecutor {
+public:
+    virtual uint64_t now_ns() = 0;
+    virtual void tx_ready(Nic& nic) = 0;  // the send engine has work
+    virtual void arm_timer(Nic& nic, uint32_t worker, uint32_t id, uint64_t deadline_ns) = 0;
+
+protected:
+    ~NicExecutor() = default;
+};
+
+class Nic {
+public:
+    static constexpr uint32_t kQpnBase = 0x100;
+    static constexpr uint32_t kSqDepth = 512;
+
+    Nic(uint32_t index, NicAddress addr, uint32_t num_workers, bool payload, NicExecutor* exec);
+    ~Nic();
+    Nic(const Nic&) = delete;
+    Nic& operator=(const Nic&) = delete;
+
+    uint32_t index() const { return index_; }
+    const NicAddress& address() const { return addr_; }
+    bool payload() const { return payload_; }
+    uint32_t num_workers() const { return static_cast<uint32_t>(workers_.size()); }
+    NicExecutor* executor() const { return exec_; }
+    // Change the number of DPA workers; only while no transport QP lives.
+    bool reconfigure_workers(uint32_t num_workers);
+
+    // Memory regions: lkey 0 is never valid.
+    uint32_t mr_reg(void* addr, size_t len);
+    bool mr_dereg(uint32_t lkey);
+    // true if [addr, addr+len) lies inside the region of lkey
+    bool mr_covers(uint32_t lkey, uint64_t addr, uint64_t len) const;
+
+    // NIC memory for firmware state (zeroed, 64-byte aligned); counted.
+    void* nic_alloc(size_t bytes);
+    void nic_free(void* p);
+    uint64_t nic_mem_bytes() const { return nic_mem_bytes_; }
+    fw_device* firmware() { return fw_; }
+
+    // Transport QPs (UC): returns a handle; qpn = kQpnBase + handle.
+    uint32_t qp_create(uint32_t tag, uint32_t channel);
+    void qp_destroy(uint32_t handle);
+    uint32_t qpn(uint32_t handle) const { return kQpnBase + handle; }
+    bool qp_connect(uint32_t handle, const NicAddress& remote, uint32_t remote_qpn,
+                    uint32_t rate_mbps);
+    void qp_bind_root_key(uint32_t handle, uint32_t rkey);
+    uint32_t qp_root_key(uint32_t handle) const { return handle < qps_.size() ? qps_[handle].rkey : 0; }
+
+    // Zero-based indirect root keys: nslots entries of slot_bytes each, all NULL at start.
+    uint32_t root_key_create(uint32_t nslots, uint64_t slot_bytes);
+    void root_key_destroy(uint32_t rkey);
+    bool root_key_set(uint32_t rkey, uint32_t slot, uint32_t lkey, uint64_t addr, uint64_t len);
+    void root_key_null(uint32_t rkey, uint32_t slot);
+
+    // Receive path. rx_frame treats bytes as hostile (full decode + ICRC); rx_packet is the
+    // responder proper (payload == nullptr in payload-free mode).
+    void rx_frame(const uint8_t* frame, size_t len);
+    void rx_packet(const PacketMeta& m, const uint8_t* payload);
+
+    // Send engine, in post order across all QPs.
+    bool tx_pending() const { return sq_count_ != 0; }
+    bool tx_next(TxPacket* out);
+    void tx_done(const TxPacket& p);  // the packet left the port (or failed locally)
+    // Encode the whole frame of p (headers, payload, ICRC); returns bytes, 0 if cap too small.
+    size_t tx_encode(const TxPacket& p, uint8_t* out, size_t cap) const;
+    size_t tx_encode_headers(const TxPacket& p, uint8_t* out, size_t cap) const;
+
+    // Host → firmware: a send doorbell for SDR QP qp_index.
+    void doorbell(uint32_t qp_index);
+    void timer_fired(uint32_t worker, uint32_t id);
+
+    // HAL entry points (hal_emu.cpp forwards here).
+    bool hal_tx_post(hal_worker* w, const hal_tx_wqe& wqe);
+
+    const PortCounters& counters() const { return port_; }
+    const QpCounters* qp_counters(uint32_t handle) const;
+    const hal_worker& worker(uint32_t i) const { return *workers_[i]; }
+    // Sum of one firmware counter over all workers.
+    uint64_t fw_counter(uint32_t counter) const;
+
+private:
+    struct MemoryRegion {
+        uint8_t* addr = nullptr;
+        uint64_t len = 0;
+        uint32_t lkey = 0;
+    };
+    struct RootEntry {
+        uint8_t* addr = nullptr;  // nullptr: NULL key, payload discarded
+        uint64_t len = 0;
+        uint32_t lkey = 0;
+    };
+    struct RootKey {
+        uint32_t rkey = 0;
+        uint64_t slot_bytes = 0;
+        std::vector<RootEntry> entries;
+    };
+    struct TransportQp {
+        bool live = false;
+        uint32_t tag = 0, channel = 0, rkey = 0;
+        uint32_t remote_qpn = 0, remote_ip = 0, psn = 0;
+        std::array<uint8_t, 6> remote_mac{};
+        uint32_t rate_mbps = 0;
+        uint64_t next_tx_ns = 0;
+        uint32_t sq_used = 0;
+        bool sq_blocked = false;  // firmware was refused: doorbell when space frees
+        QpCounters counters;
+    };
+    struct SqEntry {
+        uint32_t qp;
+        hal_tx_wqe wqe;
+    };
+
+    RootKey* root_key(uint32_t rkey);
+    void respond(const PacketMeta& m, const uint8_t* payload);  // the UC responder
+    void grow_sq_ring();
+    void drop(RxDrop d, TransportQp* qp);
+    hal_worker* tx_worker(uint32_t qp_index) { return workers_[qp_index % workers_.size()].get(); }
+
+    uint32_t index_;
+    NicAddress addr_;
+    bool payload_;
+    NicExecutor* exec_;
+    std::vector<std::unique_ptr<hal_worker>> workers_;
+    std::vector<MemoryRegion> mrs_;
+    std::vector<RootKey> root_keys_;
+    std::vector<TransportQp> qps_;
+    std::vector<SqEntry> sq_ring_;  // power-of-two capacity
+    uint64_t sq_head_ = 0, sq_tail_ = 0;
+    uint32_t sq_count_ = 0;
+    fw_device* fw_ = nullptr;
+    uint64_t nic_mem_bytes_ = 0;
+    PortCounters port_;
+};
+
+}  // namespace sdr::emu

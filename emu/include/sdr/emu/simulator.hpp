@@ -1,0 +1,54 @@
+// Single-threaded discrete-event scheduler in virtual time (picoseconds).
+// Events are (time, sequence, target, argument); equal times run in scheduling order, so a
+// run is a pure function of its inputs and seed. Packet streams do not each own an event:
+// a link holds its packets in a FIFO and keeps one event for its head (see SimLink).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace sdr::emu {
+
+using SimTime = uint64_t;  // picoseconds
+inline constexpr SimTime kPsPerNs = 1000;
+
+class SimTarget {
+public:
+    virtual void fire(SimTime now, uint64_t arg) = 0;
+
+protected:
+    ~SimTarget() = default;
+};
+
+class Simulator {
+public:
+    SimTime now() const { return now_; }
+    void at(SimTime t, SimTarget* target, uint64_t arg = 0);
+    // Run the earliest event; false when none is pending.
+    bool step();
+    // Run events up to and including time t, then set the clock to t.
+    void run_until(SimTime t);
+    // Run at most max_events events; returns how many ran.
+    uint64_t run(uint64_t max_events);
+    bool idle() const { return heap_.empty(); }
+    SimTime next_time() const { return heap_.empty() ? now_ : heap_.front().t; }
+    uint64_t events_run() const { return events_; }
+
+private:
+    struct Event {
+        SimTime t;
+        uint64_t seq;
+        SimTarget* target;
+        uint64_t arg;
+    };
+    static bool later(const Event& a, const Event& b)
+    {
+        return a.t != b.t ? a.t > b.t : a.seq > b.seq;
+    }
+    std::vector<Event> heap_;
+    SimTime now_ = 0;
+    uint64_t seq_ = 0;
+    uint64_t events_ = 0;
+};
+
+}  // namespace sdr::emu

@@ -1,0 +1,90 @@
+// RoCEv2 wire format of the emulated NIC: Ethernet / IPv4 / UDP 4791 / BTH / (RETH | DETH) /
+// ImmDt / payload / ICRC. Encode builds a whole frame; decode treats a frame as hostile and
+// says why it is not usable. Per-packet path: no allocation, no exceptions, no virtual calls.
+//
+// Deliberate limits (all frames we emit are within them):
+//  - IPv4 only, no IP options (IHL 5), no fragments, no VLAN tag.
+//  - encode never pads: PadCnt is 0, so payloads should be multiples of 4 to be IBA-compliant
+//    (MTU-sized SDR packets are). decode honours a peer's PadCnt and excludes the pad bytes.
+//  - The UDP checksum is sent as 0 and ignored on receipt: RoCEv2 leaves it outside the ICRC
+//    (it is a variant field), and verifying it would cost a second pass over the payload.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+namespace sdr::emu::wire {
+
+inline constexpr uint16_t kRoceUdpPort = 4791;
+inline constexpr uint8_t kOpUcWriteOnlyImm = 0x2B;  // UC RDMA WRITE Only with Immediate
+inline constexpr uint8_t kOpUdSendOnly = 0x64, kOpUdSendOnlyImm = 0x65;  // UD SEND Only (+Imm), carry DETH
+inline constexpr size_t kEthBytes = 14, kIpv4Bytes = 20, kUdpBytes = 8, kBthBytes = 12, kRethBytes = 16,
+                        kDethBytes = 8, kImmBytes = 4, kIcrcBytes = 4;
+inline constexpr size_t kWriteImmHeaderBytes = 74;  // Eth..ImmDt for 0x2B
+static_assert(kWriteImmHeaderBytes == kEthBytes + kIpv4Bytes + kUdpBytes + kBthBytes + kRethBytes + kImmBytes);
+
+// 74 for 0x2B, 14+20+8+12+8(+4) for the UD ops, 0 for an unsupported opcode.
+size_t header_bytes(uint8_t opcode);
+constexpr size_t frame_bytes_write_imm(size_t payload) { return kWriteImmHeaderBytes + payload + kIcrcBytes; }
+
+struct Headers {
+    std::array<uint8_t, 6> dst_mac{}, src_mac{};
+    uint32_t src_ip = 0, dst_ip = 0;  // host byte order
+    uint8_t ip_tos = 0, ip_ttl = 64;
+    uint16_t ip_id = 0;
+    uint16_t udp_src_port = 0xC000;  // flow entropy
+    uint8_t opcode = kOpUcWriteOnlyImm;
+    bool solicited = false, ack_req = false;
+    uint16_t pkey = 0xFFFF;
+    uint32_t dest_qp = 0;                                        // 24 bits
+    uint32_t psn = 0;                                            // 24 bits
+    uint64_t va = 0;  uint32_t rkey = 0;  uint32_t dma_len = 0;  // RETH (0x2B)
+    uint32_t qkey = 0; uint32_t src_qp = 0;                      // DETH (UD)
+    uint32_t imm = 0;                                            // ImmDt, host order
+};
+
+// Writes a whole frame (headers, payload, ICRC) into out. IPv4 total length, header checksum and
+// UDP length come from payload_len; UDP checksum 0. h.dma_len is written as given (tests build
+// hostile frames with a wrong one). Returns bytes written, 0 if cap is too small or the opcode
+// unsupported.
+size_t encode(const Headers& h, const uint8_t* payload, uint32_t payload_len, uint8_t* out, size_t cap);
+
+// Headers only (no payload, no ICRC) exactly as they would precede a payload of payload_len
+// bytes: payload-free simulation records them as a truncated pcap capture. Returns header bytes
+// written, 0 if cap is too small or the opcode unsupported.
+size_t encode_headers(const Headers& h, uint32_t payload_len, uint8_t* out, size_t cap);
+
+enum class Verdict : uint8_t { Ok, Truncated, NotIpv4, NotRoce, BadIpHeader, BadLength, BadOpcode, BadIcrc };
+const char* to_string(Verdict v);
+
+struct Parsed {
+    Headers h;
+    const uint8_t* payload = nullptr;  // points into the frame given to decode
+    uint32_t payload_len = 0;          // excludes BTH PadCnt bytes
+};
+
+// Never reads outside [frame, frame+len). Checks, in this order:
+//   Truncated    shorter than the header needed for the next check, or than the opcode's
+//                headers + ICRC;
+//   NotIpv4      ethertype != 0x0800, IP version != 4 or IHL != 5;
+//   NotRoce      IP protocol not UDP, or UDP destination port != 4791;
+//   BadIpHeader  IPv4 header checksum wrong, or the packet is a fragment;
+//   BadOpcode    not 0x2B, 0x64 or 0x65;
+//   BadLength    IP total length != len - 14, UDP length != IP payload, PadCnt > payload;
+//   BadIcrc      ICRC mismatch (only if verify_icrc);
+//   BadLength    (0x2B) RETH dma_len != payload length — checked after the ICRC, so a
+//                corrupted dma_len counts as BadIcrc and a well-formed lie as BadLength.
+// On Ok, *out holds the headers (UDP checksum, TVer, BTH reserved bits are not reported).
+Verdict decode(const uint8_t* frame, size_t len, Parsed* out, bool verify_icrc = true);
+
+// RoCEv2 ICRC (IPv4): reflected IEEE CRC32 over 8 bytes of 0xFF (standing in for the LRH),
+// the IP header with TOS, TTL and header checksum set to ones, the UDP header with its checksum
+// set to ones, the BTH with its resv8a byte (FECN/BECN) set to ones, then the rest of the packet
+// up to the ICRC. len_without_icrc excludes the 4 ICRC bytes and must cover at least the BTH.
+uint32_t icrc(const uint8_t* frame, size_t len_without_icrc);
+// Store / check the 4 ICRC bytes exactly as on the wire (the CRC little-endian: its low byte first).
+void write_icrc(uint8_t* frame, size_t len_without_icrc);
+bool icrc_ok(const uint8_t* frame, size_t len);
+
+}  // namespace sdr::emu::wire

@@ -1,0 +1,360 @@
+#include <sdr/emu/fabric.hpp>
+#include <sdr/emu/wire.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+namespace sdr::emu {
+
+// Preamble + start delimiter (8), inter-frame gap (12) and FCS (4): the wire time of a frame
+// is (frame + 24) bytes, so goodput figures compare with real Ethernet.
+static constexpr uint32_t kWireOverheadBytes = 24;
+
+// ---- the send port of one NIC -------------------------------------------------------------
+
+class SimFabric::Port final : public SimTarget {
+public:
+    Port(SimFabric& f, Nic& nic) : f_(f), nic_(nic) {}
+    void kick()
+    {
+        if (busy_) return;
+        busy_ = true;
+        f_.sim_.at(f_.sim_.now(), this);
+    }
+    // One event per packet: at the end of a packet's serialisation, complete it and start
+    // the next one.
+    void fire(SimTime now, uint64_t) override
+    {
+        if (have_) {
+            have_ = false;
+            nic_.tx_done(cur_);
+        }
+        if (!nic_.tx_next(&cur_)) {
+            busy_ = false;
+            return;
+        }
+        have_ = true;
+        if (cur_.local_error) {
+            f_.sim_.at(now, this);
+            return;
+        }
+        SimTime start = std::max<SimTime>(now, cur_.not_before_ns * kPsPerNs);
+        uint32_t frame_len = static_cast<uint32_t>(wire::frame_bytes_write_imm(cur_.meta.dma_len));
+        double bits = 8.0 * (frame_len + kWireOverheadBytes);
+        SimTime end = start + static_cast<SimTime>(std::llround(bits * 1000.0 / f_.params_.link.bandwidth_gbps));
+        Nic* dst = f_.nic_by_ip(cur_.remote_ip);
+        if (dst) {
+            uint8_t* frame = nullptr;
+            if (nic_.payload()) {
+                frame = f_.frame_alloc();
+                frame_len = static_cast<uint32_t>(nic_.tx_encode(cur_, frame, kFrameCap));
+            }
+            f_.link(nic_.index(), dst->index())->send(end, cur_.meta, frame, frame_len);
+        }
+        f_.sim_.at(end, this);
+    }
+
+private:
+    SimFabric& f_;
+    Nic& nic_;
+    bool busy_ = false;
+    bool have_ = false;
+    TxPacket cur_;
+};
+
+// ---- firmware timers ----------------------------------------------------------------------
+
+class SimFabric::Timers final : public SimTarget {
+public:
+    explicit Timers(SimFabric& f) : f_(f) {}
+    static uint64_t key(uint32_t nic, uint32_t worker, uint32_t id)
+    {
+        return (uint64_t{nic} << 48) | (uint64_t{worker & 0xFFFF} << 32) | id;
+    }
+    void arm(uint32_t nic, uint32_t worker, uint32_t id, uint64_t deadline_ns)
+    {
+        uint64_t k = key(nic, worker, id);
+        deadline_[k] = deadline_ns;  // re-arming replaces the earlier deadline
+        f_.sim_.at(deadline_ns * kPsPerNs, this, k);
+    }
+    void fire(SimTime now, uint64_t k) override
+    {
+        auto it = deadline_.find(k);
+        if (it == deadline_.end() || it->second * kPsPerNs != now) return;  // re-armed since
+        deadline_.erase(it);
+        if (Nic* n = f_.find_nic(static_cast<uint32_t>(k >> 48)))
+            n->timer_fired(static_cast<uint32_t>((k >> 32) & 0xFFFF), static_cast<uint32_t>(k));
+    }
+
+private:
+    SimFabric& f_;
+    std::map<uint64_t, uint64_t> deadline_;
+};
+
+// ---- injected frames ----------------------------------------------------------------------
+
+class SimFabric::Injector final : public SimTarget {
+public:
+    explicit Injector(SimFabric& f) : f_(f) {}
+    void add(Injected in, SimTime at)
+    {
+        pending_[next_] = std::move(in);
+        f_.sim_.at(at, this, next_++);
+    }
+    void fire(SimTime, uint64_t arg) override
+    {
+        auto it = pending_.find(arg);
+        if (it == pending_.end()) return;
+        if (Nic* n = f_.find_nic(it->second.dst))
+            n->rx_frame(it->second.frame.data(), it->second.frame.size());
+        pending_.erase(it);
+    }
+
+private:
+    SimFabric& f_;
+    std::map<uint64_t, Injected> pending_;
+    uint64_t next_ = 0;
+};
+
+// ---- links --------------------------------------------------------------------------------
+
+SimLink::SimLink(SimFabric& fabric, Nic& dst, uint32_t src_index, const LinkParams& p,
+                 uint64_t seed)
+    : fabric_(fabric), dst_(dst), src_index_(src_index),
+      prop_ps_(static_cast<SimTime>(std::llround(p.rtt_ms * 1e9 / 2.0))),
+      imp_([&] {
+          ImpairmentParams ip = p.impairment;
+          ip.seed = seed;
+          return ip;
+      }()),
+      fifo_(1024)
+{
+}
+
+void SimLink::push_late(const InFlight& f)
+{
+    late_.push_back(f);
+    std::push_heap(late_.begin(), late_.end(), later);
+    fabric_.sim_.at(f.arrival, this, 1);
+}
+
+void SimLink::send(SimTime leaves, const PacketMeta& m, uint8_t* frame, uint32_t frame_len)
+{
+    ImpairmentVerdict v = imp_.decide();
+    if (v.drop) {
+        dropped_++;
+        if (fabric_.params_.drop_log)
+            fabric_.drops_.push_back(DropRecord{leaves, src_index_, dst_.index(), m});
+        if (frame) fabric_.frame_free(frame);
+        return;
+    }
+    InFlight f{leaves + prop_ps_ + v.extra_delay_ps, m, frame, frame_len};
+    if (v.duplicate) {
+        InFlight d = f;
+        d.arrival += kPsPerNs;
+        if (frame) {
+            d.frame = fabric_.frame_alloc();
+            std::memcpy(d.frame, frame, frame_len);
+        }
+        duplicated_++;
+        push_late(d);
+    }
+    if (v.extra_delay_ps) {
+        reordered_++;
+        push_late(f);
+        return;
+    }
+    if (count_ == fifo_.size()) {  // grow the ring, keeping order
+        std::vector<InFlight> bigger(fifo_.size() * 2);
+        for (size_t i = 0; i < count_; i++) bigger[i] = fifo_[(head_ + i) & (fifo_.size() - 1)];
+        fifo_ = std::move(bigger);
+        head_ = 0;
+    }
+    fifo_[(head_ + count_) & (fifo_.size() - 1)] = f;
+    if (count_++ == 0) fabric_.sim_.at(f.arrival, this, 0);
+}
+
+void SimLink::fire(SimTime now, uint64_t arg)
+{
+    if (arg == 0) {
+        while (count_ && fifo_[head_].arrival <= now) {
+            InFlight f = fifo_[head_];
+            head_ = (head_ + 1) & (fifo_.size() - 1);
+            count_--;
+            deliver(f);
+        }
+        if (count_) fabric_.sim_.at(fifo_[head_].arrival, this, 0);
+    } else {
+        while (!late_.empty() && late_.front().arrival <= now) {
+            std::pop_heap(late_.begin(), late_.end(), later);
+            InFlight f = late_.back();
+            late_.pop_back();
+            deliver(f);
+        }
+    }
+}
+
+void SimLink::deliver(const InFlight& f)
+{
+    delivered_++;
+    if (fabric_.pcap_.is_open()) {
+        if (f.frame) {
+            uint32_t snap = fabric_.params_.pcap_snaplen;
+            uint32_t cap = snap && snap < f.frame_len ? snap : f.frame_len;
+            fabric_.pcap_.write(f.arrival, f.frame, cap, f.frame_len);
+        } else {  // payload-free: a truncated capture of the headers
+            wire::Headers h;
+            NicAddress s = SimFabric::address_of(src_index_), d = dst_.address();
+            h.src_mac = s.mac;
+            h.dst_mac = d.mac;
+            h.src_ip = s.ip;
+            h.dst_ip = d.ip;
+            h.dest_qp = f.meta.dest_qp;
+            h.psn = f.meta.psn;
+            h.va = f.meta.va;
+            h.rkey = f.meta.rkey;
+            h.dma_len = f.meta.dma_len;
+            h.imm = f.meta.imm;
+            uint8_t hdr[128];
+            size_t n = wire::encode_headers(h, f.meta.dma_len, hdr, sizeof hdr);
+            fabric_.pcap_.write(f.arrival, hdr, static_cast<uint32_t>(n),
+                                static_cast<uint32_t>(wire::frame_bytes_write_imm(f.meta.dma_len)));
+        }
+    }
+    if (f.frame) {
+        dst_.rx_frame(f.frame, f.frame_len);
+        fabric_.frame_free(f.frame);
+    } else {
+        dst_.rx_packet(f.meta, nullptr);
+    }
+}
+
+// ---- the fabric ---------------------------------------------------------------------------
+
+SimFabric::SimFabric(const FabricParams& p)
+    : params_(p), timers_(std::make_unique<Timers>(*this)),
+      injector_(std::make_unique<Injector>(*this))
+{
+    if (!params_.pcap_path.empty()) pcap_.open(params_.pcap_path, nullptr);
+}
+
+SimFabric::~SimFabric()
+{
+    // Links may still hold frames; their buffers belong to frame_blocks_ and go with them.
+    links_.clear();
+    ports_.clear();
+    nics_.clear();
+}
+
+NicAddress SimFabric::address_of(uint32_t index)
+{
+    NicAddress a;
+    a.mac = {0x02, 0x00, 0x00, 0x00, static_cast<uint8_t>(index >> 8), static_cast<uint8_t>(index + 1)};
+    a.ip = (10u << 24) | (index + 1);  // 10.0.0.(index+1); never leaves the process
+    return a;
+}
+
+Nic& SimFabric::nic(uint32_t index, uint32_t num_workers)
+{
+    if (index >= nics_.size()) {
+        nics_.resize(index + 1);
+        ports_.resize(index + 1);
+    }
+    if (!nics_[index]) {
+        nics_[index] = std::make_unique<Nic>(index, address_of(index), num_workers, params_.payload, this);
+        ports_[index] = std::make_unique<Port>(*this, *nics_[index]);
+    }
+    return *nics_[index];
+}
+
+Nic* SimFabric::find_nic(uint32_t index) { return index < nics_.size() ? nics_[index].get() : nullptr; }
+
+Nic* SimFabric::nic_by_ip(uint32_t ip)
+{
+    if ((ip >> 24) != 10 || (ip & 0xFFFFFF) == 0) return nullptr;
+    return find_nic((ip & 0xFFFFFF) - 1);
+}
+
+SimLink* SimFabric::link(uint32_t src, uint32_t dst)
+{
+    uint64_t k = (uint64_t{src} << 32) | dst;
+    auto it = links_.find(k);
+    if (it != links_.end()) return it->second.get();
+    Nic* d = find_nic(dst);
+    if (!d) return nullptr;
+    // Each direction gets its own stream, derived from the fabric seed and the pair.
+    uint64_t seed = params_.seed * 0x9E3779B97F4A7C15ull ^ (k * 0xD1B54A32D192ED03ull);
+    auto l = std::make_unique<SimLink>(*this, *d, src, params_.link, seed);
+    SimLink* raw = l.get();
+    links_.emplace(k, std::move(l));
+    return raw;
+}
+
+uint64_t SimFabric::packets_delivered() const
+{
+    uint64_t n = 0;
+    for (const auto& [k, l] : links_) n += l->delivered();
+    return n;
+}
+
+// One polling step: a batch of events, but never more than a short slice of virtual time, so
+// an application that polls sees the fabric move in small steps (idle gaps are skipped: the
+// slice starts at the next pending event).
+bool SimFabric::progress(uint64_t max_events)
+{
+    if (sim_.idle()) return false;
+    SimTime until = sim_.next_time() + kProgressSlicePs;
+    for (uint64_t n = 0; n < max_events && !sim_.idle() && sim_.next_time() <= until; n++) sim_.step();
+    return true;
+}
+
+void SimFabric::inject_frame(uint32_t dst_nic, std::vector<uint8_t> frame, SimTime at)
+{
+    injector_->add(Injected{dst_nic, std::move(frame)}, at);
+}
+
+void SimFabric::tx_ready(Nic& nic) { ports_[nic.index()]->kick(); }
+
+void SimFabric::arm_timer(Nic& nic, uint32_t worker, uint32_t id, uint64_t deadline_ns)
+{
+    timers_->arm(nic.index(), worker, id, deadline_ns);
+}
+
+uint8_t* SimFabric::frame_alloc()
+{
+    if (free_frames_.empty()) {
+        constexpr size_t kBlock = 256;
+        frame_blocks_.push_back(std::make_unique<uint8_t[]>(kBlock * kFrameCap));
+        for (size_t i = 0; i < kBlock; i++) free_frames_.push_back(frame_blocks_.back().get() + i * kFrameCap);
+    }
+    uint8_t* f = free_frames_.back();
+    free_frames_.pop_back();
+    return f;
+}
+
+void SimFabric::frame_free(uint8_t* f) { free_frames_.push_back(f); }
+
+// ---- the process-wide fabric --------------------------------------------------------------
+
+static std::unique_ptr<SimFabric>& process_slot()
+{
+    static std::unique_ptr<SimFabric> fabric;
+    return fabric;
+}
+
+SimFabric* SimFabric::process(std::string* err)
+{
+    auto& f = process_slot();
+    if (!f) {
+        FabricParams p;
+        if (!FabricParams::from_env(&p, err)) return nullptr;
+        f = std::make_unique<SimFabric>(p);
+    }
+    return f.get();
+}
+
+void SimFabric::install(std::unique_ptr<SimFabric> fabric) { process_slot() = std::move(fabric); }
+
+}  // namespace sdr::emu

@@ -1,0 +1,425 @@
+#include <sdr/emu/nic.hpp>
+#include <sdr/emu/wire.hpp>
+
+#include <cstdlib>
+#include <cstring>
+
+namespace sdr::emu {
+
+const char* to_string(RxDrop d)
+{
+    switch (d) {
+    case RxDrop::Truncated: return "truncated";
+    case RxDrop::NotIpv4: return "not_ipv4";
+    case RxDrop::NotRoce: return "not_roce";
+    case RxDrop::BadIpHeader: return "bad_ip_header";
+    case RxDrop::BadLength: return "bad_length";
+    case RxDrop::BadOpcode: return "bad_opcode";
+    case RxDrop::BadIcrc: return "bad_icrc";
+    case RxDrop::UnknownQp: return "unknown_qp";
+    case RxDrop::WrongOpcode: return "wrong_opcode";
+    case RxDrop::UnknownKey: return "unknown_key";
+    case RxDrop::OutOfBounds: return "out_of_bounds";
+    case RxDrop::Count: break;
+    }
+    return "?";
+}
+
+uint64_t PortCounters::rx_drops_total() const
+{
+    uint64_t n = 0;
+    for (uint64_t d : rx_drops) n += d;
+    return n;
+}
+
+// Keys carry an index and a per-NIC tag byte, so a key of another NIC or a stale index is
+// recognisably wrong rather than silently valid.
+static uint32_t make_key(uint32_t index, uint32_t nic) { return ((index + 1) << 8) | (0x40 + (nic & 0x3f)); }
+static uint32_t key_index(uint32_t key) { return (key >> 8) - 1; }
+
+Nic::Nic(uint32_t index, NicAddress addr, uint32_t num_workers, bool payload, NicExecutor* exec)
+    : index_(index), addr_(addr), payload_(payload), exec_(exec)
+{
+    reconfigure_workers(num_workers);
+    fw_ = static_cast<fw_device*>(nic_alloc(sizeof(fw_device)));
+    sq_ring_.resize(1024);
+}
+
+Nic::~Nic() { nic_free(fw_); }
+
+bool Nic::reconfigure_workers(uint32_t num_workers)
+{
+    for (const auto& q : qps_)
+        if (q.live) return false;
+    workers_.clear();
+    for (uint32_t i = 0; i < num_workers; i++) {
+        auto w = std::make_unique<hal_worker>();
+        w->nic = this;
+        w->index = i;
+        workers_.push_back(std::move(w));
+    }
+    return true;
+}
+
+// ---- memory -----------------------------------------------------------------------------
+
+uint32_t Nic::mr_reg(void* addr, size_t len)
+{
+    if (!addr || len == 0) return 0;
+    for (size_t i = 0; i < mrs_.size(); i++)
+        if (!mrs_[i].lkey) {
+            mrs_[i] = {static_cast<uint8_t*>(addr), len, make_key(static_cast<uint32_t>(i), index_)};
+            return mrs_[i].lkey;
+        }
+    uint32_t i = static_cast<uint32_t>(mrs_.size());
+    mrs_.push_back({static_cast<uint8_t*>(addr), len, make_key(i, index_)});
+    return mrs_.back().lkey;
+}
+
+bool Nic::mr_dereg(uint32_t lkey)
+{
+    uint32_t i = key_index(lkey);
+    if (i >= mrs_.size() || mrs_[i].lkey != lkey) return false;
+    // A root-key entry must never outlive the memory it points at.
+    for (auto& rk : root_keys_)
+        for (auto& e : rk.entries)
+            if (e.lkey == lkey) e = RootEntry{};
+    mrs_[i] = MemoryRegion{};
+    return true;
+}
+
+bool Nic::mr_covers(uint32_t lkey, uint64_t addr, uint64_t len) const
+{
+    uint32_t i = key_index(lkey);
+    if (lkey == 0 || i >= mrs_.size() || mrs_[i].lkey != lkey) return false;
+    uint64_t base = reinterpret_cast<uint64_t>(mrs_[i].addr);
+    return addr >= base && len <= mrs_[i].len && addr - base <= mrs_[i].len - len;
+}
+
+void* Nic::nic_alloc(size_t bytes)
+{
+    size_t n = (bytes + 63) & ~size_t{63};
+    void* p = std::aligned_alloc(64, n ? n : 64);
+    if (p) {
+        std::memset(p, 0, n);
+        nic_mem_bytes_ += n;
+    }
+    return p;
+}
+
+void Nic::nic_free(void* p) { std::free(p); }
+
+// ---- transport QPs and root keys ---------------------------------------------------------
+
+uint32_t Nic::qp_create(uint32_t tag, uint32_t channel)
+{
+    TransportQp q;
+    q.live = true;
+    q.tag = tag;
+    q.channel = channel % num_workers();
+    qps_.push_back(q);
+    grow_sq_ring();
+    return static_cast<uint32_t>(qps_.size() - 1);
+}
+
+void Nic::qp_destroy(uint32_t handle)
+{
+    if (handle < qps_.size()) qps_[handle].live = false;
+}
+
+bool Nic::qp_connect(uint32_t handle, const NicAddress& remote, uint32_t remote_qpn,
+                     uint32_t rate_mbps)
+{
+    if (handle >= qps_.size() || !qps_[handle].live) return false;
+    TransportQp& q = qps_[handle];
+    q.remote_ip = remote.ip;
+    q.remote_mac = remote.mac;
+    q.remote_qpn = remote_qpn & 0xFFFFFF;
+    q.rate_mbps = rate_mbps;
+    return true;
+}
+
+void Nic::qp_bind_root_key(uint32_t handle, uint32_t rkey)
+{
+    if (handle < qps_.size()) qps_[handle].rkey = rkey;
+}
+
+const QpCounters* Nic::qp_counters(uint32_t handle) const
+{
+    return handle < qps_.size() ? &qps_[handle].counters : nullptr;
+}
+
+uint32_t Nic::root_key_create(uint32_t nslots, uint64_t slot_bytes)
+{
+    RootKey rk;
+    rk.rkey = make_key(static_cast<uint32_t>(root_keys_.size()), index_);
+    rk.slot_bytes = slot_bytes;
+    rk.entries.resize(nslots);
+    root_keys_.push_back(std::move(rk));
+    return root_keys_.back().rkey;
+}
+
+Nic::RootKey* Nic::root_key(uint32_t rkey)
+{
+    uint32_t i = key_index(rkey);
+    if (i >= root_keys_.size() || root_keys_[i].rkey != rkey) return nullptr;
+    return &root_keys_[i];
+}
+
+void Nic::root_key_destroy(uint32_t rkey)
+{
+    if (RootKey* rk = root_key(rkey)) {
+        rk->rkey = 0;
+        rk->entries.clear();
+    }
+}
+
+bool Nic::root_key_set(uint32_t rkey, uint32_t slot, uint32_t lkey, uint64_t addr, uint64_t len)
+{
+    RootKey* rk = root_key(rkey);
+    if (!rk || slot >= rk->entries.size() || len > rk->slot_bytes || !mr_covers(lkey, addr, len))
+        return false;
+    rk->entries[slot] = {reinterpret_cast<uint8_t*>(addr), len, lkey};
+    return true;
+}
+
+void Nic::root_key_null(uint32_t rkey, uint32_t slot)
+{
+    RootKey* rk = root_key(rkey);
+    if (rk && slot < rk->entries.size()) rk->entries[slot] = RootEntry{};
+}
+
+// ---- receive: the UC responder -----------------------------------------------------------
+
+void Nic::drop(RxDrop d, TransportQp* qp)
+{
+    port_.rx_drops[static_cast<size_t>(d)]++;
+    if (qp) qp->counters.rx_drops++;
+}
+
+void Nic::rx_frame(const uint8_t* frame, size_t len)
+{
+    port_.rx_frames++;
+    port_.rx_bytes += len;
+    wire::Parsed p;
+    wire::Verdict v = wire::decode(frame, len, &p, true);
+    switch (v) {
+    case wire::Verdict::Ok: break;
+    case wire::Verdict::Truncated: return drop(RxDrop::Truncated, nullptr);
+    case wire::Verdict::NotIpv4: return drop(RxDrop::NotIpv4, nullptr);
+    case wire::Verdict::NotRoce: return drop(RxDrop::NotRoce, nullptr);
+    case wire::Verdict::BadIpHeader: return drop(RxDrop::BadIpHeader, nullptr);
+    case wire::Verdict::BadLength: return drop(RxDrop::BadLength, nullptr);
+    case wire::Verdict::BadOpcode: return drop(RxDrop::BadOpcode, nullptr);
+    case wire::Verdict::BadIcrc: return drop(RxDrop::BadIcrc, nullptr);
+    }
+    PacketMeta m;
+    m.va = p.h.va;
+    m.dest_qp = p.h.dest_qp;
+    m.psn = p.h.psn;
+    m.rkey = p.h.rkey;
+    m.dma_len = p.payload_len;
+    m.imm = p.h.imm;
+    m.opcode = p.h.opcode;
+    respond(m, p.payload);
+}
+
+void Nic::rx_packet(const PacketMeta& m, const uint8_t* payload)
+{
+    port_.rx_frames++;
+    port_.rx_bytes += wire::frame_bytes_write_imm(m.dma_len);
+    respond(m, payload);
+}
+
+void Nic::respond(const PacketMeta& m, const uint8_t* payload)
+{
+    uint32_t h = m.dest_qp - kQpnBase;
+    if (m.dest_qp < kQpnBase || h >= qps_.size() || !qps_[h].live) return drop(RxDrop::UnknownQp, nullptr);
+    TransportQp& qp = qps_[h];
+    if (m.opcode != wire::kOpUcWriteOnlyImm) return drop(RxDrop::WrongOpcode, &qp);
+    RootKey* rk = (m.rkey == qp.rkey && qp.rkey) ? root_key(m.rkey) : nullptr;
+    if (!rk) return drop(RxDrop::UnknownKey, &qp);
+    uint64_t slot = m.va / rk->slot_bytes, off = m.va % rk->slot_bytes;
+    if (slot >= rk->entries.size()) return drop(RxDrop::OutOfBounds, &qp);
+    const RootEntry& e = rk->entries[slot];
+    if (!e.addr) {
+        // NULL key: a late packet of a completed message; payload discarded, CQE still raised
+        // (the firmware's tag check drops it).
+        port_.rx_null_key++;
+        qp.counters.rx_null_key++;
+    } else if (m.dma_len != 0) {
+        if (off > e.len || m.dma_len > e.len - off) return drop(RxDrop::OutOfBounds, &qp);
+        if (payload) std::memcpy(e.addr + off, payload, m.dma_len);  // the DMA
+        port_.rx_placed_bytes += m.dma_len;
+    }
+    qp.counters.rx_packets++;
+    port_.rx_cqes++;
+    hal_cqe cqe{};
+    cqe.qp_tag = qp.tag;
+    cqe.imm = m.imm;
+    cqe.byte_len = m.dma_len;
+    cqe.opcode = HAL_CQE_RECV_WRITE_IMM;
+    cqe.status = HAL_CQE_OK;
+    // The channel's DPA worker drains its CQ at once: the simulator charges no handler time.
+    hal_worker* w = workers_[qp.channel].get();
+    w->cqe_handler_calls++;
+    fw_handle_cqe(fw_, w, &cqe);
+}
+
+// ---- send engine -------------------------------------------------------------------------
+
+void Nic::grow_sq_ring()
+{
+    size_t need = qps_.size() * kSqDepth;
+    if (need <= sq_ring_.size()) return;
+    size_t cap = sq_ring_.size();
+    while (cap < need) cap *= 2;
+    std::vector<SqEntry> ring(cap);
+    for (uint32_t i = 0; i < sq_count_; i++) ring[i] = sq_ring_[(sq_tail_ + i) & (sq_ring_.size() - 1)];
+    sq_ring_ = std::move(ring);
+    sq_tail_ = 0;
+    sq_head_ = sq_count_;
+}
+
+bool Nic::hal_tx_post(hal_worker*, const hal_tx_wqe& wqe)
+{
+    if (wqe.qp >= qps_.size() || !qps_[wqe.qp].live) {
+        port_.tx_local_errors++;
+        return true;  // consumed: a WQE for a dead QP is discarded, not retried forever
+    }
+    TransportQp& q = qps_[wqe.qp];
+    if (q.sq_used >= kSqDepth) {
+        q.sq_blocked = true;
+        return false;
+    }
+    q.sq_used++;
+    sq_ring_[sq_head_++ & (sq_ring_.size() - 1)] = SqEntry{wqe.qp, wqe};
+    if (sq_count_++ == 0) exec_->tx_ready(*this);
+    return true;
+}
+
+bool Nic::tx_next(TxPacket* out)
+{
+    if (!sq_count_) return false;
+    SqEntry e = sq_ring_[sq_tail_++ & (sq_ring_.size() - 1)];
+    sq_count_--;
+    TransportQp& q = qps_[e.qp];
+    const hal_tx_wqe& w = e.wqe;
+    *out = TxPacket{};
+    out->qp = e.qp;
+    out->cookie = w.cookie;
+    out->signaled = w.signaled;
+    if (w.length && !mr_covers(w.lkey, w.local_addr, w.length)) {
+        out->local_error = true;  // local protection error: nothing goes on the wire
+        return true;
+    }
+    out->meta.opcode = wire::kOpUcWriteOnlyImm;
+    out->meta.dest_qp = q.remote_qpn;
+    out->meta.psn = q.psn;
+    q.psn = (q.psn + 1) & 0xFFFFFF;
+    out->meta.va = w.remote_va;
+    out->meta.rkey = w.rkey;
+    out->meta.dma_len = w.length;
+    out->meta.imm = w.imm;
+    out->remote_ip = q.remote_ip;
+    out->remote_mac = q.remote_mac;
+    // Flow entropy per transport QP, as RoCEv2 NICs derive the UDP source port.
+    out->udp_src_port = static_cast<uint16_t>(0xC000 | ((kQpnBase + e.qp) & 0x3FFF));
+    out->payload = reinterpret_cast<const uint8_t*>(w.local_addr);
+    if (q.rate_mbps) {
+        uint64_t now = exec_->now_ns();
+        uint64_t start = q.next_tx_ns > now ? q.next_tx_ns : now;
+        out->not_before_ns = start;
+        uint64_t bits = 8ull * wire::frame_bytes_write_imm(w.length);
+        q.next_tx_ns = start + (bits * 1000 + q.rate_mbps - 1) / q.rate_mbps;
+    }
+    return true;
+}
+
+void Nic::tx_done(const TxPacket& p)
+{
+    TransportQp& q = qps_[p.qp];
+    q.sq_used--;
+    if (p.local_error) {
+        port_.tx_local_errors++;
+    } else {
+        port_.tx_frames++;
+        port_.tx_bytes += wire::frame_bytes_write_imm(p.meta.dma_len);
+        q.counters.tx_packets++;
+        q.counters.tx_bytes += p.meta.dma_len;
+    }
+    uint32_t fw_qp = fw_tag_qp(q.tag);
+    if (p.signaled || p.local_error) {
+        hal_cqe cqe{};
+        cqe.qp_tag = q.tag;
+        cqe.wr_cookie = p.cookie;
+        cqe.opcode = HAL_CQE_SEND;
+        cqe.status = p.local_error ? HAL_CQE_LOCAL_ERROR : HAL_CQE_OK;
+        // An unsignalled WQE that failed still completes (as verbs does), but it must not
+        // retire a request early: only signalled ones count against the request.
+        if (p.signaled) {
+            hal_worker* w = tx_worker(fw_qp);
+            w->cqe_handler_calls++;
+            fw_handle_cqe(fw_, w, &cqe);
+        }
+    }
+    if (q.sq_blocked) {
+        q.sq_blocked = false;
+        doorbell(fw_qp);
+    }
+}
+
+static wire::Headers headers_of(const Nic& nic, const TxPacket& p)
+{
+    wire::Headers h;
+    h.dst_mac = p.remote_mac;
+    h.src_mac = nic.address().mac;
+    h.src_ip = nic.address().ip;
+    h.dst_ip = p.remote_ip;
+    h.udp_src_port = p.udp_src_port;
+    h.opcode = p.meta.opcode;
+    h.dest_qp = p.meta.dest_qp;
+    h.psn = p.meta.psn;
+    h.va = p.meta.va;
+    h.rkey = p.meta.rkey;
+    h.dma_len = p.meta.dma_len;
+    h.imm = p.meta.imm;
+    return h;
+}
+
+size_t Nic::tx_encode(const TxPacket& p, uint8_t* out, size_t cap) const
+{
+    return wire::encode(headers_of(*this, p), p.payload, p.meta.dma_len, out, cap);
+}
+
+size_t Nic::tx_encode_headers(const TxPacket& p, uint8_t* out, size_t cap) const
+{
+    return wire::encode_headers(headers_of(*this, p), p.meta.dma_len, out, cap);
+}
+
+// ---- events into the firmware ------------------------------------------------------------
+
+void Nic::doorbell(uint32_t qp_index)
+{
+    hal_worker* w = tx_worker(qp_index);
+    w->doorbell_handler_calls++;
+    fw_handle_doorbell(fw_, w, qp_index);
+}
+
+void Nic::timer_fired(uint32_t worker, uint32_t id)
+{
+    if (worker >= workers_.size()) return;
+    hal_worker* w = workers_[worker].get();
+    w->timer_handler_calls++;
+    fw_handle_timer(fw_, w, id);
+}
+
+uint64_t Nic::fw_counter(uint32_t counter) const
+{
+    uint64_t n = 0;
+    if (counter < HAL_MAX_COUNTERS)
+        for (const auto& w : workers_) n += w->counters[counter];
+    return n;
+}
+
+}  // namespace sdr::emu

@@ -1,0 +1,140 @@
+/* Send side: cut each send work request into single-packet UC WRITE-with-IMM WQEs and spray
+ * them round-robin over the channels of the message's generation; report injection. */
+#include <sdr/firmware/fw.h>
+
+/* Round-robin position continues across messages, so short messages spread too. */
+static inline uint32_t next_channel(struct fw_tx_qp *qp)
+{
+    uint32_t ch = qp->next_channel;
+    qp->next_channel = (ch + 1u == qp->num_channels) ? 0u : ch + 1u;
+    return ch;
+}
+
+static uint32_t data_packets(const struct fw_tx_qp *qp, const struct fw_send_wr *wr)
+{
+    return (uint32_t)(((uint64_t)wr->length + (1ull << qp->mtu_log) - 1u) >> qp->mtu_log);
+}
+
+static uint32_t popcount32(uint32_t v)
+{
+    uint32_t n = 0;
+    for (; v; v &= v - 1u) n++;
+    return n;
+}
+
+/* Packet i of a request: data packets first, then one zero-length packet per padding
+ * fragment (lowest fragment first), each at packet offset = fragment index. */
+static void build_wqe(const struct fw_tx_qp *qp, const struct fw_send_wr *wr, uint32_t i,
+                      uint32_t ndata, struct hal_tx_wqe *wqe)
+{
+    uint32_t offset, length;
+    uint64_t local = wr->local_addr;
+    if (i < ndata) {
+        uint64_t start = (uint64_t)i << qp->mtu_log;
+        uint64_t rest = wr->length - start;
+        length = rest < (1ull << qp->mtu_log) ? (uint32_t)rest : (1u << qp->mtu_log);
+        offset = wr->first_packet + i;
+        local += start;
+    } else {
+        uint32_t k = i - ndata, pad = wr->pad_frags;
+        while (k--) pad &= pad - 1u; /* drop the k lowest padding fragments */
+        offset = (uint32_t)__builtin_ctz(pad);
+        length = 0;
+    }
+    uint32_t j = fw_imm_frag_index(qp->imm, offset);
+    wqe->imm = fw_imm_encode(qp->imm, wr->msg_id, offset,
+                             fw_imm_user_frag(qp->imm, wr->user_imm, j));
+    wqe->local_addr = local;
+    wqe->lkey = wr->lkey;
+    wqe->length = length;
+    /* Padding packets write nothing: they address the slot's base, so a padding offset past a
+     * small slot never points into the next slot. */
+    wqe->remote_va = (uint64_t)wr->slot * qp->slot_bytes + (length ? (uint64_t)offset << qp->mtu_log : 0);
+    wqe->rkey = qp->rkey[wr->generation];
+}
+
+/* Retire requests in order once all their packets are posted and signalled WQEs completed;
+ * publish the count to the host (one window write per batch of retired requests). */
+static void retire(struct fw_tx_qp *qp, struct hal_worker *w)
+{
+    uint32_t done = qp->done_cursor;
+    while (done != qp->post_cursor) {
+        struct fw_send_wr *wr = &qp->ring[done & qp->ring_mask];
+        if (!wr->posted_all || wr->pending) break;
+        done++;
+        hal_counter_add(w, FW_CNT_TX_WR_DONE, 1);
+    }
+    if (done != qp->done_cursor) {
+        qp->done_cursor = done;
+        hal_window_write64(w, &qp->window, 0, done);
+    }
+}
+
+static void tx_run(struct fw_tx_qp *qp, struct hal_worker *w)
+{
+    uint32_t head = hal_load_acquire32(&qp->head);
+    while (qp->post_cursor != head) {
+        uint32_t idx = qp->post_cursor & qp->ring_mask;
+        struct fw_send_wr *wr = &qp->ring[idx];
+        uint32_t ndata = data_packets(qp, wr);
+        uint32_t total = ndata + popcount32(wr->pad_frags);
+        /* The last WQE on each channel used is signalled: its completion implies the
+         * channel's earlier WQEs left, whatever the order between channels. */
+        uint32_t nch = qp->num_channels;
+        while (wr->next_packet < total) {
+            uint32_t i = wr->next_packet;
+            struct hal_tx_wqe wqe;
+            build_wqe(qp, wr, i, ndata, &wqe);
+            uint32_t ch = qp->next_channel;
+            wqe.qp = qp->channel_qp[wr->generation][ch];
+            wqe.cookie = idx;
+            wqe.signaled = (total - i <= nch);
+            if (!hal_tx_post(w, &wqe)) {
+                hal_counter_add(w, FW_CNT_TX_SQ_FULL, 1);
+                return; /* doorbell again when the send queue drains */
+            }
+            next_channel(qp);
+            wr->pending += wqe.signaled;
+            wr->next_packet = i + 1u;
+            hal_counter_add(w, FW_CNT_TX_PACKETS, 1);
+        }
+        wr->posted_all = 1;
+        qp->post_cursor++;
+    }
+    retire(qp, w);
+}
+
+void fw_handle_doorbell(struct fw_device *dev, struct hal_worker *w, uint32_t qp_index)
+{
+    struct fw_tx_qp *qp = (qp_index < FW_MAX_QPS) ? dev->qps[qp_index].tx : (struct fw_tx_qp *)0;
+    if (!qp) {
+        hal_counter_add(w, FW_CNT_UNKNOWN_QP, 1);
+        return;
+    }
+    tx_run(qp, w);
+}
+
+static void tx_completion(struct fw_tx_qp *qp, struct hal_worker *w, const struct hal_cqe *cqe)
+{
+    if (cqe->status != HAL_CQE_OK) hal_counter_add(w, FW_CNT_TX_CQE_ERROR, 1);
+    struct fw_send_wr *wr = &qp->ring[cqe->wr_cookie & qp->ring_mask];
+    if (wr->pending) wr->pending--;
+    retire(qp, w);
+}
+
+void fw_handle_cqe(struct fw_device *dev, struct hal_worker *w, const struct hal_cqe *cqe)
+{
+    uint32_t q = fw_tag_qp(cqe->qp_tag);
+    struct fw_qp *qp = (q < FW_MAX_QPS) ? &dev->qps[q] : (struct fw_qp *)0;
+    if (cqe->opcode == HAL_CQE_RECV_WRITE_IMM && qp && qp->rx) {
+        if (cqe->status != HAL_CQE_OK) {
+            hal_counter_add(w, FW_CNT_RX_CQE_ERROR, 1);
+            return;
+        }
+        fw_rx_cqe(qp->rx, fw_tag_generation(cqe->qp_tag), w, cqe);
+    } else if (cqe->opcode == HAL_CQE_SEND && qp && qp->tx) {
+        tx_completion(qp->tx, w, cqe);
+    } else {
+        hal_counter_add(w, FW_CNT_UNKNOWN_QP, 1);
+    }
+}

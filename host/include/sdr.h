@@ -1,0 +1,123 @@
+/*
+ * SDR: software-defined reliability for RDMA — the host API.
+ * Source-compatible with the published SDR SDK's sdr.h: same functions, structs, fields,
+ * enum values and return codes. Our additions are marked "extension".
+ *
+ * Semantics worth knowing (details in the README):
+ * - Order-based matching: the n-th send of a QP lands in the n-th receive posted on the peer.
+ * - remote_offset is counted in chunks (2^bitmap_chunk_size_log_bytes bytes) of the receive.
+ * - sdr_send_poll completes when every packet of the send left the NIC (local completion).
+ * - sdr_recv_bitmap_get returns the live chunk bitmap: chunk i is bit (i % 8) of byte i / 8.
+ */
+#ifndef SDR_H
+#define SDR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct sdr_context;
+struct sdr_qp;
+struct sdr_send_handle;
+struct sdr_recv_handle;
+
+enum sdr_errcode {
+    SDR_SUCCESS = 0,
+    SDR_ERROR = 1,
+    SDR_RETRY = 2 /* not now: resources exhausted or result not ready; try again */
+};
+
+enum sdr_mtu {
+    SDR_MTU_64,
+    SDR_MTU_128,
+    SDR_MTU_256,
+    SDR_MTU_512,
+    SDR_MTU_1024,
+    SDR_MTU_2048,
+    SDR_MTU_4096
+};
+
+struct sdr_dev_attr {
+    uint32_t num_channels; /* transport channels = DPA worker threads */
+    uint32_t log_max_qps;
+};
+
+enum sdr_wr_opcode { SDR_WR_WRITE, SDR_WR_WRITE_WITH_IMM };
+
+struct sdr_qp_attr {
+    uint32_t bitmap_chunk_size_log_bytes;
+    size_t max_in_flight_log_bytes;
+    uint32_t max_log_num_msgs;
+    enum sdr_mtu mtu;
+    uint8_t send_enable;
+    uint8_t recv_enable;
+    uint32_t rate_limit; /* Mbit/s per channel QP; 0 = line rate */
+};
+
+struct sdr_send_wr {
+    enum sdr_wr_opcode opcode;
+    uint32_t imm_value;
+    uint32_t length;
+    uint32_t lkey;
+    uint64_t local_addr;
+    uint64_t remote_offset; /* in chunks of the receive buffer */
+};
+
+struct sdr_send_start_wr {
+    enum sdr_wr_opcode opcode;
+    uint32_t imm_value;
+};
+
+struct sdr_send_continue_wr {
+    uint32_t length;
+    uint64_t local_addr;
+    uint32_t lkey;
+    uint64_t remote_offset; /* in chunks of the receive buffer */
+};
+
+struct sdr_recv_wr {
+    uint32_t max_length;
+    uint32_t lkey;
+    uint64_t address;
+};
+
+struct sdr_send_status {
+    uint32_t flags;
+};
+
+struct sdr_context *sdr_context_create(const char *dev_name, struct sdr_dev_attr *dev_attr);
+int sdr_context_destroy(struct sdr_context *context);
+
+struct sdr_qp *sdr_qp_create(struct sdr_context *ctx, struct sdr_qp_attr *qp_attr);
+int sdr_qp_destroy(struct sdr_qp *qp);
+int sdr_qp_info_size_get(struct sdr_qp *qp, size_t *info_size);
+int sdr_qp_info_get(struct sdr_qp *qp, void *info);
+int sdr_qp_connect(struct sdr_qp *qp, void *remote_qp_info);
+
+int sdr_recv_post(struct sdr_qp *qp, struct sdr_recv_wr *wr, struct sdr_recv_handle **handle);
+int sdr_recv_imm_get(struct sdr_recv_handle *handle, uint32_t *immediate);
+int sdr_recv_bitmap_get(struct sdr_recv_handle *handle, uint8_t **bitmap_bytes,
+                        size_t *bitmap_num_bytes);
+int sdr_recv_bitmap_chunk_expand(struct sdr_recv_handle *handle, uint32_t chunk_offset,
+                                 uint64_t *bitmap);
+int sdr_recv_complete(struct sdr_recv_handle *handle);
+
+int sdr_send_post(struct sdr_qp *qp, struct sdr_send_wr *wr, struct sdr_send_handle **handle);
+int sdr_streaming_send_start(struct sdr_qp *qp, struct sdr_send_start_wr *wr,
+                             struct sdr_send_handle **handle);
+int sdr_streaming_send_continue(struct sdr_send_handle *handle, struct sdr_send_continue_wr *wr);
+int sdr_streaming_send_end(struct sdr_send_handle *handle);
+int sdr_send_poll(struct sdr_send_handle *handle, int *completed_flag,
+                  struct sdr_send_status *status);
+
+/* extension: what the last failing call on this thread said (never NULL; "" if none). */
+const char *sdr_last_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SDR_H */

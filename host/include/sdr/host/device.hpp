@@ -1,0 +1,66 @@
+// The backend seam of libsdr: what the generic host library needs from a device. One
+// implementation per device kind (the simulator's emulated NIC now; AF_XDP/AF_PACKET emulator
+// ports and rdma-core later), chosen by device name in open_device(). Set-up calls and polling
+// only: the per-packet path stays inside the NIC and its firmware.
+#pragma once
+
+#include <sdr/firmware/fw.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace sdr::host {
+
+struct PeerAddress {
+    std::array<uint8_t, 6> mac{};
+    uint32_t ip = 0;
+};
+
+class Device {
+public:
+    static constexpr uint32_t kInvalid = 0xFFFFFFFFu;
+    virtual ~Device() = default;
+
+    virtual const std::string& name() const = 0;
+    virtual PeerAddress address() const = 0;
+    virtual uint32_t num_channels() const = 0;
+
+    virtual uint32_t mr_reg(void* addr, size_t len) = 0;  // lkey, 0 on failure
+    virtual bool mr_dereg(uint32_t lkey) = 0;
+    virtual bool mr_covers(uint32_t lkey, uint64_t addr, uint64_t len) const = 0;
+
+    virtual void* nic_alloc(size_t bytes) = 0;  // zeroed NIC memory for firmware state
+    virtual void nic_free(void* p) = 0;
+    virtual fw_device* firmware() = 0;
+
+    // Transport (UC) QPs; kInvalid on failure.
+    virtual uint32_t qp_create(uint32_t tag, uint32_t channel, uint32_t* qpn) = 0;
+    virtual void qp_destroy(uint32_t handle) = 0;
+    virtual bool qp_connect(uint32_t handle, const PeerAddress& peer, uint32_t remote_qpn,
+                            uint32_t rate_mbps) = 0;
+    virtual void qp_bind_root_key(uint32_t handle, uint32_t rkey) = 0;
+
+    virtual uint32_t root_key_create(uint32_t nslots, uint64_t slot_bytes) = 0;
+    virtual void root_key_destroy(uint32_t rkey) = 0;
+    virtual bool root_key_set(uint32_t rkey, uint32_t slot, uint32_t lkey, uint64_t addr,
+                              uint64_t len) = 0;
+    virtual void root_key_null(uint32_t rkey, uint32_t slot) = 0;
+
+    virtual void doorbell(uint32_t fw_qp_index) = 0;
+
+    // Make progress (the simulator runs a batch of events); false if nothing is pending.
+    virtual bool progress() = 0;
+    virtual uint64_t now_ns() = 0;
+    // Virtual-time control; false on devices that run in real time.
+    virtual bool advance_to(uint64_t t_ns) = 0;
+    virtual bool run_until_idle() = 0;
+    virtual bool pending() = 0;
+};
+
+// "sim" / "sim:N": NIC N of the process's simulated fabric. NULL + err otherwise.
+std::unique_ptr<Device> open_device(const char* name, uint32_t num_channels, std::string* err);
+
+}  // namespace sdr::host

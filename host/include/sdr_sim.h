@@ -1,0 +1,30 @@
+/* extension: the simulator's virtual clock, for applications that run on "sim:N" devices.
+ * Every SDR call that polls (sdr_send_poll, sdr_recv_bitmap_get, sdr_recv_imm_get,
+ * sdr_recv_bitmap_chunk_expand) advances the shared clock; these let an application read it
+ * and wait in virtual time. */
+#ifndef SDR_SIM_H
+#define SDR_SIM_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct sdr_context;
+
+/* Virtual time of the context's fabric in nanoseconds (wall-clock ns on real devices). */
+uint64_t sdr_now_ns(struct sdr_context *ctx);
+/* Advance the fabric's virtual clock to t_ns, running everything due until then.
+ * SDR_ERROR on a non-simulated context. */
+int sdr_sim_advance_to(struct sdr_context *ctx, uint64_t t_ns);
+/* Run events until nothing is pending. SDR_ERROR on a non-simulated context. */
+int sdr_sim_run_until_idle(struct sdr_context *ctx);
+/* 1 if the fabric has events pending (packets in flight, timers), else 0. */
+int sdr_sim_pending(struct sdr_context *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SDR_SIM_H */

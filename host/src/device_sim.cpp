@@ -1,0 +1,129 @@
+// The simulator backend: NIC N of the process-wide simulated fabric.
+#include <sdr/emu/fabric.hpp>
+#include <sdr/host/device.hpp>
+
+#include <cstdlib>
+#include <cstring>
+#include <set>
+
+namespace sdr::host {
+
+namespace {
+
+std::set<uint32_t>& open_nics()
+{
+    static std::set<uint32_t> s;
+    return s;
+}
+
+class SimDevice final : public Device {
+public:
+    SimDevice(emu::SimFabric& f, emu::Nic& nic, std::string name)
+        : fabric_(f), nic_(nic), name_(std::move(name))
+    {
+        open_nics().insert(nic_.index());
+    }
+    ~SimDevice() override { open_nics().erase(nic_.index()); }
+
+    const std::string& name() const override { return name_; }
+    PeerAddress address() const override { return PeerAddress{nic_.address().mac, nic_.address().ip}; }
+    uint32_t num_channels() const override { return nic_.num_workers(); }
+
+    uint32_t mr_reg(void* addr, size_t len) override { return nic_.mr_reg(addr, len); }
+    bool mr_dereg(uint32_t lkey) override { return nic_.mr_dereg(lkey); }
+    bool mr_covers(uint32_t lkey, uint64_t addr, uint64_t len) const override
+    {
+        return nic_.mr_covers(lkey, addr, len);
+    }
+    void* nic_alloc(size_t bytes) override { return nic_.nic_alloc(bytes); }
+    void nic_free(void* p) override { nic_.nic_free(p); }
+    fw_device* firmware() override { return nic_.firmware(); }
+
+    uint32_t qp_create(uint32_t tag, uint32_t channel, uint32_t* qpn) override
+    {
+        uint32_t h = nic_.qp_create(tag, channel);
+        *qpn = nic_.qpn(h);
+        return h;
+    }
+    void qp_destroy(uint32_t handle) override { nic_.qp_destroy(handle); }
+    bool qp_connect(uint32_t handle, const PeerAddress& peer, uint32_t remote_qpn, uint32_t rate) override
+    {
+        emu::NicAddress a;
+        a.mac = peer.mac;
+        a.ip = peer.ip;
+        return nic_.qp_connect(handle, a, remote_qpn, rate);
+    }
+    void qp_bind_root_key(uint32_t handle, uint32_t rkey) override { nic_.qp_bind_root_key(handle, rkey); }
+    uint32_t root_key_create(uint32_t nslots, uint64_t slot_bytes) override
+    {
+        return nic_.root_key_create(nslots, slot_bytes);
+    }
+    void root_key_destroy(uint32_t rkey) override { nic_.root_key_destroy(rkey); }
+    bool root_key_set(uint32_t rkey, uint32_t slot, uint32_t lkey, uint64_t addr, uint64_t len) override
+    {
+        return nic_.root_key_set(rkey, slot, lkey, addr, len);
+    }
+    void root_key_null(uint32_t rkey, uint32_t slot) override { nic_.root_key_null(rkey, slot); }
+    void doorbell(uint32_t q) override { nic_.doorbell(q); }
+
+    bool progress() override { return fabric_.progress(); }
+    uint64_t now_ns() override { return fabric_.now_ns(); }
+    bool advance_to(uint64_t t_ns) override
+    {
+        fabric_.sim().run_until(t_ns * emu::kPsPerNs);
+        return true;
+    }
+    bool run_until_idle() override
+    {
+        fabric_.run_until_idle();
+        return true;
+    }
+    bool pending() override { return !fabric_.sim().idle(); }
+
+private:
+    emu::SimFabric& fabric_;
+    emu::Nic& nic_;
+    std::string name_;
+};
+
+}  // namespace
+
+std::unique_ptr<Device> open_device(const char* name, uint32_t num_channels, std::string* err)
+{
+    std::string n = name;
+    if (n == "sim" || n.rfind("sim:", 0) == 0) {
+        uint32_t index = 0;
+        if (n.size() > 4) {
+            const char* s = n.c_str() + 4;
+            char* end = nullptr;
+            unsigned long v = std::strtoul(s, &end, 10);
+            if (end == s || *end || v > 255) {
+                *err = "device '" + n + "': expected sim:N with N in 0..255";
+                return nullptr;
+            }
+            index = static_cast<uint32_t>(v);
+        }
+        if (open_nics().count(index)) {
+            *err = "device '" + n + "' is already open in this process";
+            return nullptr;
+        }
+        emu::SimFabric* f = emu::SimFabric::process(err);
+        if (!f) return nullptr;
+        emu::Nic& nic = f->nic(index, num_channels);
+        if (nic.num_workers() != num_channels && !nic.reconfigure_workers(num_channels)) {
+            *err = "device '" + n + "': cannot change its channel count while its transport QPs live";
+            return nullptr;
+        }
+        return std::make_unique<SimDevice>(*f, nic, n);
+    }
+    for (const char* kind : {"xdp:", "raw:", "verbs:"})
+        if (n.rfind(kind, 0) == 0) {
+            *err = "device '" + n + "': the " + std::string(kind, std::strlen(kind) - 1) +
+                   " backend is not part of this build yet; use sim:N";
+            return nullptr;
+        }
+    *err = "unknown device '" + n + "': expected sim:N (simulated NIC N), see README";
+    return nullptr;
+}
+
+}  // namespace sdr::host

@@ -1,0 +1,19 @@
+#include "internal.hpp"
+
+namespace {
+thread_local std::string last_error;
+}
+
+namespace sdr::host {
+
+int set_error(const std::string& msg)
+{
+    last_error = msg;
+    return SDR_ERROR;
+}
+
+void clear_error() { last_error.clear(); }
+
+}  // namespace sdr::host
+
+extern "C" const char* sdr_last_error(void) { return last_error.c_str(); }

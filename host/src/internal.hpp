@@ -1,0 +1,110 @@
+// libsdr's objects behind the opaque C handles.
+#pragma once
+
+#include <sdr.h>
+#include <sdr/host/device.hpp>
+#include <sdr_mr.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+struct sdr_context {
+    std::unique_ptr<sdr::host::Device> dev;
+    uint32_t log_max_qps = 0;
+    std::vector<sdr_qp*> qps;  // index = firmware QP index (part of every transport QP tag)
+    uint32_t live_mrs = 0;
+};
+
+struct sdr_mr {
+    sdr_context* ctx;
+    uint32_t lkey;
+};
+
+struct sdr_recv_handle {
+    sdr_qp* qp = nullptr;
+    bool active = false;
+    uint32_t slot = 0, generation = 0, msg_id = 0;
+    uint32_t max_length = 0, nchunks = 0;
+    uint64_t address = 0;
+    uint32_t lkey = 0;
+};
+
+struct sdr_send_handle {
+    sdr_qp* qp = nullptr;
+    bool active = false;
+    bool streaming = false;
+    bool ended = false;
+    enum sdr_wr_opcode opcode = SDR_WR_WRITE;
+    uint32_t slot = 0, generation = 0, msg_id = 0, user_imm = 0;
+    uint32_t frags_carried = 0;  // user-immediate fragments some packet already carries
+    uint32_t last_wr = 0;        // send-ring position after this message's last request
+    uint64_t bytes = 0;          // counted against max in-flight bytes until completion
+};
+
+struct QpInfo {  // the out-of-band blob, serialised little-endian by qp_info.cpp
+    uint8_t mtu_log = 0, chunk_log = 0, slot_log = 0, log_slots = 0;
+    uint8_t generations = 0, channels = 0, recv_enable = 0;
+    fw_imm_layout imm{};
+    sdr::host::PeerAddress addr;
+    uint32_t rkey[FW_GENERATIONS] = {};
+    uint32_t qpn[FW_GENERATIONS][FW_MAX_CHANNELS] = {};
+};
+size_t qp_info_size();
+void qp_info_write(const QpInfo& info, uint8_t* out);
+// false + err if the blob is not one of ours
+bool qp_info_read(const uint8_t* in, QpInfo* info, std::string* err);
+
+struct sdr_qp {
+    sdr_context* ctx = nullptr;
+    uint32_t index = 0;
+    sdr_qp_attr attr{};
+    fw_imm_layout imm{};
+    uint32_t mtu_log = 0, chunk_log = 0, slot_log = 0, log_slots = 0, channels = 0;
+    uint32_t tq[FW_GENERATIONS][FW_MAX_CHANNELS] = {};   // transport QP handles
+    uint32_t qpn[FW_GENERATIONS][FW_MAX_CHANNELS] = {};
+    uint32_t root_rkey[FW_GENERATIONS] = {};
+
+    // receive side
+    fw_rx_qp* rx = nullptr;
+    void* rx_mem = nullptr;
+    std::vector<uint64_t> rx_window;  // host memory the firmware writes: S x (bitmap + imm)
+    std::vector<sdr_recv_handle> recvs;
+    uint64_t recvs_posted = 0;
+
+    // send side
+    bool connected = false;
+    QpInfo remote;
+    fw_tx_qp* tx = nullptr;
+    fw_send_wr* ring = nullptr;
+    uint64_t tx_window = 0;  // host word the firmware writes: requests fully injected
+    std::vector<sdr_send_handle> sends;
+    uint64_t sends_posted = 0;
+    uint32_t wr_head = 0;
+    uint64_t bytes_in_flight = 0;
+};
+
+namespace sdr::host {
+
+// Thread-local last error; set_error returns SDR_ERROR so call sites read `return set_error(..)`.
+int set_error(const std::string& msg);
+void clear_error();
+
+inline constexpr uint32_t kSendRingSize = 4096;
+
+// Receive slot count S of a QP's receive side and the sender's view of the peer's.
+inline uint32_t slots_of(uint32_t log_slots) { return 1u << log_slots; }
+
+// Message n of a QP: its slot, 10-bit (or msg_bits) id and generation (see firmware/fw.h).
+struct MessagePlace {
+    uint32_t slot, msg_id, generation;
+};
+inline MessagePlace place_of(uint64_t n, uint32_t log_slots, const fw_imm_layout& imm)
+{
+    return MessagePlace{static_cast<uint32_t>(n & ((1ull << log_slots) - 1)),
+                        static_cast<uint32_t>(n & ((1ull << imm.msg_bits) - 1)),
+                        static_cast<uint32_t>((n >> log_slots) % FW_GENERATIONS)};
+}
+
+}  // namespace sdr::host

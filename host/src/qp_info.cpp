@@ -1,0 +1,85 @@
+// The QP-info blob exchanged out of band: fixed layout, little-endian, versioned, so two
+// hosts (or two builds) agree on it byte for byte.
+#include "internal.hpp"
+
+#include <cstring>
+
+namespace {
+
+constexpr uint32_t kMagic = 0x31524453;  // "SDR1"
+constexpr uint32_t kVersion = 1;
+
+void put8(uint8_t*& p, uint32_t v) { *p++ = static_cast<uint8_t>(v); }
+void put32(uint8_t*& p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++) *p++ = static_cast<uint8_t>(v >> (8 * i));
+}
+uint32_t get8(const uint8_t*& p) { return *p++; }
+uint32_t get32(const uint8_t*& p)
+{
+    uint32_t v = 0;
+    for (int i = 0; i < 4; i++) v |= uint32_t{*p++} << (8 * i);
+    return v;
+}
+
+}  // namespace
+
+size_t qp_info_size() { return 4 + 4 + 7 + 3 + 6 + 4 + 4 * FW_GENERATIONS * (1 + FW_MAX_CHANNELS); }
+
+void qp_info_write(const QpInfo& in, uint8_t* out)
+{
+    uint8_t* p = out;
+    put32(p, kMagic);
+    put32(p, kVersion);
+    for (uint32_t v : {in.mtu_log, in.chunk_log, in.slot_log, in.log_slots, in.generations, in.channels, in.recv_enable})
+        put8(p, v);
+    put8(p, in.imm.msg_bits);
+    put8(p, in.imm.offset_bits);
+    put8(p, in.imm.frag_bits);
+    std::memcpy(p, in.addr.mac.data(), 6);
+    p += 6;
+    put32(p, in.addr.ip);
+    for (uint32_t g = 0; g < FW_GENERATIONS; g++) {
+        put32(p, in.rkey[g]);
+        for (uint32_t c = 0; c < FW_MAX_CHANNELS; c++) put32(p, in.qpn[g][c]);
+    }
+}
+
+bool qp_info_read(const uint8_t* in, QpInfo* out, std::string* err)
+{
+    const uint8_t* p = in;
+    if (get32(p) != kMagic) {
+        *err = "remote QP info is not an SDR QP-info blob (bad magic)";
+        return false;
+    }
+    if (uint32_t v = get32(p); v != kVersion) {
+        *err = "remote QP info has version " + std::to_string(v) + ", this library speaks " + std::to_string(kVersion);
+        return false;
+    }
+    QpInfo r;
+    r.mtu_log = static_cast<uint8_t>(get8(p));
+    r.chunk_log = static_cast<uint8_t>(get8(p));
+    r.slot_log = static_cast<uint8_t>(get8(p));
+    r.log_slots = static_cast<uint8_t>(get8(p));
+    r.generations = static_cast<uint8_t>(get8(p));
+    r.channels = static_cast<uint8_t>(get8(p));
+    r.recv_enable = static_cast<uint8_t>(get8(p));
+    r.imm.msg_bits = static_cast<uint8_t>(get8(p));
+    r.imm.offset_bits = static_cast<uint8_t>(get8(p));
+    r.imm.frag_bits = static_cast<uint8_t>(get8(p));
+    std::memcpy(r.addr.mac.data(), p, 6);
+    p += 6;
+    r.addr.ip = get32(p);
+    for (uint32_t g = 0; g < FW_GENERATIONS; g++) {
+        r.rkey[g] = get32(p);
+        for (uint32_t c = 0; c < FW_MAX_CHANNELS; c++) r.qpn[g][c] = get32(p);
+    }
+    if (r.generations != FW_GENERATIONS || r.channels == 0 || r.channels > FW_MAX_CHANNELS ||
+        !fw_imm_layout_valid(r.imm) || r.mtu_log < 6 || r.mtu_log > 12 || r.chunk_log < r.mtu_log ||
+        r.slot_log < r.chunk_log || r.log_slots > r.imm.msg_bits) {
+        *err = "remote QP info is inconsistent (corrupt blob?)";
+        return false;
+    }
+    *out = r;
+    return true;
+}

@@ -1,0 +1,105 @@
+// Receives: order-based matching into message slots, the live chunk bitmap, immediates.
+#include <cstring>
+
+#include "internal.hpp"
+
+using sdr::host::set_error;
+
+namespace {
+
+uint64_t* slot_words(sdr_qp* qp, uint32_t slot)
+{
+    return qp->rx_window.data() + static_cast<uint64_t>(slot) * qp->rx->slot_window_words;
+}
+
+bool live(const sdr_recv_handle* h) { return h && h->qp && h->active; }
+
+}  // namespace
+
+extern "C" {
+
+int sdr_recv_post(sdr_qp* qp, sdr_recv_wr* wr, sdr_recv_handle** handle)
+{
+    if (!qp || !wr || !handle) return set_error("sdr_recv_post: qp, wr or handle is NULL");
+    if (!qp->rx) return set_error("sdr_recv_post: the QP was created with recv_enable = 0");
+    uint64_t slot_bytes = 1ull << qp->slot_log;
+    if (wr->max_length > slot_bytes)
+        return set_error("sdr_recv_post: max_length " + std::to_string(wr->max_length) + " exceeds the slot size " +
+                         std::to_string(slot_bytes) + " (2^(max_in_flight_log_bytes - max_log_num_msgs))");
+    if (wr->max_length && !qp->ctx->dev->mr_covers(wr->lkey, wr->address, wr->max_length))
+        return set_error("sdr_recv_post: [address, address + max_length) is not inside the memory region of lkey");
+    auto place = sdr::host::place_of(qp->recvs_posted, qp->log_slots, qp->imm);
+    sdr_recv_handle& h = qp->recvs[place.slot];
+    if (h.active) return SDR_RETRY;  // slot still held by the receive S messages earlier
+    if (wr->max_length && !qp->ctx->dev->root_key_set(qp->root_rkey[place.generation], place.slot, wr->lkey,
+                                                      wr->address, wr->max_length))
+        return set_error("sdr_recv_post: the device refused the root-key entry");
+    h = sdr_recv_handle{};
+    h.qp = qp;
+    h.active = true;
+    h.slot = place.slot;
+    h.generation = place.generation;
+    h.msg_id = place.msg_id;
+    h.max_length = wr->max_length;
+    h.nchunks = static_cast<uint32_t>((uint64_t{wr->max_length} + (1ull << qp->chunk_log) - 1) >> qp->chunk_log);
+    h.address = wr->address;
+    h.lkey = wr->lkey;
+    std::memset(slot_words(qp, place.slot), 0, qp->rx->slot_window_words * sizeof(uint64_t));
+    fw_rx_slot_arm(qp->rx, place.slot, place.generation, place.msg_id, wr->max_length);
+    qp->recvs_posted++;
+    *handle = &h;
+    return SDR_SUCCESS;
+}
+
+int sdr_recv_imm_get(sdr_recv_handle* h, uint32_t* immediate)
+{
+    if (!immediate) return set_error("sdr_recv_imm_get: immediate is NULL");
+    if (!live(h)) return set_error("sdr_recv_imm_get: handle is NULL or already completed");
+    const uint64_t* word = slot_words(h->qp, h->slot) + h->qp->rx->bitmap_words;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        uint64_t v = __atomic_load_n(word, __ATOMIC_ACQUIRE);
+        if (v & FW_IMM_VALID) {
+            *immediate = static_cast<uint32_t>(v);
+            return SDR_SUCCESS;
+        }
+        if (attempt == 0) h->qp->ctx->dev->progress();
+    }
+    return SDR_RETRY;
+}
+
+int sdr_recv_bitmap_get(sdr_recv_handle* h, uint8_t** bytes, size_t* nbytes)
+{
+    if (!bytes || !nbytes) return set_error("sdr_recv_bitmap_get: bitmap_bytes or bitmap_num_bytes is NULL");
+    if (!live(h)) return set_error("sdr_recv_bitmap_get: handle is NULL or already completed");
+    h->qp->ctx->dev->progress();
+    // Little-endian words: chunk i is bit (i % 8) of byte i / 8.
+    *bytes = reinterpret_cast<uint8_t*>(slot_words(h->qp, h->slot));
+    *nbytes = (h->nchunks + 7) / 8;
+    return SDR_SUCCESS;
+}
+
+int sdr_recv_bitmap_chunk_expand(sdr_recv_handle* h, uint32_t chunk, uint64_t* bitmap)
+{
+    if (!bitmap) return set_error("sdr_recv_bitmap_chunk_expand: bitmap is NULL");
+    if (!live(h)) return set_error("sdr_recv_bitmap_chunk_expand: handle is NULL or already completed");
+    if (chunk >= h->nchunks)
+        return set_error("sdr_recv_bitmap_chunk_expand: chunk " + std::to_string(chunk) + " is beyond the receive's " +
+                         std::to_string(h->nchunks) + " chunks");
+    h->qp->ctx->dev->progress();
+    uint32_t ppc = 1u << (h->qp->chunk_log - h->qp->mtu_log);
+    fw_rx_chunk_expand(h->qp->rx, h->slot, chunk, bitmap, (ppc + 63) / 64);
+    return SDR_SUCCESS;
+}
+
+int sdr_recv_complete(sdr_recv_handle* h)
+{
+    if (!live(h)) return set_error("sdr_recv_complete: handle is NULL or already completed");
+    sdr_qp* qp = h->qp;
+    // NULL key first: from here no late packet of this message can touch the buffer.
+    qp->ctx->dev->root_key_null(qp->root_rkey[h->generation], h->slot);
+    fw_rx_slot_disarm(qp->rx, h->slot);
+    h->active = false;
+    return SDR_SUCCESS;
+}
+
+}  // extern "C"
