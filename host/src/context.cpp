@@ -45,7 +45,7 @@ sdr_mr* sdr_mr_reg(sdr_context* ctx, void* addr, size_t length, enum sdr_access_
     if (!ctx) return set_error("sdr_mr_reg: context is NULL"), nullptr;
     if (!addr) return set_error("sdr_mr_reg: addr is NULL"), nullptr;
     if (length == 0) return set_error("sdr_mr_reg: length is 0"), nullptr;
-    if (access != SDR_ACCESS_REMOTE_WRITE) return set_error("sdr_mr_reg: unknown access flags"), nullptr;
+    if (sdr::host::raw_enum(access) != SDR_ACCESS_REMOTE_WRITE) return set_error("sdr_mr_reg: unknown access flags"), nullptr;
     uint32_t lkey = ctx->dev->mr_reg(addr, length);
     if (!lkey) return set_error("sdr_mr_reg: the device refused the region"), nullptr;
     ctx->live_mrs++;

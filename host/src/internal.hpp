@@ -6,6 +6,7 @@
 #include <sdr_mr.h>
 
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -86,6 +87,18 @@ struct sdr_qp {
 };
 
 namespace sdr::host {
+
+// An enum field as the caller stored it. C callers may store any integer in an enum field;
+// reading it as the enum type would be undefined behaviour for out-of-range values, so
+// validation reads the raw bits.
+template <class E>
+inline int raw_enum(const E& e)
+{
+    static_assert(sizeof(E) == sizeof(int));
+    int v;
+    std::memcpy(&v, &e, sizeof v);
+    return v;
+}
 
 // Thread-local last error; set_error returns SDR_ERROR so call sites read `return set_error(..)`.
 int set_error(const std::string& msg);

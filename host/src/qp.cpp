@@ -13,8 +13,9 @@ std::string n2s(uint64_t v) { return std::to_string(v); }
 // Validate attributes and derive the QP geometry; empty string when fine.
 std::string check_attr(const sdr_qp_attr& a, const fw_imm_layout& imm)
 {
-    if (a.mtu < SDR_MTU_64 || a.mtu > SDR_MTU_4096) return "mtu is not an sdr_mtu value";
-    uint32_t mtu_log = 6 + static_cast<uint32_t>(a.mtu);
+    int mtu = sdr::host::raw_enum(a.mtu);
+    if (mtu < SDR_MTU_64 || mtu > SDR_MTU_4096) return "mtu is not an sdr_mtu value";
+    uint32_t mtu_log = 6 + static_cast<uint32_t>(mtu);
     if (!a.send_enable && !a.recv_enable) return "neither send_enable nor recv_enable is set";
     if (a.bitmap_chunk_size_log_bytes < mtu_log || a.bitmap_chunk_size_log_bytes > 30)
         return "bitmap_chunk_size_log_bytes must lie in [log2(MTU)=" + n2s(mtu_log) + ", 30], got " +

@@ -87,7 +87,11 @@ int start_message(sdr_qp* qp, enum sdr_wr_opcode opcode, uint32_t imm, bool stre
     return SDR_SUCCESS;
 }
 
-bool opcode_ok(enum sdr_wr_opcode op) { return op == SDR_WR_WRITE || op == SDR_WR_WRITE_WITH_IMM; }
+bool opcode_ok(const enum sdr_wr_opcode& op)
+{
+    int v = sdr::host::raw_enum(op);
+    return v == SDR_WR_WRITE || v == SDR_WR_WRITE_WITH_IMM;
+}
 
 bool in_flight_ok(const sdr_qp* qp, uint64_t more)
 {
