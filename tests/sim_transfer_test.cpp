@@ -336,3 +336,35 @@ TEST(SimTransfer, CqeOfStaleGenerationIsDropped)
     EXPECT_EQ(w.nic(1).fw_counter(FW_CNT_RX_STALE), 1u);
     ASSERT_EQ(sdr_recv_complete(rh), SDR_SUCCESS);
 }
+
+TEST(SimTransfer, RateLimitPacesTheSenderWithFirmwareTimers)
+{
+    // 1 MiB = 256 frames of 4174 bytes; at 1000 Mbit/s they take 256 * 33.392 us = 8.548 ms
+    // of virtual time to post, against ~86 us at the 100 Gbit/s line rate.
+    for (uint32_t rate : {0u, 1000u}) {
+        WorldConfig c = config(16, 30, 7);
+        c.qp.rate_limit = rate;
+        SimWorld w(c);
+        std::vector<uint8_t> src(1 << 20), dst(1 << 20);
+        fill(src, 9);
+        uint32_t sk = w.lkey(0, src.data(), src.size()), rk = w.lkey(1, dst.data(), dst.size());
+        sdr_recv_wr rw{1 << 20, rk, reinterpret_cast<uint64_t>(dst.data())};
+        sdr_recv_handle* rh;
+        ASSERT_EQ(sdr_recv_post(w.qp(1), &rw, &rh), SDR_SUCCESS);
+        sdr_send_wr sw{SDR_WR_WRITE, 0, 1 << 20, sk, reinterpret_cast<uint64_t>(src.data()), 0};
+        sdr_send_handle* sh;
+        ASSERT_EQ(sdr_send_post(w.qp(0), &sw, &sh), SDR_SUCCESS);
+        wait_send(sh);
+        uint64_t injected_ns = w.now_ns();
+        w.run_until_idle();
+        EXPECT_EQ(dst, src);
+        if (rate) {
+            EXPECT_NEAR(static_cast<double>(injected_ns), 255 * 33392.0 + 344, 0.01 * 8.548e6) << "paced";
+            EXPECT_GT(w.nic(0).fw_counter(FW_CNT_TX_PACED), 200u);
+        } else {
+            EXPECT_LT(injected_ns, 100'000u) << "line rate";
+            EXPECT_EQ(w.nic(0).fw_counter(FW_CNT_TX_PACED), 0u);
+        }
+        ASSERT_EQ(sdr_recv_complete(rh), SDR_SUCCESS);
+    }
+}

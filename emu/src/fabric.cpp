@@ -40,7 +40,7 @@ public:
             f_.sim_.at(now, this);
             return;
         }
-        SimTime start = std::max<SimTime>(now, cur_.not_before_ns * kPsPerNs);
+        SimTime start = now;
         uint32_t frame_len = static_cast<uint32_t>(wire::frame_bytes_write_imm(cur_.meta.dma_len));
         double bits = 8.0 * (frame_len + kWireOverheadBytes);
         SimTime end = start + static_cast<SimTime>(std::llround(bits * 1000.0 / f_.params_.link.bandwidth_gbps));

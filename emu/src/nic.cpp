@@ -127,15 +127,13 @@ void Nic::qp_destroy(uint32_t handle)
     if (handle < qps_.size()) qps_[handle].live = false;
 }
 
-bool Nic::qp_connect(uint32_t handle, const NicAddress& remote, uint32_t remote_qpn,
-                     uint32_t rate_mbps)
+bool Nic::qp_connect(uint32_t handle, const NicAddress& remote, uint32_t remote_qpn)
 {
     if (handle >= qps_.size() || !qps_[handle].live) return false;
     TransportQp& q = qps_[handle];
     q.remote_ip = remote.ip;
     q.remote_mac = remote.mac;
     q.remote_qpn = remote_qpn & 0xFFFFFF;
-    q.rate_mbps = rate_mbps;
     return true;
 }
 
@@ -326,13 +324,6 @@ bool Nic::tx_next(TxPacket* out)
     // Flow entropy per transport QP, as RoCEv2 NICs derive the UDP source port.
     out->udp_src_port = static_cast<uint16_t>(0xC000 | ((kQpnBase + e.qp) & 0x3FFF));
     out->payload = reinterpret_cast<const uint8_t*>(w.local_addr);
-    if (q.rate_mbps) {
-        uint64_t now = exec_->now_ns();
-        uint64_t start = q.next_tx_ns > now ? q.next_tx_ns : now;
-        out->not_before_ns = start;
-        uint64_t bits = 8ull * wire::frame_bytes_write_imm(w.length);
-        q.next_tx_ns = start + (bits * 1000 + q.rate_mbps - 1) / q.rate_mbps;
-    }
     return true;
 }
 

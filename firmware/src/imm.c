@@ -14,4 +14,5 @@ const char *const fw_counter_names[FW_CNT__COUNT] = {
     "rx_cqe",        "rx_stale",       "rx_bad_offset", "rx_duplicate",
     "rx_cqe_error",  "chunk_complete", "imm_complete",  "tx_packets",
     "tx_sq_full",    "tx_wr_done",     "tx_cqe_error",  "unknown_qp",
+    "tx_paced",
 };

@@ -84,10 +84,3 @@ void fw_rx_cqe(struct fw_rx_qp *qp, uint32_t generation, struct hal_worker *w,
     /* 4. user-immediate fragments */
     gather_imm(qp, w, slot, s, p, imm.frag);
 }
-
-void fw_handle_timer(struct fw_device *dev, struct hal_worker *w, uint32_t timer_id)
-{
-    (void)dev;
-    (void)w;
-    (void)timer_id;
-}

@@ -85,6 +85,17 @@ static void tx_run(struct fw_tx_qp *qp, struct hal_worker *w)
             uint32_t i = wr->next_packet;
             struct hal_tx_wqe wqe;
             build_wqe(qp, wr, i, ndata, &wqe);
+            /* Pacing (rate_limit, Mbit/s of frames): wait for the QP's next transmit time on a
+             * timer rather than holding the worker. */
+            uint64_t now_ps = 0;
+            if (qp->rate_mbps) {
+                now_ps = hal_clock_ns(w) * 1000u;
+                if (qp->next_tx_ps > now_ps) {
+                    hal_timer_arm(w, qp->index, (qp->next_tx_ps + 999u) / 1000u);
+                    hal_counter_add(w, FW_CNT_TX_PACED, 1);
+                    return;
+                }
+            }
             uint32_t ch = qp->next_channel;
             wqe.qp = qp->channel_qp[wr->generation][ch];
             wqe.cookie = idx;
@@ -94,6 +105,12 @@ static void tx_run(struct fw_tx_qp *qp, struct hal_worker *w)
                 return; /* doorbell again when the send queue drains */
             }
             next_channel(qp);
+            if (qp->rate_mbps) {
+                /* frame = 74 header + payload + 4 ICRC bytes; ps = bits * 1e6 / Mbit/s */
+                uint64_t bits = 8u * (78u + (uint64_t)wqe.length);
+                uint64_t start = qp->next_tx_ps > now_ps ? qp->next_tx_ps : now_ps;
+                qp->next_tx_ps = start + bits * 1000000u / qp->rate_mbps;
+            }
             wr->pending += wqe.signaled;
             wr->next_packet = i + 1u;
             hal_counter_add(w, FW_CNT_TX_PACKETS, 1);
@@ -112,6 +129,11 @@ void fw_handle_doorbell(struct fw_device *dev, struct hal_worker *w, uint32_t qp
         return;
     }
     tx_run(qp, w);
+}
+
+void fw_handle_timer(struct fw_device *dev, struct hal_worker *w, uint32_t timer_id)
+{
+    fw_handle_doorbell(dev, w, timer_id); /* a paced QP's next transmit time has come */
 }
 
 static void tx_completion(struct fw_tx_qp *qp, struct hal_worker *w, const struct hal_cqe *cqe)

@@ -54,7 +54,7 @@ struct sdr_qp_attr {
     enum sdr_mtu mtu;
     uint8_t send_enable;
     uint8_t recv_enable;
-    uint32_t rate_limit; /* Mbit/s per channel QP; 0 = line rate */
+    uint32_t rate_limit; /* pacing of the QP's frames in Mbit/s; 0 = line rate */
 };
 
 struct sdr_send_wr {

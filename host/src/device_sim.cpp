@@ -46,12 +46,12 @@ public:
         return h;
     }
     void qp_destroy(uint32_t handle) override { nic_.qp_destroy(handle); }
-    bool qp_connect(uint32_t handle, const PeerAddress& peer, uint32_t remote_qpn, uint32_t rate) override
+    bool qp_connect(uint32_t handle, const PeerAddress& peer, uint32_t remote_qpn) override
     {
         emu::NicAddress a;
         a.mac = peer.mac;
         a.ip = peer.ip;
-        return nic_.qp_connect(handle, a, remote_qpn, rate);
+        return nic_.qp_connect(handle, a, remote_qpn);
     }
     void qp_bind_root_key(uint32_t handle, uint32_t rkey) override { nic_.qp_bind_root_key(handle, rkey); }
     uint32_t root_key_create(uint32_t nslots, uint64_t slot_bytes) override

@@ -98,6 +98,8 @@ sdr_qp* sdr_qp_create(sdr_context* ctx, sdr_qp_attr* attr)
         qp->tx->imm = imm;
         qp->tx->mtu_log = qp->mtu_log;
         qp->tx->num_channels = qp->channels;
+        qp->tx->index = index;
+        qp->tx->rate_mbps = attr->rate_limit;
         qp->tx->ring = qp->ring;
         qp->tx->ring_mask = sdr::host::kSendRingSize - 1;
         qp->tx->window = hal_window{reinterpret_cast<uint64_t>(&qp->tx_window), 1};
@@ -175,7 +177,7 @@ int sdr_qp_connect(sdr_qp* qp, void* remote_info)
     sdr::host::Device& dev = *qp->ctx->dev;
     for (uint32_t g = 0; g < FW_GENERATIONS; g++)
         for (uint32_t c = 0; c < qp->channels; c++)
-            if (!dev.qp_connect(qp->tq[g][c], r.addr, r.qpn[g][c], qp->attr.rate_limit))
+            if (!dev.qp_connect(qp->tq[g][c], r.addr, r.qpn[g][c]))
                 return set_error("sdr_qp_connect: the device refused to connect a transport QP");
     if (qp->tx) {
         qp->tx->slot_bytes = 1ull << r.slot_log;

@@ -60,7 +60,6 @@ struct TxPacket {
     std::array<uint8_t, 6> remote_mac{};
     uint16_t udp_src_port = 0;
     const uint8_t* payload = nullptr;  // local MR bytes (full-payload mode)
-    uint64_t not_before_ns = 0;        // rate limit of the QP
     uint32_t qp = 0;                   // transport QP handle
     uint32_t cookie = 0;
     bool signaled = false;
@@ -112,8 +111,7 @@ public:
     uint32_t qp_create(uint32_t tag, uint32_t channel);
     void qp_destroy(uint32_t handle);
     uint32_t qpn(uint32_t handle) const { return kQpnBase + handle; }
-    bool qp_connect(uint32_t handle, const NicAddress& remote, uint32_t remote_qpn,
-                    uint32_t rate_mbps);
+    bool qp_connect(uint32_t handle, const NicAddress& remote, uint32_t remote_qpn);
     void qp_bind_root_key(uint32_t handle, uint32_t rkey);
     uint32_t qp_root_key(uint32_t handle) const { return handle < qps_.size() ? qps_[handle].rkey : 0; }
 
@@ -170,8 +168,6 @@ private:
         uint32_t tag = 0, channel = 0, rkey = 0;
         uint32_t remote_qpn = 0, remote_ip = 0, psn = 0;
         std::array<uint8_t, 6> remote_mac{};
-        uint32_t rate_mbps = 0;
-        uint64_t next_tx_ns = 0;
         uint32_t sq_used = 0;
         bool sq_blocked = false;  // firmware was refused: doorbell when space frees
         QpCounters counters;

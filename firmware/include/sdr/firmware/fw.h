@@ -53,6 +53,7 @@ enum fw_counter {
     FW_CNT_TX_WR_DONE,         /* send work requests fully injected */
     FW_CNT_TX_CQE_ERROR,       /* send completion with error status */
     FW_CNT_UNKNOWN_QP,         /* event for a QP that is not loaded */
+    FW_CNT_TX_PACED,           /* posting paused by the rate limit (timer armed) */
     FW_CNT__COUNT
 };
 extern const char *const fw_counter_names[FW_CNT__COUNT];
@@ -115,6 +116,9 @@ struct fw_tx_qp {
     uint32_t mtu_log;
     uint32_t num_channels;
     uint32_t next_channel;                                 /* round-robin spray position */
+    uint32_t index;                                        /* SDR QP index: its timer id */
+    uint32_t rate_mbps;                                    /* pacing; 0 = line rate */
+    uint64_t next_tx_ps;                                   /* pacing: earliest next post */
     uint64_t slot_bytes;                                   /* M of the remote */
     uint32_t rkey[FW_GENERATIONS];                         /* remote root keys */
     uint32_t channel_qp[FW_GENERATIONS][FW_MAX_CHANNELS];  /* local transport QP handles */
@@ -142,7 +146,7 @@ void fw_handle_cqe(struct fw_device *dev, struct hal_worker *w, const struct hal
 /* Send doorbell (new requests, or send-queue space freed): post packets until the ring is
  * drained or the send queue is full. */
 void fw_handle_doorbell(struct fw_device *dev, struct hal_worker *w, uint32_t qp_index);
-/* Timer expiry; the core firmware arms none, the hook is part of the contract. */
+/* Timer expiry: timer id = SDR QP index, armed by a paced QP waiting for its next slot. */
 void fw_handle_timer(struct fw_device *dev, struct hal_worker *w, uint32_t timer_id);
 
 /* Receive handler proper (exposed for benchmarks): one CQE of generation `generation`. */

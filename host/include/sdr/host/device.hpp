@@ -39,8 +39,7 @@ public:
     // Transport (UC) QPs; kInvalid on failure.
     virtual uint32_t qp_create(uint32_t tag, uint32_t channel, uint32_t* qpn) = 0;
     virtual void qp_destroy(uint32_t handle) = 0;
-    virtual bool qp_connect(uint32_t handle, const PeerAddress& peer, uint32_t remote_qpn,
-                            uint32_t rate_mbps) = 0;
+    virtual bool qp_connect(uint32_t handle, const PeerAddress& peer, uint32_t remote_qpn) = 0;
     virtual void qp_bind_root_key(uint32_t handle, uint32_t rkey) = 0;
 
     virtual uint32_t root_key_create(uint32_t nslots, uint64_t slot_bytes) = 0;
