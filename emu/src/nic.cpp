@@ -354,7 +354,9 @@ void Nic::tx_done(const TxPacket& p)
             fw_handle_cqe(fw_, w, &cqe);
         }
     }
-    if (q.sq_blocked) {
+    // Ring the firmware once the send queue has drained to half, not per freed entry: one
+    // handler call then posts a batch.
+    if (q.sq_blocked && q.sq_used <= kSqDepth / 2) {
         q.sq_blocked = false;
         doorbell(fw_qp);
     }
