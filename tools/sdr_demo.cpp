@@ -224,6 +224,16 @@ int main(int argc, char** argv)
                 (unsigned long long)fabric->drop_log().size());
     if (!o.pcap.empty()) std::printf("; pcap: %s (tshark -r %s)", o.pcap.c_str(), o.pcap.c_str());
     std::printf("\n");
+    // What the receiving NIC and its firmware counted (per port; summed over DPA workers).
+    const sdr::emu::Nic& rn = *fabric->find_nic(1);
+    uint64_t window_writes = 0;
+    for (uint32_t i = 0; i < rn.num_workers(); i++) window_writes += rn.worker(i).window_writes;
+    std::printf("receiver NIC: %llu frames, %llu CQEs, %llu frame drops; firmware: %llu chunk bits written "
+                "(%llu host-window writes), %llu stale CQEs, %llu duplicates\n",
+                (unsigned long long)rn.counters().rx_frames, (unsigned long long)rn.counters().rx_cqes,
+                (unsigned long long)rn.counters().rx_drops_total(),
+                (unsigned long long)rn.fw_counter(FW_CNT_CHUNK_COMPLETE), (unsigned long long)window_writes,
+                (unsigned long long)rn.fw_counter(FW_CNT_RX_STALE), (unsigned long long)rn.fw_counter(FW_CNT_RX_DUPLICATE));
 
     sdr_recv_complete(rh);
     sdr_mr_dereg(smr);
