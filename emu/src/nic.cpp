@@ -307,7 +307,7 @@ bool Nic::tx_next(TxPacket* out)
     out->qp = e.qp;
     out->cookie = w.cookie;
     out->signaled = w.signaled;
-    if (w.length && !mr_covers(w.lkey, w.local_addr, w.length)) {
+    if (!q.live || (w.length && !mr_covers(w.lkey, w.local_addr, w.length))) {
         out->local_error = true;  // local protection error: nothing goes on the wire
         return true;
     }
@@ -331,6 +331,7 @@ void Nic::tx_done(const TxPacket& p)
 {
     TransportQp& q = qps_[p.qp];
     q.sq_used--;
+    if (!q.live) return;  // destroyed with WQEs queued: its firmware slot may serve another QP now
     if (p.local_error) {
         port_.tx_local_errors++;
     } else {

@@ -16,7 +16,7 @@ sdr_context* sdr_context_create(const char* dev_name, sdr_dev_attr* attr)
         return set_error("sdr_context_create: num_channels must be 1.." + std::to_string(FW_MAX_CHANNELS) +
                          ", got " + std::to_string(attr->num_channels)),
                nullptr;
-    if ((1ull << 8) < (1ull << std::min<uint32_t>(attr->log_max_qps, 63)) || attr->log_max_qps > 8)
+    if (attr->log_max_qps > 8)
         return set_error("sdr_context_create: log_max_qps must be <= 8 (256 QPs), got " +
                          std::to_string(attr->log_max_qps)),
                nullptr;
