@@ -188,3 +188,16 @@ TEST(NicHostile, DeregisteredMemoryIsNeverWritten)
 }
 
 }  // namespace
+
+TEST(SimTimers, ReArmReplacesTheDeadlineAndFiresOnce)
+{
+    emu::SimFabric f(emu::FabricParams{});
+    emu::Nic& nic = f.nic(0, 2);
+    f.arm_timer(nic, 1, 7, 100);
+    f.arm_timer(nic, 1, 7, 250);  // re-arm: only this deadline counts
+    f.arm_timer(nic, 0, 3, 50);
+    f.run_until_idle();
+    EXPECT_EQ(nic.worker(0).timer_handler_calls, 1u);
+    EXPECT_EQ(nic.worker(1).timer_handler_calls, 1u);
+    EXPECT_EQ(f.now_ns(), 250u);
+}
