@@ -31,21 +31,27 @@ public:
     {
         for (uint32_t i = 0; i < n_; i++) nic_.tx_done(batch_[i]);
         n_ = 0;
+        if (wire_free_ < now) {
+            wire_free_ = now;
+            wire_frac_ = 0;
+        }
         SimTime wire_free = now;
         while (n_ < kMaxBatch && wire_free < now + kTxBatchPs && nic_.tx_next(&batch_[n_])) {
             TxPacket& p = batch_[n_++];
             if (p.local_error) continue;
             uint32_t frame_len = static_cast<uint32_t>(wire::frame_bytes_write_imm(p.meta.dma_len));
-            double bits = 8.0 * (frame_len + kWireOverheadBytes);
-            wire_free += static_cast<SimTime>(std::llround(bits * 1000.0 / f_.params_.link.bandwidth_gbps));
-            Nic* dst = f_.nic_by_ip(p.remote_ip);
-            if (!dst) continue;
+            uint64_t t = wire_frac_ + (frame_len + kWireOverheadBytes) * ps_per_byte_fp_;
+            wire_free_ += t >> kFracBits;
+            wire_frac_ = t & ((1u << kFracBits) - 1);
+            wire_free = wire_free_;
+            SimLink* link = route(p.remote_ip);
+            if (!link) continue;
             uint8_t* frame = nullptr;
             if (nic_.payload()) {
                 frame = f_.frame_alloc();
                 frame_len = static_cast<uint32_t>(nic_.tx_encode(p, frame, kFrameCap));
             }
-            f_.link(nic_.index(), dst->index())->send(wire_free, p.meta, frame, frame_len);
+            link->send(wire_free, p.meta, frame, frame_len);
         }
         if (n_ == 0) {
             busy_ = false;
@@ -55,6 +61,15 @@ public:
     }
 
 private:
+    // The link towards the NIC with this IP (cached: one lookup per destination).
+    SimLink* route(uint32_t ip)
+    {
+        if (ip == last_ip_ && last_link_) return last_link_;
+        Nic* dst = f_.nic_by_ip(ip);
+        last_ip_ = ip;
+        last_link_ = dst ? f_.link(nic_.index(), dst->index()) : nullptr;
+        return last_link_;
+    }
     static constexpr SimTime kTxBatchPs = 1'000'000;  // 1 us
     static constexpr uint32_t kMaxBatch = 64;
     SimFabric& f_;
@@ -62,6 +77,15 @@ private:
     bool busy_ = false;
     uint32_t n_ = 0;
     TxPacket batch_[kMaxBatch];
+    // Wire time: whole picoseconds plus a 16-bit fraction, so no float per packet and no drift
+    // (declared after f_: initialised from it).
+    static constexpr int kFracBits = 16;
+    const uint64_t ps_per_byte_fp_ =
+        static_cast<uint64_t>(std::llround(8000.0 / f_.params_.link.bandwidth_gbps * (1 << kFracBits)));
+    SimTime wire_free_ = 0;
+    uint64_t wire_frac_ = 0;
+    uint32_t last_ip_ = 0;
+    SimLink* last_link_ = nullptr;
 };
 
 // ---- firmware timers ----------------------------------------------------------------------
@@ -179,7 +203,11 @@ void SimLink::send(SimTime leaves, const PacketMeta& m, uint8_t* frame, uint32_t
 void SimLink::fire(SimTime now, uint64_t arg)
 {
     if (arg == 0) {
-        while (count_ && fifo_[head_].arrival <= now) {
+        // Deliver the head, then keep going while the next arrival precedes every other pending
+        // event (bounded, so a polling step stays short).
+        for (int n = 0; count_ && n < kMaxRunAhead; n++) {
+            if (fifo_[head_].arrival > now && !fabric_.sim_.run_ahead_to(fifo_[head_].arrival)) break;
+            now = fabric_.sim_.now();
             InFlight f = fifo_[head_];
             head_ = (head_ + 1) & (fifo_.size() - 1);
             count_--;

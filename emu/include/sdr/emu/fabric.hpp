@@ -64,6 +64,7 @@ private:
     void deliver(const InFlight& f);
     void push_late(const InFlight& f);
     static bool later(const InFlight& a, const InFlight& b) { return a.arrival > b.arrival; }
+    static constexpr int kMaxRunAhead = 64;
 
     SimFabric& fabric_;
     Nic& dst_;

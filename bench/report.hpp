@@ -1,0 +1,89 @@
+// Shared by the benchmarks: run Google Benchmark, then print every result beside the baseline
+// measured in the same run (and a published reference where one exists), as a table or as one
+// JSON object per line (--json).
+#pragma once
+
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace sdr::bench {
+
+// Rates per benchmark name (counter "rate", per second), captured from the runs.
+class Capture : public benchmark::ConsoleReporter {
+public:
+    explicit Capture(bool quiet) : quiet_(quiet) {}
+    bool ReportContext(const Context& c) override { return quiet_ ? true : ConsoleReporter::ReportContext(c); }
+    void ReportRuns(const std::vector<Run>& runs) override
+    {
+        for (const auto& r : runs) {
+            auto it = r.counters.find("rate");
+            if (it != r.counters.end()) rate[r.benchmark_name()] = it->second.value;
+        }
+        if (!quiet_) ConsoleReporter::ReportRuns(runs);
+    }
+    std::map<std::string, double> rate;
+
+private:
+    bool quiet_;
+};
+
+struct Result {
+    std::string name;
+    double value;
+    std::string unit;
+    double baseline;       // measured in the same run; 0 if none
+    std::string baseline_name;
+    double reference = 0;  // published figure, 0 if none
+    std::string reference_name;
+    double target = 0;     // 0 if none
+};
+
+inline void print(const std::vector<Result>& rs, bool json)
+{
+    for (const auto& r : rs) {
+        double ratio = r.baseline > 0 ? r.value / r.baseline : 0;
+        if (json) {
+            std::printf("{\"name\":\"%s\",\"value\":%.6g,\"unit\":\"%s\"", r.name.c_str(), r.value, r.unit.c_str());
+            if (r.baseline > 0)
+                std::printf(",\"baseline\":%.6g,\"baseline_name\":\"%s\",\"ratio\":%.4f", r.baseline,
+                            r.baseline_name.c_str(), ratio);
+            if (r.reference > 0)
+                std::printf(",\"reference\":%.6g,\"reference_name\":\"%s\",\"reference_ratio\":%.3f", r.reference,
+                            r.reference_name.c_str(), r.value / r.reference);
+            if (r.target > 0) std::printf(",\"target\":%.6g,\"meets_target\":%s", r.target, r.value >= r.target ? "true" : "false");
+            std::printf("}\n");
+        } else {
+            std::printf("%-34s %10.2f %-8s", r.name.c_str(), r.value, r.unit.c_str());
+            if (r.baseline > 0) std::printf(" | %s %.2f, ratio %.3f", r.baseline_name.c_str(), r.baseline, ratio);
+            if (r.reference > 0) std::printf(" | %s %.2f (x%.1f)", r.reference_name.c_str(), r.reference, r.value / r.reference);
+            if (r.target > 0) std::printf(" | target >= %.0f: %s", r.target, r.value >= r.target ? "PASS" : "MISS");
+            std::printf("\n");
+        }
+    }
+}
+
+// Strip our own flags, hand the rest to Google Benchmark, run, return the captured rates.
+inline std::map<std::string, double> run(int argc, char** argv, bool* json, bool* smoke)
+{
+    std::vector<char*> args;
+    *json = *smoke = false;
+    for (int i = 0; i < argc; i++) {
+        if (!std::strcmp(argv[i], "--json")) *json = true;
+        else if (!std::strcmp(argv[i], "--smoke")) *smoke = true;
+        else args.push_back(argv[i]);
+    }
+    static char min_time[] = "--benchmark_min_time=0.01";
+    if (*smoke) args.push_back(min_time);
+    int n = static_cast<int>(args.size());
+    benchmark::Initialize(&n, args.data());
+    Capture cap(*json);
+    benchmark::RunSpecifiedBenchmarks(&cap);
+    return cap.rate;
+}
+
+}  // namespace sdr::bench
