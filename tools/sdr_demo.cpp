@@ -178,8 +178,13 @@ int main(int argc, char** argv)
     if (sdr_send_post(sqp, &sw, &sh) != SDR_SUCCESS) die("sdr_send_post");
 
     uint64_t nchunks = (o.size + o.chunk - 1) / o.chunk;
-    double inject_ms = o.size * 8.0 / (o.bw_gbps * 1e6);
-    uint64_t step_ns = static_cast<uint64_t>(std::max(0.05, (inject_ms + o.rtt_ms / 2) / 20) * 1e6);
+    // Line-rate injection counts every packet's headers, ICRC, preamble, gap and FCS (102 B).
+    uint64_t npackets = (o.size + o.mtu - 1) / o.mtu;
+    double inject_ms = (o.size + npackets * 102.0) * 8.0 / (o.bw_gbps * 1e6);
+    // Sample the bitmap 200 times over the expected transfer (times below are known to one
+    // sample), draw the progress bar 20 times.
+    uint64_t step_ns = static_cast<uint64_t>(std::max(0.005, (inject_ms + o.rtt_ms / 2) / 200) * 1e6);
+    uint64_t draw_every_ns = step_ns * 10, next_draw_ns = 0;
     bool tty = isatty(STDOUT_FILENO);
     int done = 0;
     uint64_t injected_ns = 0, last_bit_ns = 0, prev_set = 0;
@@ -197,15 +202,18 @@ int main(int argc, char** argv)
         for (size_t i = 0; i < nb; i++) set += __builtin_popcount(bm[i]);
         if (set != prev_set) last_bit_ns = t;
         prev_set = set;
+        bool finished = done && !sdr_sim_pending(rctx);
+        if (t < next_draw_ns && !finished) continue;
+        next_draw_ns = t + draw_every_ns;
         int w = 40, fill = static_cast<int>(w * set / nchunks);
         std::printf("%s[%.*s%*s] %6llu/%llu chunks  t=%8.3f ms%s", tty ? "\r" : "", fill,
                     "########################################", w - fill, "", (unsigned long long)set,
                     (unsigned long long)nchunks, t / 1e6, tty ? "" : "\n");
         std::fflush(stdout);
-        if (done && !sdr_sim_pending(rctx)) break;
+        if (finished) break;
     }
     if (tty) std::printf("\n");
-    // times are known to one display step
+    // times are known to one sample step
     std::printf("send injected by %.3f ms (line rate: %.3f ms); last chunk bit by %.3f ms (lossless ideal: %.3f ms)\n",
                 injected_ns / 1e6, inject_ms, last_bit_ns / 1e6, inject_ms + o.rtt_ms / 2);
     print_missing(bm, nchunks);
