@@ -142,6 +142,12 @@ TEST(NicHostile, EachBadFrameIsACountedDropAndWritesNothing)
     EXPECT_TRUE(std::all_of(r.buf, r.buf + 1024, [](uint8_t b) { return b == 0xCC; }));
     EXPECT_TRUE(r.guards_intact());
     EXPECT_EQ(c.rx_placed_bytes, 1024u);
+    // per-QP view: the frames that reached channel QP 0 (unknown key, two out-of-bounds, wrong
+    // opcode) are its drops; the good one its only packet
+    const emu::QpCounters* q = r.w.nic(1).qp_counters(0);
+    ASSERT_NE(q, nullptr);
+    EXPECT_EQ(q->rx_drops, 4u);
+    EXPECT_EQ(q->rx_packets, 1u);
     ASSERT_EQ(sdr_recv_complete(r.rh), SDR_SUCCESS);
 }
 

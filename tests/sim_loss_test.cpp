@@ -60,6 +60,7 @@ void run_case(const LossCase& lc)
         lost[im.msg_id].insert(im.packet_offset >> ppc_log);
         lost_packets[im.msg_id].insert(im.packet_offset);
     }
+    EXPECT_EQ(w.fabric().link(0, 1)->dropped(), w.fabric().drop_log().size());
     const uint64_t chunk = 1ull << lc.chunk_log, nchunks = (size + chunk - 1) / chunk;
     size_t total_lost = 0;
     for (uint32_t i = 0; i < nmsgs; i++) {

@@ -233,18 +233,7 @@ void SimLink::deliver(const InFlight& f)
             uint32_t cap = snap && snap < f.frame_len ? snap : f.frame_len;
             fabric_.pcap_.write(f.arrival, f.frame, cap, f.frame_len);
         } else {  // payload-free: a truncated capture of the headers
-            wire::Headers h;
-            NicAddress s = SimFabric::address_of(src_index_), d = dst_.address();
-            h.src_mac = s.mac;
-            h.dst_mac = d.mac;
-            h.src_ip = s.ip;
-            h.dst_ip = d.ip;
-            h.dest_qp = f.meta.dest_qp;
-            h.psn = f.meta.psn;
-            h.va = f.meta.va;
-            h.rkey = f.meta.rkey;
-            h.dma_len = f.meta.dma_len;
-            h.imm = f.meta.imm;
+            wire::Headers h = roce_headers(f.meta, SimFabric::address_of(src_index_), dst_.address());
             uint8_t hdr[128];
             size_t n = wire::encode_headers(h, f.meta.dma_len, hdr, sizeof hdr);
             fabric_.pcap_.write(f.arrival, hdr, static_cast<uint32_t>(n),

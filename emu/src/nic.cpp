@@ -6,6 +6,9 @@
 
 namespace sdr::emu {
 
+static_assert(wire::frame_bytes_write_imm(0) == FW_FRAME_OVERHEAD_BYTES,
+              "firmware pacing must count the same frame bytes the wire carries");
+
 const char* to_string(RxDrop d)
 {
     switch (d) {
@@ -219,6 +222,7 @@ void Nic::rx_frame(const uint8_t* frame, size_t len)
     m.dma_len = p.payload_len;
     m.imm = p.h.imm;
     m.opcode = p.h.opcode;
+    m.udp_src_port = p.h.udp_src_port;
     respond(m, p.payload);
 }
 
@@ -322,7 +326,7 @@ bool Nic::tx_next(TxPacket* out)
     out->remote_ip = q.remote_ip;
     out->remote_mac = q.remote_mac;
     // Flow entropy per transport QP, as RoCEv2 NICs derive the UDP source port.
-    out->udp_src_port = static_cast<uint16_t>(0xC000 | ((kQpnBase + e.qp) & 0x3FFF));
+    out->meta.udp_src_port = static_cast<uint16_t>(0xC000 | ((kQpnBase + e.qp) & 0x3FFF));
     out->payload = reinterpret_cast<const uint8_t*>(w.local_addr);
     return true;
 }
@@ -363,32 +367,28 @@ void Nic::tx_done(const TxPacket& p)
     }
 }
 
-static wire::Headers headers_of(const Nic& nic, const TxPacket& p)
+wire::Headers roce_headers(const PacketMeta& m, const NicAddress& src, const NicAddress& dst)
 {
     wire::Headers h;
-    h.dst_mac = p.remote_mac;
-    h.src_mac = nic.address().mac;
-    h.src_ip = nic.address().ip;
-    h.dst_ip = p.remote_ip;
-    h.udp_src_port = p.udp_src_port;
-    h.opcode = p.meta.opcode;
-    h.dest_qp = p.meta.dest_qp;
-    h.psn = p.meta.psn;
-    h.va = p.meta.va;
-    h.rkey = p.meta.rkey;
-    h.dma_len = p.meta.dma_len;
-    h.imm = p.meta.imm;
+    h.dst_mac = dst.mac;
+    h.src_mac = src.mac;
+    h.src_ip = src.ip;
+    h.dst_ip = dst.ip;
+    h.udp_src_port = m.udp_src_port;
+    h.opcode = m.opcode;
+    h.dest_qp = m.dest_qp;
+    h.psn = m.psn;
+    h.va = m.va;
+    h.rkey = m.rkey;
+    h.dma_len = m.dma_len;
+    h.imm = m.imm;
     return h;
 }
 
 size_t Nic::tx_encode(const TxPacket& p, uint8_t* out, size_t cap) const
 {
-    return wire::encode(headers_of(*this, p), p.payload, p.meta.dma_len, out, cap);
-}
-
-size_t Nic::tx_encode_headers(const TxPacket& p, uint8_t* out, size_t cap) const
-{
-    return wire::encode_headers(headers_of(*this, p), p.meta.dma_len, out, cap);
+    NicAddress dst{p.remote_mac, p.remote_ip};
+    return wire::encode(roce_headers(p.meta, addr_, dst), p.payload, p.meta.dma_len, out, cap);
 }
 
 // ---- events into the firmware ------------------------------------------------------------

@@ -83,8 +83,6 @@ static void tx_run(struct fw_tx_qp *qp, struct hal_worker *w)
         uint32_t nch = qp->num_channels;
         while (wr->next_packet < total) {
             uint32_t i = wr->next_packet;
-            struct hal_tx_wqe wqe;
-            build_wqe(qp, wr, i, ndata, &wqe);
             /* Pacing (rate_limit, Mbit/s of frames): wait for the QP's next transmit time on a
              * timer rather than holding the worker. */
             uint64_t now_ps = 0;
@@ -96,6 +94,8 @@ static void tx_run(struct fw_tx_qp *qp, struct hal_worker *w)
                     return;
                 }
             }
+            struct hal_tx_wqe wqe;
+            build_wqe(qp, wr, i, ndata, &wqe);
             uint32_t ch = qp->next_channel;
             wqe.qp = qp->channel_qp[wr->generation][ch];
             wqe.cookie = idx;
@@ -106,8 +106,8 @@ static void tx_run(struct fw_tx_qp *qp, struct hal_worker *w)
             }
             next_channel(qp);
             if (qp->rate_mbps) {
-                /* frame = 74 header + payload + 4 ICRC bytes; ps = bits * 1e6 / Mbit/s */
-                uint64_t bits = 8u * (78u + (uint64_t)wqe.length);
+                /* ps = frame bits * 1e6 / (Mbit/s) */
+                uint64_t bits = 8u * (FW_FRAME_OVERHEAD_BYTES + (uint64_t)wqe.length);
                 uint64_t start = qp->next_tx_ps > now_ps ? qp->next_tx_ps : now_ps;
                 qp->next_tx_ps = start + bits * 1000000u / qp->rate_mbps;
             }

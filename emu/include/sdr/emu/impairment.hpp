@@ -44,7 +44,6 @@ public:
     explicit Impairment(const ImpairmentParams& p) : p_(p), rng_(p.seed) {}
     ImpairmentVerdict decide();
     const ImpairmentParams& params() const { return p_; }
-    bool in_burst() const { return bad_; }
 
 private:
     ImpairmentParams p_;

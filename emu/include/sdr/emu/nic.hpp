@@ -4,6 +4,7 @@
 // Executor-agnostic: the simulator (or a real-time loop) calls rx_*/tx_* and provides time.
 #pragma once
 
+#include <sdr/emu/wire.hpp>
 #include <sdr/emu/worker.hpp>
 #include <sdr/firmware/fw.h>
 
@@ -22,6 +23,7 @@ class Nic;
 struct PacketMeta {
     uint64_t va = 0;
     uint32_t dest_qp = 0, psn = 0, rkey = 0, dma_len = 0, imm = 0;
+    uint16_t udp_src_port = 0;  // flow entropy
     uint8_t opcode = 0;
 };
 
@@ -41,6 +43,10 @@ enum class RxDrop : uint8_t {
 };
 const char* to_string(RxDrop d);
 
+// The RoCEv2 headers of a packet between two NICs: the one place a PacketMeta becomes a frame
+// header (the send engine's frames and the payload-free pcap records alike).
+wire::Headers roce_headers(const PacketMeta& m, const NicAddress& src, const NicAddress& dst);
+
 struct PortCounters {
     uint64_t rx_frames = 0, rx_bytes = 0, rx_placed_bytes = 0, rx_null_key = 0, rx_cqes = 0;
     uint64_t rx_drops[static_cast<size_t>(RxDrop::Count)] = {};
@@ -58,7 +64,6 @@ struct TxPacket {
     PacketMeta meta;
     uint32_t remote_ip = 0;
     std::array<uint8_t, 6> remote_mac{};
-    uint16_t udp_src_port = 0;
     const uint8_t* payload = nullptr;  // local MR bytes (full-payload mode)
     uint32_t qp = 0;                   // transport QP handle
     uint32_t cookie = 0;
@@ -132,7 +137,6 @@ public:
     void tx_done(const TxPacket& p);  // the packet left the port (or failed locally)
     // Encode the whole frame of p (headers, payload, ICRC); returns bytes, 0 if cap too small.
     size_t tx_encode(const TxPacket& p, uint8_t* out, size_t cap) const;
-    size_t tx_encode_headers(const TxPacket& p, uint8_t* out, size_t cap) const;
 
     // Host → firmware: a send doorbell for SDR QP qp_index.
     void doorbell(uint32_t qp_index);

@@ -31,6 +31,10 @@ enum {
     FW_GENERATIONS = 2,      /* G: transport QPs (and root keys) per channel */
 };
 
+/* Bytes a UC WRITE-only-with-immediate frame adds to its payload (Ethernet 14, IPv4 20, UDP 8,
+ * BTH 12, RETH 16, ImmDt 4, ICRC 4): what rate_limit pacing counts per packet. */
+#define FW_FRAME_OVERHEAD_BYTES 78u
+
 /* qp_tag of a transport QP: which SDR QP, generation and channel it serves. */
 static inline uint32_t fw_qp_tag(uint32_t qp_index, uint32_t generation, uint32_t channel)
 {
