@@ -39,7 +39,8 @@ public:
         while (n_ < kMaxBatch && wire_free < now + kTxBatchPs && nic_.tx_next(&batch_[n_])) {
             TxPacket& p = batch_[n_++];
             if (p.local_error) continue;
-            uint32_t frame_len = static_cast<uint32_t>(wire::frame_bytes_write_imm(p.meta.dma_len));
+            uint32_t frame_len = static_cast<uint32_t>(p.ctrl ? wire::frame_bytes_ud_send(p.meta.dma_len)
+                                                              : wire::frame_bytes_write_imm(p.meta.dma_len));
             uint64_t t = wire_frac_ + (frame_len + kWireOverheadBytes) * ps_per_byte_fp_;
             wire_free_ += t >> kFracBits;
             wire_frac_ = t & ((1u << kFracBits) - 1);
@@ -47,7 +48,7 @@ public:
             SimLink* link = route(p.remote_ip);
             if (!link) continue;
             uint8_t* frame = nullptr;
-            if (nic_.payload()) {
+            if (nic_.payload() || p.ctrl) {  // control datagrams always carry their bytes
                 frame = f_.frame_alloc();
                 frame_len = static_cast<uint32_t>(nic_.tx_encode(p, frame, kFrameCap));
             }
@@ -325,6 +326,22 @@ bool SimFabric::progress(uint64_t max_events)
     SimTime until = sim_.next_time() + kProgressSlicePs;
     for (uint64_t n = 0; n < max_events && !sim_.idle() && sim_.next_time() <= until; n++) sim_.step();
     return true;
+}
+
+void SimFabric::wait_event(SimTime t)
+{
+    auto events = [this] {
+        uint64_t n = 0;
+        for (const auto& nic : nics_)
+            if (nic) n += nic->host_events();
+        return n;
+    };
+    const uint64_t before = events();
+    while (!sim_.idle() && sim_.next_time() <= t) {
+        sim_.step();
+        if (events() != before) return;
+    }
+    sim_.run_until(t);
 }
 
 void SimFabric::inject_frame(uint32_t dst_nic, std::vector<uint8_t> frame, SimTime at)

@@ -23,6 +23,8 @@ const char* to_string(RxDrop d)
     case RxDrop::WrongOpcode: return "wrong_opcode";
     case RxDrop::UnknownKey: return "unknown_key";
     case RxDrop::OutOfBounds: return "out_of_bounds";
+    case RxDrop::BadQkey: return "bad_qkey";
+    case RxDrop::CtrlRingFull: return "ctrl_ring_full";
     case RxDrop::Count: break;
     }
     return "?";
@@ -46,6 +48,7 @@ Nic::Nic(uint32_t index, NicAddress addr, uint32_t num_workers, bool payload, Ni
     reconfigure_workers(num_workers);
     fw_ = static_cast<fw_device*>(nic_alloc(sizeof(fw_device)));
     sq_ring_.resize(1024);
+    ctrl_sq_.resize(kCtrlSqDepth);
 }
 
 Nic::~Nic() { nic_free(fw_); }
@@ -223,7 +226,11 @@ void Nic::rx_frame(const uint8_t* frame, size_t len)
     m.imm = p.h.imm;
     m.opcode = p.h.opcode;
     m.udp_src_port = p.h.udp_src_port;
-    respond(m, p.payload);
+    m.qkey = p.h.qkey;
+    m.src_qp = p.h.src_qp;
+    bool ud = m.opcode == wire::kOpUdSendOnly || m.opcode == wire::kOpUdSendOnlyImm;
+    if (ud && m.dest_qp >= kCtrlQpnBase) return ctrl_receive(m, p.payload);
+    respond(m, p.payload);  // a UD frame for a data QP is a WrongOpcode drop there
 }
 
 void Nic::rx_packet(const PacketMeta& m, const uint8_t* payload)
@@ -268,6 +275,87 @@ void Nic::respond(const PacketMeta& m, const uint8_t* payload)
     fw_handle_cqe(fw_, w, &cqe);
 }
 
+// ---- control QPs ------------------------------------------------------------------------
+
+uint32_t Nic::ctrl_qp_create(uint32_t qkey)
+{
+    CtrlQp q;
+    q.live = true;
+    q.qkey = qkey;
+    q.ring.assign(kCtrlRingDepth, std::vector<uint8_t>(kCtrlMaxBytes));
+    q.len.assign(kCtrlRingDepth, 0);
+    for (size_t i = 0; i < ctrl_qps_.size(); i++)
+        if (!ctrl_qps_[i].live) {
+            ctrl_qps_[i] = std::move(q);
+            return static_cast<uint32_t>(i);
+        }
+    ctrl_qps_.push_back(std::move(q));
+    return static_cast<uint32_t>(ctrl_qps_.size() - 1);
+}
+
+void Nic::ctrl_qp_destroy(uint32_t handle)
+{
+    if (handle < ctrl_qps_.size()) ctrl_qps_[handle] = CtrlQp{};
+}
+
+bool Nic::ctrl_send(uint32_t handle, const NicAddress& dst, uint32_t dst_qpn, uint32_t dst_qkey,
+                    const void* data, uint32_t len)
+{
+    if (handle >= ctrl_qps_.size() || !ctrl_qps_[handle].live || len > kCtrlMaxBytes) return false;
+    if (ctrl_head_ - ctrl_done_ >= kCtrlSqDepth) return false;
+    CtrlSend& e = ctrl_sq_[ctrl_head_ % kCtrlSqDepth];
+    e.meta = PacketMeta{};
+    e.meta.opcode = wire::kOpUdSendOnly;
+    e.meta.dest_qp = dst_qpn & 0xFFFFFF;
+    e.meta.qkey = dst_qkey;
+    e.meta.src_qp = ctrl_qpn(handle);
+    e.meta.dma_len = len;
+    e.meta.udp_src_port = static_cast<uint16_t>(0xC000 | (ctrl_qpn(handle) & 0x3FFF));
+    e.handle = handle;
+    e.remote_ip = dst.ip;
+    e.remote_mac = dst.mac;
+    if (len) std::memcpy(e.data.data(), data, len);
+    ctrl_head_++;
+    exec_->tx_ready(*this);
+    return true;
+}
+
+int64_t Nic::ctrl_recv(uint32_t handle, void* buf, size_t cap)
+{
+    if (handle >= ctrl_qps_.size() || !ctrl_qps_[handle].live) return 0;
+    CtrlQp& q = ctrl_qps_[handle];
+    if (q.tail == q.head) return 0;
+    uint32_t i = static_cast<uint32_t>(q.tail % kCtrlRingDepth);
+    if (q.len[i] > cap) return -1;
+    std::memcpy(buf, q.ring[i].data(), q.len[i]);
+    q.tail++;
+    return q.len[i];
+}
+
+// A received control datagram: hostile like every frame, copied into the QP's ring or dropped.
+void Nic::ctrl_receive(const PacketMeta& m, const uint8_t* payload)
+{
+    uint32_t h = m.dest_qp - kCtrlQpnBase;
+    if (h >= ctrl_qps_.size() || !ctrl_qps_[h].live || !payload)
+        return drop(RxDrop::UnknownQp, nullptr);
+    CtrlQp& q = ctrl_qps_[h];
+    if (m.qkey != q.qkey) return drop(RxDrop::BadQkey, nullptr);
+    if (m.dma_len > kCtrlMaxBytes) return drop(RxDrop::OutOfBounds, nullptr);
+    if (q.head - q.tail >= kCtrlRingDepth) return drop(RxDrop::CtrlRingFull, nullptr);
+    uint32_t i = static_cast<uint32_t>(q.head % kCtrlRingDepth);
+    std::memcpy(q.ring[i].data(), payload, m.dma_len);
+    q.len[i] = m.dma_len;
+    q.head++;
+    port_.rx_ctrl++;
+}
+
+uint64_t Nic::host_events() const
+{
+    uint64_t n = port_.rx_ctrl;
+    for (const auto& w : workers_) n += w->window_writes;
+    return n;
+}
+
 // ---- send engine -------------------------------------------------------------------------
 
 void Nic::grow_sq_ring()
@@ -302,6 +390,17 @@ bool Nic::hal_tx_post(hal_worker*, const hal_tx_wqe& wqe)
 
 bool Nic::tx_next(TxPacket* out)
 {
+    if (ctrl_next_ != ctrl_head_) {  // control datagrams go first
+        const CtrlSend& c = ctrl_sq_[ctrl_next_++ % kCtrlSqDepth];
+        *out = TxPacket{};
+        out->ctrl = true;
+        out->qp = c.handle;
+        out->meta = c.meta;
+        out->remote_ip = c.remote_ip;
+        out->remote_mac = c.remote_mac;
+        out->payload = c.data.data();
+        return true;
+    }
     if (!sq_count_) return false;
     SqEntry e = sq_ring_[sq_tail_++ & (sq_ring_.size() - 1)];
     sq_count_--;
@@ -333,6 +432,13 @@ bool Nic::tx_next(TxPacket* out)
 
 void Nic::tx_done(const TxPacket& p)
 {
+    if (p.ctrl) {
+        ctrl_done_++;
+        port_.tx_frames++;
+        port_.tx_ctrl++;
+        port_.tx_bytes += wire::frame_bytes_ud_send(p.meta.dma_len);
+        return;
+    }
     TransportQp& q = qps_[p.qp];
     q.sq_used--;
     if (!q.live) return;  // destroyed with WQEs queued: its firmware slot may serve another QP now
@@ -382,6 +488,8 @@ wire::Headers roce_headers(const PacketMeta& m, const NicAddress& src, const Nic
     h.rkey = m.rkey;
     h.dma_len = m.dma_len;
     h.imm = m.imm;
+    h.qkey = m.qkey;
+    h.src_qp = m.src_qp;
     return h;
 }
 

@@ -18,6 +18,11 @@ uint64_t sdr_now_ns(struct sdr_context *ctx);
 /* Advance the fabric's virtual clock to t_ns, running everything due until then.
  * SDR_ERROR on a non-simulated context. */
 int sdr_sim_advance_to(struct sdr_context *ctx, uint64_t t_ns);
+/* Advance the virtual clock towards t_ns, but return right after the first event a host could
+ * notice (the firmware wrote a chunk bit, an immediate or a send completion to host memory, or
+ * a control datagram arrived); the clock ends at t_ns if none did. Lets a poll loop sleep in
+ * virtual time without missing anything. SDR_ERROR on a non-simulated context. */
+int sdr_sim_wait(struct sdr_context *ctx, uint64_t t_ns);
 /* Run events until nothing is pending. SDR_ERROR on a non-simulated context. */
 int sdr_sim_run_until_idle(struct sdr_context *ctx);
 /* 1 if the fabric has events pending (packets in flight, timers), else 0. */

@@ -86,6 +86,13 @@ int sdr_sim_advance_to(sdr_context* ctx, uint64_t t_ns)
     return SDR_SUCCESS;
 }
 
+int sdr_sim_wait(sdr_context* ctx, uint64_t t_ns)
+{
+    if (!ctx) return set_error("sdr_sim_wait: context is NULL");
+    if (!ctx->dev->wait_event(t_ns)) return set_error("sdr_sim_wait: device runs in real time");
+    return SDR_SUCCESS;
+}
+
 int sdr_sim_run_until_idle(sdr_context* ctx)
 {
     if (!ctx) return set_error("sdr_sim_run_until_idle: context is NULL");

@@ -66,6 +66,21 @@ public:
     void root_key_null(uint32_t rkey, uint32_t slot) override { nic_.root_key_null(rkey, slot); }
     void doorbell(uint32_t q) override { nic_.doorbell(q); }
 
+    uint32_t ctrl_qp_create(uint32_t qkey, uint32_t* qpn) override
+    {
+        uint32_t h = nic_.ctrl_qp_create(qkey);
+        *qpn = nic_.ctrl_qpn(h);
+        return h;
+    }
+    void ctrl_qp_destroy(uint32_t handle) override { nic_.ctrl_qp_destroy(handle); }
+    bool ctrl_send(uint32_t handle, const PeerAddress& peer, uint32_t remote_qpn, uint32_t remote_qkey,
+                   const void* data, uint32_t len) override
+    {
+        return nic_.ctrl_send(handle, emu::NicAddress{peer.mac, peer.ip}, remote_qpn, remote_qkey, data, len);
+    }
+    int64_t ctrl_recv(uint32_t handle, void* buf, size_t cap) override { return nic_.ctrl_recv(handle, buf, cap); }
+    uint32_t ctrl_max_bytes() const override { return emu::Nic::kCtrlMaxBytes; }
+
     bool progress() override { return fabric_.progress(); }
     uint64_t now_ns() override { return fabric_.now_ns(); }
     bool advance_to(uint64_t t_ns) override
@@ -76,6 +91,11 @@ public:
     bool run_until_idle() override
     {
         fabric_.run_until_idle();
+        return true;
+    }
+    bool wait_event(uint64_t t_ns) override
+    {
+        fabric_.wait_event(t_ns * emu::kPsPerNs);
         return true;
     }
     bool pending() override { return !fabric_.sim().idle(); }

@@ -41,7 +41,6 @@ struct sdr_send_handle {
     uint32_t slot = 0, generation = 0, msg_id = 0, user_imm = 0;
     uint32_t frags_carried = 0;  // user-immediate fragments some packet already carries
     uint32_t last_wr = 0;        // send-ring position after this message's last request
-    uint64_t bytes = 0;          // counted against max in-flight bytes until completion
 };
 
 struct QpInfo {  // the out-of-band blob, serialised little-endian by qp_info.cpp
@@ -51,6 +50,7 @@ struct QpInfo {  // the out-of-band blob, serialised little-endian by qp_info.cp
     sdr::host::PeerAddress addr;
     uint32_t rkey[FW_GENERATIONS] = {};
     uint32_t qpn[FW_GENERATIONS][FW_MAX_CHANNELS] = {};
+    uint32_t ctrl_qpn = 0, ctrl_qkey = 0;  // the control QP (sdr_ctrl.h)
 };
 size_t qp_info_size();
 void qp_info_write(const QpInfo& info, uint8_t* out);
@@ -66,6 +66,7 @@ struct sdr_qp {
     uint32_t tq[FW_GENERATIONS][FW_MAX_CHANNELS] = {};   // transport QP handles
     uint32_t qpn[FW_GENERATIONS][FW_MAX_CHANNELS] = {};
     uint32_t root_rkey[FW_GENERATIONS] = {};
+    uint32_t ctrl = 0, ctrl_qpn = 0, ctrl_qkey = 0;  // control QP handle, number, Q_Key
 
     // receive side
     fw_rx_qp* rx = nullptr;
@@ -83,7 +84,11 @@ struct sdr_qp {
     std::vector<sdr_send_handle> sends;
     uint64_t sends_posted = 0;
     uint32_t wr_head = 0;
+    // Bytes posted to the ring and not yet injected: each request's length is remembered until
+    // the firmware retires it (wr_retired catches up with tx_window).
     uint64_t bytes_in_flight = 0;
+    uint32_t wr_retired = 0;
+    std::vector<uint32_t> wr_bytes;
 };
 
 namespace sdr::host {

@@ -71,6 +71,9 @@ sdr_qp* sdr_qp_create(sdr_context* ctx, sdr_qp_attr* attr)
             if (attr->recv_enable) dev.qp_bind_root_key(qp->tq[g][c], qp->root_rkey[g]);
         }
     }
+    // Q_Key: distinct per QP and host, so a datagram meant for another QP is recognisably wrong.
+    qp->ctrl_qkey = 0x5D000000u ^ (dev.address().ip * 0x9E3779B1u) ^ (index << 12) ^ 0xC7u;
+    qp->ctrl = dev.ctrl_qp_create(qp->ctrl_qkey, &qp->ctrl_qpn);
     fw_qp fq{nullptr, nullptr};
     if (attr->recv_enable) {
         uint32_t max_packets = 1u << (qp->slot_log - qp->mtu_log);
@@ -81,6 +84,7 @@ sdr_qp* sdr_qp_create(sdr_context* ctx, sdr_qp_attr* attr)
         if (!qp->rx || !qp->rx_mem) {
             dev.nic_free(qp->rx);
             dev.nic_free(qp->rx_mem);
+            dev.ctrl_qp_destroy(qp->ctrl);
             delete qp;
             return set_error("sdr_qp_create: out of NIC memory for " + n2s(mem) + " bytes of slot state"), nullptr;
         }
@@ -103,6 +107,7 @@ sdr_qp* sdr_qp_create(sdr_context* ctx, sdr_qp_attr* attr)
         qp->tx->ring = qp->ring;
         qp->tx->ring_mask = sdr::host::kSendRingSize - 1;
         qp->tx->window = hal_window{reinterpret_cast<uint64_t>(&qp->tx_window), 1};
+        qp->wr_bytes.assign(sdr::host::kSendRingSize, 0);
         for (uint32_t g = 0; g < FW_GENERATIONS; g++)
             for (uint32_t c = 0; c < qp->channels; c++) qp->tx->channel_qp[g][c] = qp->tq[g][c];
         fq.tx = qp->tx;
@@ -122,6 +127,7 @@ int sdr_qp_destroy(sdr_qp* qp)
         for (uint32_t c = 0; c < qp->channels; c++) dev.qp_destroy(qp->tq[g][c]);
         if (qp->root_rkey[g]) dev.root_key_destroy(qp->root_rkey[g]);
     }
+    dev.ctrl_qp_destroy(qp->ctrl);
     dev.nic_free(qp->rx);
     dev.nic_free(qp->rx_mem);
     dev.nic_free(qp->tx);
@@ -155,6 +161,8 @@ int sdr_qp_info_get(sdr_qp* qp, void* info)
         in.rkey[g] = qp->root_rkey[g];
         for (uint32_t c = 0; c < qp->channels; c++) in.qpn[g][c] = qp->qpn[g][c];
     }
+    in.ctrl_qpn = qp->ctrl_qpn;
+    in.ctrl_qkey = qp->ctrl_qkey;
     qp_info_write(in, static_cast<uint8_t*>(info));
     return SDR_SUCCESS;
 }

@@ -7,7 +7,7 @@
 namespace {
 
 constexpr uint32_t kMagic = 0x31524453;  // "SDR1"
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;  // 2: control QP number and Q_Key
 
 void put8(uint8_t*& p, uint32_t v) { *p++ = static_cast<uint8_t>(v); }
 void put32(uint8_t*& p, uint32_t v)
@@ -24,7 +24,7 @@ uint32_t get32(const uint8_t*& p)
 
 }  // namespace
 
-size_t qp_info_size() { return 4 + 4 + 7 + 3 + 6 + 4 + 4 * FW_GENERATIONS * (1 + FW_MAX_CHANNELS); }
+size_t qp_info_size() { return 4 + 4 + 7 + 3 + 6 + 4 + 4 * FW_GENERATIONS * (1 + FW_MAX_CHANNELS) + 8; }
 
 void qp_info_write(const QpInfo& in, uint8_t* out)
 {
@@ -43,6 +43,8 @@ void qp_info_write(const QpInfo& in, uint8_t* out)
         put32(p, in.rkey[g]);
         for (uint32_t c = 0; c < FW_MAX_CHANNELS; c++) put32(p, in.qpn[g][c]);
     }
+    put32(p, in.ctrl_qpn);
+    put32(p, in.ctrl_qkey);
 }
 
 bool qp_info_read(const uint8_t* in, QpInfo* out, std::string* err)
@@ -74,6 +76,8 @@ bool qp_info_read(const uint8_t* in, QpInfo* out, std::string* err)
         r.rkey[g] = get32(p);
         for (uint32_t c = 0; c < FW_MAX_CHANNELS; c++) r.qpn[g][c] = get32(p);
     }
+    r.ctrl_qpn = get32(p);
+    r.ctrl_qkey = get32(p);
     if (r.generations != FW_GENERATIONS || r.channels == 0 || r.channels > FW_MAX_CHANNELS ||
         !fw_imm_layout_valid(r.imm) || r.mtu_log < 6 || r.mtu_log > 12 || r.chunk_log < r.mtu_log ||
         r.slot_log < r.chunk_log || r.log_slots > r.imm.msg_bits) {

@@ -38,6 +38,8 @@ void post_wr(sdr_qp* qp, const sdr_send_handle& h, uint64_t local_addr, uint32_t
     wr.slot = h.slot;
     wr.user_imm = h.opcode == SDR_WR_WRITE_WITH_IMM ? h.user_imm : 0;
     wr.pad_frags = pad_frags;
+    qp->wr_bytes[qp->wr_head & (sdr::host::kSendRingSize - 1)] = length;
+    qp->bytes_in_flight += length;
     qp->wr_head++;
     hal_store_release32(&qp->tx->head, qp->wr_head);
     qp->ctx->dev->doorbell(qp->index);
@@ -93,8 +95,17 @@ bool opcode_ok(const enum sdr_wr_opcode& op)
     return v == SDR_WR_WRITE || v == SDR_WR_WRITE_WITH_IMM;
 }
 
-bool in_flight_ok(const sdr_qp* qp, uint64_t more)
+// Release the bytes of requests the firmware has fully injected.
+void retire(sdr_qp* qp)
 {
+    uint32_t done = static_cast<uint32_t>(__atomic_load_n(&qp->tx_window, __ATOMIC_ACQUIRE));
+    for (; qp->wr_retired != done; qp->wr_retired++)
+        qp->bytes_in_flight -= qp->wr_bytes[qp->wr_retired & (sdr::host::kSendRingSize - 1)];
+}
+
+bool in_flight_ok(sdr_qp* qp, uint64_t more)
+{
+    retire(qp);
     return qp->bytes_in_flight + more <= (1ull << qp->attr.max_in_flight_log_bytes);
 }
 
@@ -129,8 +140,6 @@ int sdr_send_post(sdr_qp* qp, sdr_send_wr* wr, sdr_send_handle** handle)
     uint64_t npk = (uint64_t{wr->length} + (1ull << qp->mtu_log) - 1) >> qp->mtu_log;
     if (wr->length) post_wr(qp, *h, wr->local_addr, wr->lkey, wr->length, first, 0);
     h->frags_carried = frags_of(qp, first, npk);
-    h->bytes = wr->length;
-    qp->bytes_in_flight += wr->length;
     end_message(qp, *h);
     *handle = h;
     return SDR_SUCCESS;
@@ -159,8 +168,6 @@ int sdr_streaming_send_continue(sdr_send_handle* h, sdr_send_continue_wr* wr)
     uint64_t npk = (uint64_t{wr->length} + (1ull << qp->mtu_log) - 1) >> qp->mtu_log;
     post_wr(qp, *h, wr->local_addr, wr->lkey, wr->length, first, 0);
     h->frags_carried |= frags_of(qp, first, npk);
-    h->bytes += wr->length;
-    qp->bytes_in_flight += wr->length;
     return SDR_SUCCESS;
 }
 
@@ -183,7 +190,7 @@ int sdr_send_poll(sdr_send_handle* h, int* completed, sdr_send_status* status)
         uint32_t done = static_cast<uint32_t>(__atomic_load_n(&qp->tx_window, __ATOMIC_ACQUIRE));
         // ring positions wrap at 2^32: compare by signed distance
         if (h->ended && static_cast<int32_t>(done - h->last_wr) >= 0) {
-            qp->bytes_in_flight -= h->bytes;
+            retire(qp);
             h->active = false;
             *completed = 1;
             if (status) status->flags = 0;

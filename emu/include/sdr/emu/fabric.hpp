@@ -96,6 +96,9 @@ public:
     static constexpr SimTime kProgressSlicePs = 10'000'000;  // 10 us
     bool progress(uint64_t max_events = 4096);
     void run_until_idle() { while (progress()) {} }
+    // Run events up to virtual time t, but stop right after the first one a host could notice
+    // (Nic::host_events of any NIC changes); the clock ends at t if none did.
+    void wait_event(SimTime t);
 
     // Deliver raw bytes to a NIC at virtual time `at` (hostile-input tests, out-of-band peers).
     void inject_frame(uint32_t dst_nic, std::vector<uint8_t> frame, SimTime at);

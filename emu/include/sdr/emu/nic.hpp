@@ -23,6 +23,7 @@ class Nic;
 struct PacketMeta {
     uint64_t va = 0;
     uint32_t dest_qp = 0, psn = 0, rkey = 0, dma_len = 0, imm = 0;
+    uint32_t qkey = 0, src_qp = 0;  // DETH of a control datagram (UD SEND)
     uint16_t udp_src_port = 0;  // flow entropy
     uint8_t opcode = 0;
 };
@@ -39,6 +40,8 @@ enum class RxDrop : uint8_t {
     WrongOpcode,  // not a UC RDMA WRITE-only-with-immediate
     UnknownKey,   // rkey is not the root key bound to that QP
     OutOfBounds,  // slot or offset outside the root key / posted buffer
+    BadQkey,      // control datagram whose Q_Key is not the control QP's
+    CtrlRingFull, // control datagram arrived while the host had not drained the ring
     Count
 };
 const char* to_string(RxDrop d);
@@ -51,6 +54,7 @@ struct PortCounters {
     uint64_t rx_frames = 0, rx_bytes = 0, rx_placed_bytes = 0, rx_null_key = 0, rx_cqes = 0;
     uint64_t rx_drops[static_cast<size_t>(RxDrop::Count)] = {};
     uint64_t tx_frames = 0, tx_bytes = 0, tx_local_errors = 0;
+    uint64_t rx_ctrl = 0, tx_ctrl = 0;  // control datagrams (also counted in rx/tx_frames)
     uint64_t rx_drop(RxDrop d) const { return rx_drops[static_cast<size_t>(d)]; }
     uint64_t rx_drops_total() const;
 };
@@ -68,6 +72,7 @@ struct TxPacket {
     uint32_t qp = 0;                   // transport QP handle
     uint32_t cookie = 0;
     bool signaled = false;
+    bool ctrl = false;                 // a control datagram: qp is the control QP handle
     bool local_error = false;          // lkey/bounds check failed: no packet, error completion
 };
 
@@ -132,11 +137,34 @@ public:
     void rx_packet(const PacketMeta& m, const uint8_t* payload);
 
     // Send engine, in post order across all QPs.
-    bool tx_pending() const { return sq_count_ != 0; }
+    bool tx_pending() const { return sq_count_ != 0 || ctrl_next_ != ctrl_head_; }
     bool tx_next(TxPacket* out);
     void tx_done(const TxPacket& p);  // the packet left the port (or failed locally)
     // Encode the whole frame of p (headers, payload, ICRC); returns bytes, 0 if cap too small.
     size_t tx_encode(const TxPacket& p, uint8_t* out, size_t cap) const;
+
+    // Control QPs: the small datagram channel beside each SDR QP (REFERENCE.md §5, the
+    // paper's UD control QP). Datagrams travel as RoCEv2 UD SEND Only frames with a DETH over
+    // the same port and link as data, ahead of queued data packets (strict priority), and always
+    // with their payload, also in payload-free runs: the host reads them. Received datagrams are
+    // copied into a bounded ring per control QP that the host drains.
+    static constexpr uint32_t kCtrlQpnBase = 0x800000;  // upper half of the 24-bit QPN space
+    static constexpr uint32_t kCtrlMaxBytes = 4096;
+    static constexpr uint32_t kCtrlRingDepth = 256;  // received, not yet read by the host
+    static constexpr uint32_t kCtrlSqDepth = 64;     // queued for the wire, per NIC
+    uint32_t ctrl_qp_create(uint32_t qkey);          // handle; qpn = kCtrlQpnBase + handle
+    void ctrl_qp_destroy(uint32_t handle);
+    uint32_t ctrl_qpn(uint32_t handle) const { return kCtrlQpnBase + handle; }
+    // false if the control send queue is full (or len > kCtrlMaxBytes, or no such QP).
+    bool ctrl_send(uint32_t handle, const NicAddress& dst, uint32_t dst_qpn, uint32_t dst_qkey,
+                   const void* data, uint32_t len);
+    // Oldest received datagram: its length (copied into buf), 0 if none, -1 if cap is smaller
+    // than the datagram (which stays queued).
+    int64_t ctrl_recv(uint32_t handle, void* buf, size_t cap);
+
+    // Events a polling host could notice: host-window writes by the firmware and received
+    // control datagrams. A virtual-time waiter stops when this changes.
+    uint64_t host_events() const;
 
     // Host → firmware: a send doorbell for SDR QP qp_index.
     void doorbell(uint32_t qp_index);
@@ -181,7 +209,22 @@ private:
         hal_tx_wqe wqe;
     };
 
+    struct CtrlQp {
+        bool live = false;
+        uint32_t qkey = 0;
+        std::vector<std::vector<uint8_t>> ring;  // kCtrlRingDepth datagrams
+        std::vector<uint32_t> len;
+        uint64_t head = 0, tail = 0;
+    };
+    struct CtrlSend {
+        PacketMeta meta;
+        uint32_t handle = 0, remote_ip = 0;
+        std::array<uint8_t, 6> remote_mac{};
+        std::array<uint8_t, kCtrlMaxBytes> data;
+    };
+
     RootKey* root_key(uint32_t rkey);
+    void ctrl_receive(const PacketMeta& m, const uint8_t* payload);
     void respond(const PacketMeta& m, const uint8_t* payload);  // the UC responder
     void grow_sq_ring();
     void drop(RxDrop d, TransportQp* qp);
@@ -198,6 +241,9 @@ private:
     std::vector<SqEntry> sq_ring_;  // power-of-two capacity
     uint64_t sq_head_ = 0, sq_tail_ = 0;
     uint32_t sq_count_ = 0;
+    std::vector<CtrlQp> ctrl_qps_;
+    std::vector<CtrlSend> ctrl_sq_;  // kCtrlSqDepth; entries live until tx_done
+    uint64_t ctrl_head_ = 0, ctrl_next_ = 0, ctrl_done_ = 0;
     fw_device* fw_ = nullptr;
     uint64_t nic_mem_bytes_ = 0;
     PortCounters port_;

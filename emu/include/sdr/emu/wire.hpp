@@ -27,6 +27,9 @@ static_assert(kWriteImmHeaderBytes == kEthBytes + kIpv4Bytes + kUdpBytes + kBthB
 // 74 for 0x2B, 14+20+8+12+8(+4) for the UD ops, 0 for an unsupported opcode.
 size_t header_bytes(uint8_t opcode);
 constexpr size_t frame_bytes_write_imm(size_t payload) { return kWriteImmHeaderBytes + payload + kIcrcBytes; }
+// Whole frame of a UD SEND Only (control datagram): Eth..DETH, payload, ICRC.
+inline constexpr size_t kUdSendHeaderBytes = kEthBytes + kIpv4Bytes + kUdpBytes + kBthBytes + kDethBytes;
+constexpr size_t frame_bytes_ud_send(size_t payload) { return kUdSendHeaderBytes + payload + kIcrcBytes; }
 
 struct Headers {
     std::array<uint8_t, 6> dst_mac{}, src_mac{};

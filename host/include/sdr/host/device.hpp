@@ -50,12 +50,23 @@ public:
 
     virtual void doorbell(uint32_t fw_qp_index) = 0;
 
+    // The control QP of an SDR QP (unreliable datagrams, sdr_ctrl.h); kInvalid on failure.
+    virtual uint32_t ctrl_qp_create(uint32_t qkey, uint32_t* qpn) = 0;
+    virtual void ctrl_qp_destroy(uint32_t handle) = 0;
+    virtual bool ctrl_send(uint32_t handle, const PeerAddress& peer, uint32_t remote_qpn, uint32_t remote_qkey,
+                           const void* data, uint32_t len) = 0;  // false: send queue full
+    virtual int64_t ctrl_recv(uint32_t handle, void* buf, size_t cap) = 0;  // bytes, 0 none, -1 cap too small
+    virtual uint32_t ctrl_max_bytes() const = 0;
+
     // Make progress (the simulator runs a batch of events); false if nothing is pending.
     virtual bool progress() = 0;
     virtual uint64_t now_ns() = 0;
     // Virtual-time control; false on devices that run in real time.
     virtual bool advance_to(uint64_t t_ns) = 0;
     virtual bool run_until_idle() = 0;
+    // Advance virtual time towards t_ns, stopping at the first event a host could notice;
+    // false on devices that run in real time.
+    virtual bool wait_event(uint64_t t_ns) = 0;
     virtual bool pending() = 0;
 };
 
