@@ -1,0 +1,51 @@
+// What a reliable connection is configured with, and what it reports per message.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace sdr::rel {
+
+// sr: Selective Repeat, per-chunk RTO = RTT·(1+α). sr-nack: the receiver names lost chunks
+// (holes behind later arrivals) and the sender repeats them at once; the RTO remains as a
+// backup for tail losses. ec-xor / ec-mds: k data + m parity chunks per submessage, SR repair
+// of what the code cannot rebuild.
+enum class Scheme : uint8_t { Sr = 1, SrNack = 2, EcXor = 3, EcMds = 4 };
+const char* to_string(Scheme s);
+inline bool is_ec(Scheme s) { return s == Scheme::EcXor || s == Scheme::EcMds; }
+
+struct Config {
+    Scheme scheme = Scheme::Sr;
+    uint32_t k = 32, m = 8;       // EC only
+    double rtt_ms = 25;           // initial RTT estimate; the sender measures it from ACKs
+    double bw_gbps = 100;         // link rate: injection-time estimates and the FTO
+    double alpha = 2;             // RTO = RTT·(1+α)
+    double fto_alpha = 1;         // EC fallback timeout FTO = bytes/BW + 0.5·fto_alpha·RTT
+    double ack_interval_us = 0;   // ACK pacing per message; 0 = RTT/64
+    double reorder_us = 20;       // sr-nack: a hole must persist this long before it is named
+    uint64_t window_bytes = 0;    // SR: injected but unacknowledged bytes; 0 = unlimited
+    uint32_t max_rounds = 16;     // bound on retransmissions of a chunk, NACK rounds, probes
+    double timeout_ms = 0;        // per message, from post; 0 = derived (see README)
+    bool compute = true;          // false: payload-free simulation — EC accounted, not computed
+
+    double ack_interval_ns() const { return ack_interval_us > 0 ? ack_interval_us * 1e3 : rtt_ms * 1e6 / 64; }
+};
+
+// "sr", "sr-nack", "ec-xor", "ec-mds", optionally ":k,m" after the EC ones ("ec-mds:32,8").
+bool parse_scheme(const std::string& text, Config* cfg, std::string* err);
+// Every field in range (EC codes ISA-L supports, positive times); false + err otherwise.
+bool validate(const Config& cfg, std::string* err);
+
+struct MessageStats {
+    uint64_t id = 0, bytes = 0;
+    bool ok = false;
+    std::string error;                 // why it failed
+    uint64_t post_ns = 0, done_ns = 0; // completion: sender = final ACK, receiver = data whole
+    uint32_t chunks = 0;               // data chunks
+    uint32_t retransmitted_chunks = 0; // sender: chunk retransmissions; receiver: 0
+    uint32_t decoded_chunks = 0;       // receiver: data chunks rebuilt by the code
+    uint32_t fallbacks = 0;            // EC submessages repaired by SR
+    uint32_t rounds = 0;               // retransmission / NACK rounds
+};
+
+}  // namespace sdr::rel

@@ -1,0 +1,48 @@
+// Control messages of the reliability layer, carried as sdr_ctrl.h datagrams. One layout,
+// little-endian, 40-byte header then an optional chunk bitmap (bit i%8 of byte i/8):
+//
+//   0  u8  version (1)      1  u8 type           2  u8 flags        3  u8 scheme
+//   4  u8  k                5  u8 m              6  u16 reserved (0)
+//   8  u64 seq              reliable message number on this connection (per direction)
+//  16  u64 length           CTS: posted receive length; REQ: send length
+//  24  u32 base             ACK: cumulative chunk (all below are held); NACK: first chunk listed
+//  28  u32 nbits            bitmap bits that follow (chunks base .. base+nbits-1)
+//  32  u32 newest           ACK: the newest chunk it reports (RTT sample)
+//  36  u32 ack_delay_us     ACK: time the receiver held that chunk before this ACK
+//  40  bitmap               ACK: 1 = held; NACK: 1 = please repeat
+//
+// CTS (receiver → sender): receive `seq` of `length` bytes is posted; scheme/k/m must match.
+// ACK (receiver → sender): progress of `seq`; flags FINAL (whole, delivered) or FAILED.
+// NACK (receiver → sender): repeat the chunks listed.
+// REQ (sender → receiver): "where is seq?" — answered by an ACK (FINAL from history if done);
+//      for EC an incomplete message falls back to SR at once.
+// ABORT (sender → receiver): the send of `seq` failed (length mismatch); give up the receive.
+#pragma once
+
+#include <sdr/reliability/config.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace sdr::rel {
+
+enum class CtrlType : uint8_t { Cts = 1, Ack = 2, Nack = 3, Req = 4, Abort = 5 };
+inline constexpr uint8_t kAckFinal = 1, kAckFailed = 2;
+inline constexpr size_t kCtrlHeaderBytes = 40;
+
+struct CtrlMsg {
+    CtrlType type = CtrlType::Ack;
+    uint8_t flags = 0;
+    Scheme scheme = Scheme::Sr;
+    uint8_t k = 0, m = 0;
+    uint64_t seq = 0, length = 0;
+    uint32_t base = 0, nbits = 0, newest = 0, ack_delay_us = 0;
+    std::vector<uint8_t> bits;  // (nbits + 7) / 8 bytes
+};
+
+std::vector<uint8_t> encode(const CtrlMsg& m);
+// false if the datagram is not a well-formed control message (hostile input: ignored).
+bool decode(const uint8_t* p, size_t len, CtrlMsg* out);
+
+}  // namespace sdr::rel

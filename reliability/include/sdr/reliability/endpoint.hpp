@@ -1,0 +1,113 @@
+// The binding of the sans-I/O engines to the SDR C API: one Endpoint per SDR QP, sending and
+// receiving reliable messages with the configured scheme. It posts SDR sends and receives,
+// reads live bitmaps, encodes and decodes EC chunks, and carries control messages over the
+// QP's control channel (sdr_ctrl.h). Applications call progress() in their poll loop; drive()
+// runs endpoints on the simulator, sleeping in virtual time between events.
+#pragma once
+
+#include <sdr.h>
+#include <sdr_mr.h>
+#include <sdr/reliability/codec.hpp>
+#include <sdr/reliability/config.hpp>
+#include <sdr/reliability/engine.hpp>
+
+#include <deque>
+#include <functional>
+#include <initializer_list>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sdr::rel {
+
+class Endpoint {
+public:
+    // qp must be connected and created with send_enable and recv_enable; attr is what it was
+    // created with (chunk size, MTU and slot size come from it). nullptr + err on bad config.
+    static std::unique_ptr<Endpoint> create(sdr_context* ctx, sdr_qp* qp, const sdr_qp_attr& attr,
+                                            const Config& cfg, std::string* err);
+    ~Endpoint();
+    Endpoint(const Endpoint&) = delete;
+    Endpoint& operator=(const Endpoint&) = delete;
+
+    // Post a reliable send / receive of len bytes in [buf, buf + len) registered as lkey. The
+    // n-th send of one side lands in the n-th receive of the other; lengths must match.
+    // SDR_SUCCESS + *id, or SDR_ERROR (last_error() says why) and nothing posted.
+    int send(const void* buf, uint64_t len, uint32_t lkey, uint64_t* id);
+    int recv(void* buf, uint64_t len, uint32_t lkey, uint64_t* id);
+    // SDR_SUCCESS and *out once the message is over (out->ok says how), SDR_RETRY while it
+    // is in progress, SDR_ERROR for an unknown id. A finished id is forgotten after this.
+    int send_result(uint64_t id, MessageStats* out);
+    int recv_result(uint64_t id, MessageStats* out);
+
+    // Do everything due now; returns the next deadline (sdr_now_ns clock), kNever if none.
+    uint64_t progress();
+    // Nothing posted is unfinished.
+    bool idle() const;
+    const Config& config() const { return cfg_; }
+    double srtt_ms() const { return tx_.srtt_ns() / 1e6; }
+
+private:
+    struct TxState {
+        const uint8_t* buf = nullptr;
+        uint64_t len = 0;
+        uint32_t lkey = 0;
+        sdr_send_handle *data = nullptr, *parity = nullptr;
+        bool opened = false, ended = false, data_done = false, parity_done = false;
+        std::vector<uint8_t> parity_buf;
+        sdr_mr* parity_mr = nullptr;
+        std::optional<MessageStats> result;
+    };
+    struct RxState {
+        uint8_t* buf = nullptr;
+        uint64_t len = 0;
+        uint32_t lkey = 0;
+        sdr_recv_handle *data = nullptr, *parity = nullptr;
+        uint8_t *data_bits = nullptr, *parity_bits = nullptr;
+        bool posted = false;
+        std::vector<uint8_t> parity_buf;
+        sdr_mr* parity_mr = nullptr;
+        std::optional<MessageStats> result;
+    };
+
+    Endpoint(sdr_context* ctx, sdr_qp* qp, const Config& cfg, const Geometry& g, uint64_t slot_bytes);
+    void execute(uint64_t now, Action& a);
+    bool try_start(Action& a);
+    bool try_data(Action& a);
+    bool try_parity(Action& a);
+    bool try_close(uint64_t seq, TxState& t);
+    bool try_post(uint64_t seq);
+    void rebuild(uint64_t seq, uint32_t sub);
+    void deliver(const Action& a);
+    void drain_actions(uint64_t now);
+    sdr_mr* reg(std::vector<uint8_t>& buf, uint64_t bytes);
+    uint64_t chunk_len(uint64_t len, uint32_t c) const;
+
+    sdr_context* ctx_;
+    sdr_qp* qp_;
+    Config cfg_;
+    Geometry geo_;
+    uint64_t slot_bytes_;
+    SendEngine tx_;
+    RecvEngine rx_;
+    std::optional<Codec> codec_;
+    std::map<uint64_t, TxState> txs_;
+    std::map<uint64_t, RxState> rxs_;
+    std::deque<Action> start_q_, data_q_, post_q_, ctrl_q_;
+    std::vector<uint64_t> closing_;
+    std::vector<uint8_t> zero_, scratch_;
+};
+
+// Run endpoints of one simulated fabric until done() holds: progress each, then sleep in
+// virtual time (sdr_sim_wait) until the earliest deadline or host-visible event. false if
+// nothing can happen any more (no deadline, no event pending) or virtual time passes
+// limit_ns before done().
+// Thread-local text of the last SDR_ERROR returned by this room (sdr_rel_last_error in C).
+const char* last_error();
+
+bool drive(sdr_context* ctx, std::initializer_list<Endpoint*> eps, const std::function<bool()>& done,
+           uint64_t limit_ns = kNever);
+
+}  // namespace sdr::rel

@@ -1,0 +1,172 @@
+// The sans-I/O engines of a reliable connection (ngtcp2/quiche style): the caller passes `now`
+// and events in (control messages, bitmaps it read, its own completions), takes actions out
+// and asks for the next deadline. Nothing here reads a clock, touches a buffer or calls SDR;
+// the simulator and a real-time loop drive the same code through the Endpoint binding.
+#pragma once
+
+#include <sdr/reliability/config.hpp>
+#include <sdr/reliability/ctrl_msg.hpp>
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sdr::rel {
+
+inline constexpr uint64_t kNever = UINT64_MAX;
+
+// Sizes the engines compute with; the binding takes them from the SDR QP.
+struct Geometry {
+    uint32_t chunk_bytes = 65536;
+    uint32_t mtu = 4096;
+    uint32_t ctrl_max_bytes = 4096;
+};
+
+// What the engines ask the binding to do.
+struct Action {
+    enum Kind : uint8_t {
+        Start,     // sender: open the SDR message(s) of seq (data, then parity for EC)
+        Data,      // sender: inject data chunks [first, first + count) of seq
+        Parity,    // sender: encode submessage `first` of seq and inject its m parity chunks
+        Finish,    // sender: seq is over (ok or error): close its SDR messages, report
+        PostRecv,  // receiver: post the SDR receive(s) of seq
+        Decode,    // receiver: rebuild the missing data chunks of submessage `first` of seq
+        Deliver,   // receiver: seq is over (ok or error): complete its SDR receive(s), report
+        Ctrl,      // send this control datagram
+    };
+    explicit Action(Kind k = Ctrl) : kind(k) {}
+    Kind kind;
+    uint64_t seq = 0;
+    uint32_t first = 0, count = 0;
+    bool ok = false;
+    std::string error;
+    std::vector<uint8_t> ctrl;
+};
+
+// Per-chunk data shared by both sides: counts of chunks and submessages of a message.
+struct Layout {
+    uint64_t bytes = 0;
+    uint32_t chunks = 0;       // data chunks
+    uint32_t submessages = 0;  // EC: ceil(chunks / k)
+    uint32_t parity = 0;       // EC: submessages * m
+    static Layout of(const Config& c, const Geometry& g, uint64_t bytes);
+};
+
+class SendEngine {
+public:
+    SendEngine(const Config& c, const Geometry& g);
+    uint64_t post(uint64_t now, uint64_t bytes);  // returns the message's seq
+    void on_ctrl(uint64_t now, const CtrlMsg& m);
+    void on_started(uint64_t now, uint64_t seq);  // the binding opened the SDR message(s)
+    void on_timer(uint64_t now);
+    uint64_t next_deadline() const;
+    bool poll_action(Action* out);
+    const MessageStats* stats(uint64_t seq) const;  // kept until forget()
+    void forget(uint64_t seq);
+    double srtt_ns() const { return srtt_; }
+    uint64_t rto_ns() const;
+
+private:
+    enum class St : uint8_t { WaitCts, Starting, Sending, Done };
+    struct Msg {
+        uint64_t seq = 0;
+        Layout lay;
+        St st = St::WaitCts;
+        bool cts = false, mismatch = false;
+        bool ghost = false;  // failed while waiting for CTS; must still open its SDR messages
+        std::string mismatch_why;
+        uint64_t deadline = 0;
+        std::vector<uint64_t> sent_ns;   // estimated injection time of the last transmission
+        std::vector<uint64_t> rto_at;    // SR timer per chunk; 0 = acknowledged / not armed
+        std::vector<uint16_t> tx_count;  // transmissions per chunk
+        std::vector<uint8_t> acked;
+        uint32_t next_new = 0;           // SR: next chunk never sent; EC: next submessage
+        uint32_t acked_count = 0;
+        uint64_t next_rto = kNever;      // lower bound of the earliest rto_at
+        uint64_t probe_at = kNever;
+        uint32_t probes = 0;
+        MessageStats st_out;
+    };
+    Msg* find(uint64_t seq);
+    void pump(uint64_t now);
+    void emit_data(uint64_t now, Msg& m, uint32_t first, uint32_t count, bool retransmit);
+    uint64_t inject(uint64_t now, uint64_t bytes);  // estimated end of injection of these bytes
+    void on_ack(uint64_t now, Msg& m, const CtrlMsg& a);
+    void on_nack(uint64_t now, Msg& m, const CtrlMsg& n);
+    void mark_acked(Msg& m, uint32_t c);
+    void finish(uint64_t now, Msg& m, bool ok, const std::string& err);
+    void send_ctrl(const CtrlMsg& c);
+    void arm_probe(uint64_t now, Msg& m);
+
+    Config cfg_;
+    Geometry geo_;
+    double ns_per_byte_;       // wire time per data byte, packet overheads included
+    double srtt_, rttvar_;
+    bool rtt_sampled_ = false;
+    uint64_t tx_free_ = 0;     // estimated time the NIC has injected everything asked so far
+    uint64_t outstanding_ = 0; // SR window: injected, unacknowledged bytes
+    uint64_t next_seq_ = 0, next_start_ = 0;
+    std::map<uint64_t, Msg> msgs_;
+    std::deque<Action> out_;
+};
+
+class RecvEngine {
+public:
+    RecvEngine(const Config& c, const Geometry& g);
+    uint64_t post(uint64_t now, uint64_t bytes);
+    void on_posted(uint64_t now, uint64_t seq);  // the binding posted the SDR receive(s)
+    // The live bitmaps the binding read (data chunks; parity chunks for EC, else nullptr).
+    void on_bitmap(uint64_t now, uint64_t seq, const uint8_t* data_bits, const uint8_t* parity_bits);
+    void on_ctrl(uint64_t now, const CtrlMsg& m);
+    void on_timer(uint64_t now);
+    uint64_t next_deadline() const;
+    bool poll_action(Action* out);
+    const MessageStats* stats(uint64_t seq) const;
+    void forget(uint64_t seq);
+    // Messages whose bitmaps the binding should read (posted, not over).
+    std::vector<uint64_t> active() const;
+
+private:
+    enum class St : uint8_t { WaitPost, Active, Done };
+    struct Msg {
+        uint64_t seq = 0;
+        Layout lay;
+        St st = St::WaitPost;
+        uint64_t posted_ns = 0, deadline = 0;
+        std::vector<uint8_t> have, parity_have;  // data chunk held (arrived or rebuilt)
+        std::vector<uint16_t> sub_data, sub_parity;  // EC: chunks held per submessage
+        std::vector<uint8_t> sub_ok;
+        std::vector<uint32_t> touched;
+        std::vector<uint8_t> is_touched;
+        uint32_t held = 0, subs_ok = 0, highest = 0;
+        bool any = false, dirty = false, sender_seen = false, fallback = false;
+        uint32_t newest = 0;
+        uint64_t newest_ns = 0, last_ack = 0, cts_at = 0, fto_at = kNever, nack_at = kNever;
+        std::vector<uint64_t> hole_since, named_at;  // sr-nack
+        MessageStats st_out;
+    };
+    Msg* find(uint64_t seq);
+    void check_submessages(uint64_t now, Msg& m);
+    void send_ack(uint64_t now, Msg& m, uint8_t flags);
+    void send_nack_failed(uint64_t now, Msg& m);
+    void scan_holes(uint64_t now, Msg& m);
+    void deliver(uint64_t now, Msg& m, bool ok, const std::string& err);
+    void send_cts(uint64_t now, Msg& m);
+    void send_ctrl(const CtrlMsg& c);
+    uint64_t rto() const;
+    uint32_t fit_bits() const;
+    bool sub_decodable(const Msg& m, uint32_t s) const;
+
+    Config cfg_;
+    Geometry geo_;
+    double ns_per_byte_;
+    uint64_t next_seq_ = 0;
+    std::map<uint64_t, Msg> msgs_;
+    std::map<uint64_t, bool> history_;  // seq → ok, for REQs about finished messages
+    std::deque<Action> out_;
+};
+
+}  // namespace sdr::rel

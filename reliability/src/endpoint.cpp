@@ -1,0 +1,442 @@
+#include <sdr/reliability/endpoint.hpp>
+#include <sdr_ctrl.h>
+#include <sdr_mr.h>
+#include <sdr_sim.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace sdr::rel {
+
+namespace {
+thread_local std::string g_error;
+int fail(std::string msg)
+{
+    g_error = std::move(msg);
+    return SDR_ERROR;
+}
+}  // namespace
+
+const char* last_error() { return g_error.c_str(); }
+
+std::unique_ptr<Endpoint> Endpoint::create(sdr_context* ctx, sdr_qp* qp, const sdr_qp_attr& attr, const Config& cfg,
+                                           std::string* err)
+{
+    if (!ctx || !qp) return *err = "context or qp is NULL", nullptr;
+    if (!attr.send_enable || !attr.recv_enable)
+        return *err = "a reliable endpoint needs a QP with send_enable and recv_enable (data one way, ACKs the other)",
+               nullptr;
+    if (!validate(cfg, err)) return nullptr;
+    Geometry g;
+    g.chunk_bytes = 1u << attr.bitmap_chunk_size_log_bytes;
+    g.mtu = 64u << static_cast<int>(attr.mtu);
+    size_t ctrl_max = 0;
+    if (sdr_ctrl_max_size_get(qp, &ctrl_max) != SDR_SUCCESS || ctrl_max < kCtrlHeaderBytes + 8)
+        return *err = "the QP has no usable control channel", nullptr;
+    g.ctrl_max_bytes = static_cast<uint32_t>(ctrl_max);
+    uint64_t slot = 1ull << (attr.max_in_flight_log_bytes - attr.max_log_num_msgs);
+    if (is_ec(cfg.scheme) && (1u << attr.max_log_num_msgs) < 2)
+        return *err = "EC needs at least 2 message slots (data and parity submessages)", nullptr;
+    return std::unique_ptr<Endpoint>(new Endpoint(ctx, qp, cfg, g, slot));
+}
+
+Endpoint::Endpoint(sdr_context* ctx, sdr_qp* qp, const Config& cfg, const Geometry& g, uint64_t slot_bytes)
+    : ctx_(ctx), qp_(qp), cfg_(cfg), geo_(g), slot_bytes_(slot_bytes), tx_(cfg, g), rx_(cfg, g)
+{
+    if (is_ec(cfg.scheme)) {
+        codec_.emplace(cfg.scheme == Scheme::EcXor ? CodeKind::Xor : CodeKind::Mds, cfg.k, cfg.m);
+        zero_.assign(g.chunk_bytes, 0);
+        scratch_.assign(size_t{g.chunk_bytes} * 2, 0);
+    }
+}
+
+Endpoint::~Endpoint()
+{
+    for (auto& [seq, t] : txs_)
+        if (t.parity_mr) sdr_mr_dereg(t.parity_mr);
+    for (auto& [seq, r] : rxs_) {
+        if (r.data) sdr_recv_complete(r.data);
+        if (r.parity) sdr_recv_complete(r.parity);
+        if (r.parity_mr) sdr_mr_dereg(r.parity_mr);
+    }
+}
+
+uint64_t Endpoint::chunk_len(uint64_t len, uint32_t c) const
+{
+    return std::min<uint64_t>(geo_.chunk_bytes, len - uint64_t{c} * geo_.chunk_bytes);
+}
+
+sdr_mr* Endpoint::reg(std::vector<uint8_t>& buf, uint64_t bytes)
+{
+    if (bytes == 0) return nullptr;
+    buf.assign(bytes, 0);
+    return sdr_mr_reg(ctx_, buf.data(), bytes, SDR_ACCESS_REMOTE_WRITE);
+}
+
+int Endpoint::send(const void* buf, uint64_t len, uint32_t lkey, uint64_t* id)
+{
+    if (!id || (!buf && len)) return fail("reliable send: buf or id is NULL");
+    if (len > slot_bytes_) return fail("reliable send: " + std::to_string(len) + " bytes exceed the QP's slot size of " +
+                                       std::to_string(slot_bytes_) + " bytes");
+    Layout l = Layout::of(cfg_, geo_, len);
+    if (uint64_t{l.parity} * geo_.chunk_bytes > slot_bytes_)
+        return fail("reliable send: the parity of this message (" + std::to_string(l.parity) +
+                    " chunks) does not fit one slot");
+    TxState t;
+    t.buf = static_cast<const uint8_t*>(buf);
+    t.len = len;
+    t.lkey = lkey;
+    if (l.parity && cfg_.compute) {
+        t.parity_mr = reg(t.parity_buf, uint64_t{l.parity} * geo_.chunk_bytes);
+        if (!t.parity_mr) return fail(std::string("reliable send: cannot register the parity buffer: ") + sdr_last_error());
+    }
+    uint64_t now = sdr_now_ns(ctx_);
+    *id = tx_.post(now, len);
+    txs_.emplace(*id, std::move(t));
+    drain_actions(now);
+    return SDR_SUCCESS;
+}
+
+int Endpoint::recv(void* buf, uint64_t len, uint32_t lkey, uint64_t* id)
+{
+    if (!id || (!buf && len)) return fail("reliable recv: buf or id is NULL");
+    if (len > slot_bytes_) return fail("reliable recv: " + std::to_string(len) + " bytes exceed the QP's slot size of " +
+                                       std::to_string(slot_bytes_) + " bytes");
+    Layout l = Layout::of(cfg_, geo_, len);
+    if (uint64_t{l.parity} * geo_.chunk_bytes > slot_bytes_)
+        return fail("reliable recv: the parity of this message (" + std::to_string(l.parity) +
+                    " chunks) does not fit one slot");
+    RxState r;
+    r.buf = static_cast<uint8_t*>(buf);
+    r.len = len;
+    r.lkey = lkey;
+    if (l.parity) {  // registered also without compute: the NIC needs a place to put parity
+        r.parity_mr = reg(r.parity_buf, uint64_t{l.parity} * geo_.chunk_bytes);
+        if (!r.parity_mr) return fail(std::string("reliable recv: cannot register the parity buffer: ") + sdr_last_error());
+    }
+    uint64_t now = sdr_now_ns(ctx_);
+    *id = rx_.post(now, len);
+    rxs_.emplace(*id, std::move(r));
+    drain_actions(now);
+    return SDR_SUCCESS;
+}
+
+int Endpoint::send_result(uint64_t id, MessageStats* out)
+{
+    auto it = txs_.find(id);
+    if (it == txs_.end()) return fail("reliable send " + std::to_string(id) + " is unknown (or already reported)");
+    if (!it->second.result || !it->second.data_done || !it->second.parity_done) return SDR_RETRY;
+    if (out) *out = *it->second.result;
+    if (it->second.parity_mr) sdr_mr_dereg(it->second.parity_mr);
+    txs_.erase(it);
+    tx_.forget(id);
+    return SDR_SUCCESS;
+}
+
+int Endpoint::recv_result(uint64_t id, MessageStats* out)
+{
+    auto it = rxs_.find(id);
+    if (it == rxs_.end()) return fail("reliable recv " + std::to_string(id) + " is unknown (or already reported)");
+    if (!it->second.result) return SDR_RETRY;
+    if (out) *out = *it->second.result;
+    if (it->second.parity_mr) sdr_mr_dereg(it->second.parity_mr);
+    rxs_.erase(it);
+    rx_.forget(id);
+    return SDR_SUCCESS;
+}
+
+bool Endpoint::idle() const
+{
+    for (const auto& [s, t] : txs_)
+        if (!t.result || !t.data_done || !t.parity_done) return false;
+    for (const auto& [s, r] : rxs_)
+        if (!r.result) return false;
+    return true;
+}
+
+// ---- sender actions ----------------------------------------------------------------------
+
+bool Endpoint::try_start(Action& a)
+{
+    TxState& t = txs_.at(a.seq);
+    sdr_send_start_wr w{};
+    w.opcode = SDR_WR_WRITE;
+    if (!t.data && sdr_streaming_send_start(qp_, &w, &t.data) != SDR_SUCCESS) return false;
+    if (is_ec(cfg_.scheme) && !t.parity && sdr_streaming_send_start(qp_, &w, &t.parity) != SDR_SUCCESS) return false;
+    t.opened = true;
+    t.parity_done = !is_ec(cfg_.scheme);
+    if (!a.ok) closing_.push_back(a.seq);  // opened only to keep the order: close at once, empty
+    return true;
+}
+
+bool Endpoint::try_data(Action& a)
+{
+    TxState& t = txs_.at(a.seq);
+    if (t.ended) return true;  // finished meanwhile
+    uint64_t off = uint64_t{a.first} * geo_.chunk_bytes;
+    uint64_t len = std::min<uint64_t>(uint64_t{a.count} * geo_.chunk_bytes, t.len - off);
+    sdr_send_continue_wr w{};
+    w.length = static_cast<uint32_t>(len);
+    w.local_addr = reinterpret_cast<uint64_t>(t.buf + off);
+    w.lkey = t.lkey;
+    w.remote_offset = a.first;
+    return sdr_streaming_send_continue(t.data, &w) == SDR_SUCCESS;
+}
+
+bool Endpoint::try_parity(Action& a)
+{
+    TxState& t = txs_.at(a.seq);
+    if (t.ended) return true;
+    const uint32_t k = cfg_.k, m = cfg_.m, C = geo_.chunk_bytes;
+    uint8_t* par = t.parity_buf.data() + uint64_t{a.first} * m * C;
+    if (cfg_.compute && a.count != UINT32_MAX) {  // encode once, even if posting is retried
+        const uint8_t* data[256];
+        uint8_t* parity[256];
+        uint32_t chunks = static_cast<uint32_t>((t.len + C - 1) / C);
+        for (uint32_t j = 0; j < k; j++) {
+            uint32_t c = a.first * k + j;
+            if (c >= chunks) data[j] = zero_.data();
+            else if (chunk_len(t.len, c) < C) {  // the short last chunk, zero-padded
+                std::memset(scratch_.data(), 0, C);
+                std::memcpy(scratch_.data(), t.buf + uint64_t{c} * C, chunk_len(t.len, c));
+                data[j] = scratch_.data();
+            } else data[j] = t.buf + uint64_t{c} * C;
+        }
+        for (uint32_t i = 0; i < m; i++) parity[i] = par + uint64_t{i} * C;
+        codec_->encode(data, parity, C);
+        a.count = UINT32_MAX;
+    }
+    sdr_send_continue_wr w{};
+    w.length = m * C;
+    w.local_addr = reinterpret_cast<uint64_t>(par);
+    if (t.parity_mr) sdr_mr_lkey_get(t.parity_mr, &w.lkey);
+    w.remote_offset = uint64_t{a.first} * m;
+    if (!cfg_.compute) {  // payload-free runs: the parity packets carry the data buffer's bytes
+        w.local_addr = reinterpret_cast<uint64_t>(t.buf);
+        w.lkey = t.lkey;
+        w.length = static_cast<uint32_t>(std::min<uint64_t>(w.length, t.len));
+    }
+    return sdr_streaming_send_continue(t.parity, &w) == SDR_SUCCESS;
+}
+
+// End the message's SDR streams and wait for their local completion (the slot is then free).
+bool Endpoint::try_close(uint64_t seq, TxState& t)
+{
+    if (!t.opened) {
+        t.data_done = t.parity_done = true;
+        return true;
+    }
+    if (!t.ended) {
+        if (t.data && sdr_streaming_send_end(t.data) != SDR_SUCCESS) return false;
+        if (t.parity && sdr_streaming_send_end(t.parity) != SDR_SUCCESS) {
+            t.data = nullptr;  // ended; a retry must not end it twice
+            return false;
+        }
+        t.ended = true;
+    }
+    int done = 0;
+    if (!t.data_done && t.data && sdr_send_poll(t.data, &done, nullptr) == SDR_SUCCESS && done) t.data_done = true;
+    if (!t.data) t.data_done = true;
+    done = 0;
+    if (!t.parity_done && t.parity && sdr_send_poll(t.parity, &done, nullptr) == SDR_SUCCESS && done)
+        t.parity_done = true;
+    (void)seq;
+    return t.data_done && t.parity_done;
+}
+
+// ---- receiver actions --------------------------------------------------------------------
+
+bool Endpoint::try_post(uint64_t seq)
+{
+    RxState& r = rxs_.at(seq);
+    if (!r.data) {
+        sdr_recv_wr w{};
+        w.max_length = static_cast<uint32_t>(r.len);
+        w.lkey = r.lkey;
+        w.address = reinterpret_cast<uint64_t>(r.buf);
+        if (sdr_recv_post(qp_, &w, &r.data) != SDR_SUCCESS) return false;
+        size_t n;
+        if (r.len) sdr_recv_bitmap_get(r.data, &r.data_bits, &n);
+    }
+    if (is_ec(cfg_.scheme) && !r.parity) {
+        sdr_recv_wr w{};
+        w.max_length = static_cast<uint32_t>(r.parity_buf.size());
+        if (r.parity_mr) sdr_mr_lkey_get(r.parity_mr, &w.lkey);
+        w.address = reinterpret_cast<uint64_t>(r.parity_buf.data());
+        if (sdr_recv_post(qp_, &w, &r.parity) != SDR_SUCCESS) return false;
+        size_t n;
+        if (w.max_length) sdr_recv_bitmap_get(r.parity, &r.parity_bits, &n);
+    }
+    r.posted = true;
+    return true;
+}
+
+void Endpoint::rebuild(uint64_t seq, uint32_t sub)
+{
+    if (!cfg_.compute) return;  // accounted by the engine, not computed
+    RxState& r = rxs_.at(seq);
+    const uint32_t k = cfg_.k, m = cfg_.m, C = geo_.chunk_bytes;
+    uint32_t chunks = static_cast<uint32_t>((r.len + C - 1) / C);
+    bool present[512] = {};
+    uint8_t* frag[512] = {};
+    int32_t short_chunk = -1;
+    for (uint32_t j = 0; j < k; j++) {
+        uint32_t c = sub * k + j;
+        if (c >= chunks) {
+            present[j] = true;
+            frag[j] = zero_.data();
+            continue;
+        }
+        present[j] = (r.data_bits[c >> 3] >> (c & 7)) & 1;
+        if (chunk_len(r.len, c) < C) {  // decode the short last chunk through a padded copy
+            short_chunk = static_cast<int32_t>(j);
+            std::memset(scratch_.data(), 0, C);
+            if (present[j]) std::memcpy(scratch_.data(), r.buf + uint64_t{c} * C, chunk_len(r.len, c));
+            frag[j] = scratch_.data();
+        } else {
+            frag[j] = r.buf + uint64_t{c} * C;
+        }
+    }
+    for (uint32_t i = 0; i < m; i++) {
+        uint32_t p = sub * m + i;
+        present[k + i] = (r.parity_bits[p >> 3] >> (p & 7)) & 1;
+        frag[k + i] = r.parity_buf.data() + uint64_t{p} * C;
+    }
+    codec_->decode(present, frag, C);
+    if (short_chunk >= 0 && !present[short_chunk]) {
+        uint32_t c = sub * k + static_cast<uint32_t>(short_chunk);
+        std::memcpy(r.buf + uint64_t{c} * C, scratch_.data(), chunk_len(r.len, c));
+    }
+}
+
+void Endpoint::deliver(const Action& a)
+{
+    RxState& r = rxs_.at(a.seq);
+    if (r.data) sdr_recv_complete(r.data);
+    if (r.parity) sdr_recv_complete(r.parity);
+    r.data = r.parity = nullptr;
+    if (const MessageStats* s = rx_.stats(a.seq)) r.result = *s;
+    if (!r.posted)  // abandoned before its receive was posted: the post must still happen in order
+        for (auto& p : post_q_)
+            if (p.seq == a.seq) p.ok = false;
+}
+
+// ---- the loop ----------------------------------------------------------------------------
+
+void Endpoint::execute(uint64_t now, Action& a)
+{
+    switch (a.kind) {
+    case Action::Start: start_q_.push_back(std::move(a)); break;
+    case Action::Data:
+    case Action::Parity: data_q_.push_back(std::move(a)); break;
+    case Action::Finish: {
+        TxState& t = txs_.at(a.seq);
+        std::erase_if(data_q_, [&](const Action& d) { return d.seq == a.seq; });
+        if (const MessageStats* s = tx_.stats(a.seq)) t.result = *s;
+        if (a.count == 0 && !t.opened) {
+            t.data_done = t.parity_done = true;  // never opened (failed while waiting for CTS)
+        } else {
+            closing_.push_back(a.seq);
+        }
+        break;
+    }
+    case Action::PostRecv: a.ok = true; post_q_.push_back(std::move(a)); break;
+    case Action::Decode: rebuild(a.seq, a.first); break;
+    case Action::Deliver: deliver(a); break;
+    case Action::Ctrl: ctrl_q_.push_back(std::move(a)); break;
+    }
+    (void)now;
+}
+
+void Endpoint::drain_actions(uint64_t now)
+{
+    for (int guard = 0; guard < 64; guard++) {
+        Action a{Action::Ctrl};
+        bool any = false;
+        while (tx_.poll_action(&a) || rx_.poll_action(&a)) {
+            execute(now, a);
+            any = true;
+        }
+        // SDR resources: each queue in order, stopping at the first RETRY.
+        while (!start_q_.empty()) {
+            Action& s = start_q_.front();
+            TxState& t = txs_.at(s.seq);
+            bool ghost = !s.ok && t.result.has_value();
+            if (!try_start(s)) break;
+            uint64_t seq = s.seq;
+            start_q_.pop_front();
+            if (ghost) t.data_done = t.parity_done = false;
+            tx_.on_started(now, seq);
+            any = true;
+        }
+        while (!data_q_.empty()) {
+            Action& d = data_q_.front();
+            if (!(d.kind == Action::Data ? try_data(d) : try_parity(d))) break;
+            data_q_.pop_front();
+        }
+        while (!post_q_.empty()) {
+            uint64_t seq = post_q_.front().seq;
+            if (!try_post(seq)) break;
+            bool abandoned = !post_q_.front().ok;
+            post_q_.pop_front();
+            if (abandoned) {  // posted only to keep the order; give it back at once
+                RxState& r = rxs_.at(seq);
+                if (r.data) sdr_recv_complete(r.data);
+                if (r.parity) sdr_recv_complete(r.parity);
+                r.data = r.parity = nullptr;
+            } else {
+                rx_.on_posted(now, seq);
+            }
+            any = true;
+        }
+        while (!ctrl_q_.empty()) {
+            const auto& c = ctrl_q_.front().ctrl;
+            if (sdr_ctrl_send(qp_, c.data(), c.size()) != SDR_SUCCESS) break;
+            ctrl_q_.pop_front();
+        }
+        std::erase_if(closing_, [&](uint64_t seq) { return try_close(seq, txs_.at(seq)); });
+        if (!any) break;
+    }
+}
+
+uint64_t Endpoint::progress()
+{
+    uint8_t buf[4096];
+    size_t n = 0;
+    while (sdr_ctrl_recv(qp_, buf, sizeof buf, &n) == SDR_SUCCESS) {
+        CtrlMsg c;
+        if (!decode(buf, n, &c)) continue;  // not ours: ignored
+        uint64_t now = sdr_now_ns(ctx_);
+        if (c.type == CtrlType::Req || c.type == CtrlType::Abort) rx_.on_ctrl(now, c);
+        else tx_.on_ctrl(now, c);
+    }
+    uint64_t now = sdr_now_ns(ctx_);
+    for (uint64_t seq : rx_.active()) {
+        const RxState& r = rxs_.at(seq);
+        if (r.data_bits || r.parity_bits) rx_.on_bitmap(now, seq, r.data_bits ? r.data_bits : zero_.data(), r.parity_bits);
+    }
+    tx_.on_timer(now);
+    rx_.on_timer(now);
+    drain_actions(now);
+    uint64_t t = std::min(tx_.next_deadline(), rx_.next_deadline());
+    // Work waiting for SDR resources (ring, slots, control queue): look again soon.
+    if (!start_q_.empty() || !data_q_.empty() || !post_q_.empty() || !ctrl_q_.empty() || !closing_.empty())
+        t = std::min(t, now + 1000);
+    return t;
+}
+
+bool drive(sdr_context* ctx, std::initializer_list<Endpoint*> eps, const std::function<bool()>& done, uint64_t limit_ns)
+{
+    while (true) {
+        uint64_t t = kNever;
+        for (Endpoint* e : eps) t = std::min(t, e->progress());
+        if (done()) return true;
+        uint64_t now = sdr_now_ns(ctx);
+        if (now >= limit_ns) return false;
+        if (t == kNever && !sdr_sim_pending(ctx)) return false;  // nothing can happen any more
+        t = std::min(std::max(t, now + 1), limit_ns);
+        if (sdr_sim_wait(ctx, t) != SDR_SUCCESS) return false;
+    }
+}
+
+}  // namespace sdr::rel

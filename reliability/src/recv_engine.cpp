@@ -1,0 +1,389 @@
+// The receiver half of a reliable connection: posts receives and gives CTS, turns bitmaps into
+// ACKs (and NACKs for sr-nack), decides EC decoding per submessage, arms the fallback timeout,
+// answers probes from its history, and bounds everything with rounds and a global timeout.
+#include "engine_util.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace sdr::rel {
+
+RecvEngine::RecvEngine(const Config& c, const Geometry& g) : cfg_(c), geo_(g), ns_per_byte_(wire_ns_per_byte(c, g)) {}
+
+uint64_t RecvEngine::rto() const
+{
+    return static_cast<uint64_t>(cfg_.rtt_ms * 1e6 * (1 + cfg_.alpha) + cfg_.ack_interval_ns());
+}
+
+uint32_t RecvEngine::fit_bits() const { return static_cast<uint32_t>((geo_.ctrl_max_bytes - kCtrlHeaderBytes) * 8); }
+
+uint64_t RecvEngine::post(uint64_t now, uint64_t bytes)
+{
+    Msg m;
+    m.seq = next_seq_++;
+    m.lay = Layout::of(cfg_, geo_, bytes);
+    m.deadline = now + 2 * message_timeout_ns(cfg_, rto(), ns_per_byte_, bytes);
+    m.st_out.id = m.seq;
+    m.st_out.bytes = bytes;
+    m.st_out.post_ns = now;
+    m.st_out.chunks = m.lay.chunks;
+    Action a{Action::PostRecv};
+    a.seq = m.seq;
+    out_.push_back(a);
+    msgs_.emplace(m.seq, std::move(m));
+    return next_seq_ - 1;
+}
+
+RecvEngine::Msg* RecvEngine::find(uint64_t seq)
+{
+    auto it = msgs_.find(seq);
+    return it == msgs_.end() ? nullptr : &it->second;
+}
+
+const MessageStats* RecvEngine::stats(uint64_t seq) const
+{
+    auto it = msgs_.find(seq);
+    return it == msgs_.end() || it->second.st != St::Done ? nullptr : &it->second.st_out;
+}
+
+void RecvEngine::forget(uint64_t seq)
+{
+    auto it = msgs_.find(seq);
+    if (it != msgs_.end() && it->second.st == St::Done) msgs_.erase(it);
+}
+
+std::vector<uint64_t> RecvEngine::active() const
+{
+    std::vector<uint64_t> v;
+    for (const auto& [seq, m] : msgs_)
+        if (m.st == St::Active) v.push_back(seq);
+    return v;
+}
+
+void RecvEngine::send_ctrl(const CtrlMsg& c)
+{
+    Action a{Action::Ctrl};
+    a.seq = c.seq;
+    a.ctrl = encode(c);
+    out_.push_back(std::move(a));
+}
+
+void RecvEngine::send_cts(uint64_t now, Msg& m)
+{
+    CtrlMsg c;
+    c.type = CtrlType::Cts;
+    c.scheme = cfg_.scheme;
+    c.k = static_cast<uint8_t>(cfg_.k);
+    c.m = static_cast<uint8_t>(cfg_.m);
+    c.seq = m.seq;
+    c.length = m.lay.bytes;
+    send_ctrl(c);
+    m.cts_at = now;
+}
+
+void RecvEngine::on_posted(uint64_t now, uint64_t seq)
+{
+    Msg* m = find(seq);
+    if (!m || m->st != St::WaitPost) return;
+    m->st = St::Active;
+    m->posted_ns = now;
+    m->have.assign(m->lay.chunks, 0);
+    m->parity_have.assign(m->lay.parity, 0);
+    m->sub_data.assign(m->lay.submessages, 0);
+    m->sub_parity.assign(m->lay.submessages, 0);
+    m->sub_ok.assign(m->lay.submessages, 0);
+    m->is_touched.assign(m->lay.submessages, 0);
+    if (cfg_.scheme == Scheme::SrNack) {
+        m->hole_since.assign(m->lay.chunks, kNever);
+        m->named_at.assign(m->lay.chunks, 0);
+    }
+    send_cts(now, *m);
+    if (m->lay.chunks == 0) {
+        send_ack(now, *m, kAckFinal);
+        deliver(now, *m, true, "");
+    }
+}
+
+bool RecvEngine::sub_decodable(const Msg& m, uint32_t s) const
+{
+    uint32_t first = s * cfg_.k, n = std::min(cfg_.k, m.lay.chunks - first);
+    if (cfg_.scheme == Scheme::EcMds)  // chunks past the message end are known zeros
+        return (cfg_.k - n) + m.sub_data[s] + m.sub_parity[s] >= cfg_.k;
+    for (uint32_t i = 0; i < cfg_.m; i++) {
+        uint32_t lost = !m.parity_have[s * cfg_.m + i];
+        for (uint32_t j = i; j < n; j += cfg_.m) lost += !m.have[first + j];
+        if (lost > 1) return false;
+    }
+    return true;
+}
+
+// Submessages whose counts changed: complete, or decodable now (then rebuilt by the binding).
+void RecvEngine::check_submessages(uint64_t now, Msg& m)
+{
+    for (uint32_t s : m.touched) {
+        m.is_touched[s] = 0;
+        if (m.sub_ok[s]) continue;
+        uint32_t first = s * cfg_.k, n = std::min(cfg_.k, m.lay.chunks - first);
+        bool whole = m.sub_data[s] == n;
+        if (!whole && !sub_decodable(m, s)) continue;
+        if (!whole) {
+            Action a{Action::Decode};
+            a.seq = m.seq;
+            a.first = s;
+            out_.push_back(a);
+            for (uint32_t c = first; c < first + n; c++)
+                if (!m.have[c]) {
+                    m.have[c] = 1;
+                    m.held++;
+                    m.st_out.decoded_chunks++;
+                }
+            m.sub_data[s] = static_cast<uint16_t>(n);
+        }
+        m.sub_ok[s] = 1;
+        m.subs_ok++;
+    }
+    m.touched.clear();
+    (void)now;
+}
+
+void RecvEngine::on_bitmap(uint64_t now, uint64_t seq, const uint8_t* data_bits, const uint8_t* parity_bits)
+{
+    Msg* m = find(seq);
+    if (!m || m->st != St::Active) return;
+    const bool ec = is_ec(cfg_.scheme);
+    auto touch = [&](uint32_t s) {
+        if (!m->is_touched[s]) {
+            m->is_touched[s] = 1;
+            m->touched.push_back(s);
+        }
+    };
+    // Word-wise compare: only bits that turned on since the last look cost anything.
+    for (uint32_t w = 0; w < (m->lay.chunks + 63) / 64; w++) {
+        uint64_t v = 0, h = 0;
+        uint32_t nb = std::min<uint32_t>(8, (m->lay.chunks + 7) / 8 - w * 8);
+        std::memcpy(&v, data_bits + w * 8, nb);
+        for (uint32_t b = 0; b < 64 && w * 64 + b < m->lay.chunks; b++) h |= uint64_t{m->have[w * 64 + b]} << b;
+        if (nb < 8) v &= (1ull << (nb * 8)) - 1;
+        uint64_t fresh = v & ~h;
+        if (w * 64 + 64 > m->lay.chunks) fresh &= (1ull << (m->lay.chunks - w * 64)) - 1;
+        while (fresh) {
+            uint32_t c = w * 64 + static_cast<uint32_t>(__builtin_ctzll(fresh));
+            fresh &= fresh - 1;
+            m->have[c] = 1;
+            m->held++;
+            m->dirty = true;
+            m->any = true;
+            m->highest = std::max(m->highest, c + 1);
+            m->newest = c;
+            m->newest_ns = now;
+            if (ec) {
+                m->sub_data[c / cfg_.k]++;
+                touch(c / cfg_.k);
+            }
+        }
+    }
+    if (ec && parity_bits)
+        for (uint32_t c = 0; c < m->lay.parity; c++)
+            if (!m->parity_have[c] && bit(parity_bits, c)) {
+                m->parity_have[c] = 1;
+                m->any = true;
+                m->sub_parity[c / cfg_.m]++;
+                touch(c / cfg_.m);
+            }
+    if (m->any && m->nack_at == kNever && cfg_.scheme == Scheme::SrNack)
+        m->nack_at = now + static_cast<uint64_t>(cfg_.ack_interval_ns());
+    if (m->any && m->fto_at == kNever && ec)
+        m->fto_at = now + static_cast<uint64_t>(double(m->lay.bytes + uint64_t{m->lay.parity} * geo_.chunk_bytes) *
+                                                    ns_per_byte_ +
+                                                0.5 * cfg_.fto_alpha * cfg_.rtt_ms * 1e6);
+    if (ec) check_submessages(now, *m);
+    bool whole = ec ? m->subs_ok == m->lay.submessages : m->held == m->lay.chunks;
+    if (whole) {
+        send_ack(now, *m, kAckFinal);
+        deliver(now, *m, true, "");
+    } else if (m->dirty && now >= m->last_ack + static_cast<uint64_t>(cfg_.ack_interval_ns())) {
+        send_ack(now, *m, 0);
+    }
+}
+
+void RecvEngine::send_ack(uint64_t now, Msg& m, uint8_t flags)
+{
+    CtrlMsg a;
+    a.type = CtrlType::Ack;
+    a.flags = flags;
+    a.scheme = cfg_.scheme;
+    a.seq = m.seq;
+    uint32_t cum = 0;
+    if (flags & kAckFinal) {
+        cum = m.lay.chunks;
+    } else {
+        while (cum < m.lay.chunks && m.have[cum]) cum++;
+    }
+    a.base = cum;
+    a.nbits = std::min(m.lay.chunks - cum, fit_bits());
+    a.bits.assign((a.nbits + 7) / 8, 0);
+    for (uint32_t i = 0; i < a.nbits; i++)
+        if (m.have[cum + i]) set_bit(a.bits, i);
+    a.newest = m.newest;
+    a.ack_delay_us = static_cast<uint32_t>(std::min<uint64_t>((now - m.newest_ns) / 1000, UINT32_MAX));
+    send_ctrl(a);
+    m.last_ack = now;
+    m.dirty = false;
+}
+
+// EC fallback: name the data chunks still missing in submessages the code cannot rebuild.
+void RecvEngine::send_nack_failed(uint64_t now, Msg& m)
+{
+    if (++m.st_out.rounds > cfg_.max_rounds)
+        return deliver(now, m, false, "EC repair did not complete within max_rounds (" +
+                                          std::to_string(cfg_.max_rounds) + ") NACK rounds");
+    uint32_t first_missing = m.lay.chunks;
+    for (uint32_t c = 0; c < m.lay.chunks; c++)
+        if (!m.have[c]) {
+            first_missing = c;
+            break;
+        }
+    CtrlMsg n;
+    n.type = CtrlType::Nack;
+    n.scheme = cfg_.scheme;
+    n.seq = m.seq;
+    n.base = first_missing;
+    n.nbits = std::min(m.lay.chunks - first_missing, fit_bits());
+    n.bits.assign((n.nbits + 7) / 8, 0);
+    uint32_t failed_subs = 0;
+    for (uint32_t s = 0; s < m.lay.submessages; s++) failed_subs += !m.sub_ok[s];
+    for (uint32_t i = 0; i < n.nbits; i++) {
+        uint32_t c = first_missing + i;
+        if (!m.have[c] && !m.sub_ok[c / cfg_.k]) set_bit(n.bits, i);
+    }
+    if (!m.fallback) m.st_out.fallbacks = failed_subs;
+    m.fallback = true;
+    send_ctrl(n);
+    m.nack_at = now + rto();
+}
+
+// sr-nack: a chunk missing behind a later arrival, for longer than the reordering allowance,
+// is named; it is named again only after another RTT.
+void RecvEngine::scan_holes(uint64_t now, Msg& m)
+{
+    const uint64_t hold = static_cast<uint64_t>(cfg_.reorder_us * 1e3);
+    const uint64_t again = static_cast<uint64_t>(cfg_.rtt_ms * 1e6 + cfg_.ack_interval_ns());
+    std::vector<uint32_t> named;
+    for (uint32_t c = 0; c + 1 < m.highest; c++) {
+        if (m.have[c]) continue;
+        if (m.hole_since[c] == kNever) m.hole_since[c] = now;
+        if (now >= m.hole_since[c] + hold && (m.named_at[c] == 0 || now >= m.named_at[c] + again)) {
+            named.push_back(c);
+            m.named_at[c] = now;
+        }
+    }
+    if (named.empty()) return;
+    m.st_out.rounds++;
+    for (size_t i = 0; i < named.size();) {  // as many NACKs as the list needs
+        CtrlMsg n;
+        n.type = CtrlType::Nack;
+        n.scheme = cfg_.scheme;
+        n.seq = m.seq;
+        n.base = named[i];
+        uint32_t span = std::min(fit_bits(), m.highest - n.base);
+        n.nbits = span;
+        n.bits.assign((span + 7) / 8, 0);
+        for (; i < named.size() && named[i] < n.base + span; i++) set_bit(n.bits, named[i] - n.base);
+        send_ctrl(n);
+    }
+}
+
+void RecvEngine::deliver(uint64_t now, Msg& m, bool ok, const std::string& err)
+{
+    if (m.st == St::Done) return;
+    bool was_posted = m.st == St::Active;
+    if (!ok && was_posted) send_ack(now, m, kAckFailed);
+    Action a{Action::Deliver};
+    a.seq = m.seq;
+    a.ok = ok;
+    a.error = err;
+    a.count = was_posted ? 1 : 0;
+    out_.push_back(a);
+    m.st = St::Done;
+    m.st_out.ok = ok;
+    m.st_out.error = err;
+    m.st_out.done_ns = now;
+    history_[m.seq] = ok;
+    while (history_.size() > 4096) history_.erase(history_.begin());
+    m.have = {};
+    m.parity_have = {};
+    m.hole_since = {};
+    m.named_at = {};
+}
+
+void RecvEngine::on_ctrl(uint64_t now, const CtrlMsg& c)
+{
+    Msg* m = find(c.seq);
+    if (c.type == CtrlType::Req) {
+        if (!m || m->st == St::Done) {
+            auto h = history_.find(c.seq);
+            if (h == history_.end()) return;
+            CtrlMsg a;
+            a.type = CtrlType::Ack;
+            a.flags = h->second ? kAckFinal : kAckFailed;
+            a.scheme = cfg_.scheme;
+            a.seq = c.seq;
+            send_ctrl(a);
+            return;
+        }
+        if (m->st != St::Active) return;
+        m->sender_seen = true;
+        if (is_ec(cfg_.scheme) && !m->fallback) send_nack_failed(now, *m);  // injection is over
+        else send_ack(now, *m, 0);
+    } else if (c.type == CtrlType::Abort && m && m->st != St::Done) {
+        deliver(now, *m, false, "the sender abandoned the message (see its error)");
+    }
+}
+
+void RecvEngine::on_timer(uint64_t now)
+{
+    for (auto& [seq, m] : msgs_) {
+        if (m.st == St::Done) continue;
+        if (now >= m.deadline) {
+            if (m.st == St::Active) {
+                deliver(now, m, false, "global timeout: message incomplete after " +
+                                           std::to_string((m.deadline - m.st_out.post_ns) / 1000000) + " ms");
+                continue;
+            }
+        }
+        if (m.st != St::Active) continue;
+        if (!m.any && !m.sender_seen && now >= m.cts_at + rto()) send_cts(now, m);  // CTS may be lost
+        if (m.dirty && now >= m.last_ack + static_cast<uint64_t>(cfg_.ack_interval_ns())) send_ack(now, m, 0);
+        if (cfg_.scheme == Scheme::SrNack && m.any && now >= m.nack_at) {
+            scan_holes(now, m);
+            m.nack_at = now + static_cast<uint64_t>(cfg_.ack_interval_ns());
+        }
+        if (is_ec(cfg_.scheme) && !m.fallback && now >= m.fto_at) send_nack_failed(now, m);
+        else if (is_ec(cfg_.scheme) && m.fallback && now >= m.nack_at) send_nack_failed(now, m);
+    }
+}
+
+uint64_t RecvEngine::next_deadline() const
+{
+    uint64_t t = kNever;
+    const uint64_t ack = static_cast<uint64_t>(cfg_.ack_interval_ns());
+    for (const auto& [seq, m] : msgs_) {
+        if (m.st != St::Active) continue;
+        t = std::min(t, m.deadline);
+        if (!m.any && !m.sender_seen) t = std::min(t, m.cts_at + rto());
+        if (m.dirty) t = std::min(t, m.last_ack + ack);
+        if (cfg_.scheme == Scheme::SrNack && m.any) t = std::min(t, m.nack_at);
+        if (is_ec(cfg_.scheme)) t = std::min(t, m.fallback ? m.nack_at : m.fto_at);
+    }
+    return t;
+}
+
+bool RecvEngine::poll_action(Action* out)
+{
+    if (out_.empty()) return false;
+    *out = std::move(out_.front());
+    out_.pop_front();
+    return true;
+}
+
+}  // namespace sdr::rel

@@ -1,0 +1,370 @@
+// The sender half of a reliable connection: waits for CTS, injects chunks (and parity), keeps
+// per-chunk retransmission timers (SR), repeats what NACKs name, measures the RTT from ACKs,
+// probes a silent receiver, and bounds everything with rounds and a global timeout.
+#include "engine_util.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace sdr::rel {
+
+SendEngine::SendEngine(const Config& c, const Geometry& g)
+    : cfg_(c), geo_(g), ns_per_byte_(wire_ns_per_byte(c, g)), srtt_(c.rtt_ms * 1e6), rttvar_(0)
+{
+}
+
+uint64_t SendEngine::rto_ns() const
+{
+    double guard = cfg_.ack_interval_ns() + (rtt_sampled_ ? 4 * rttvar_ : 0);
+    return static_cast<uint64_t>(srtt_ * (1 + cfg_.alpha) + guard);
+}
+
+uint64_t SendEngine::post(uint64_t now, uint64_t bytes)
+{
+    Msg m;
+    m.seq = next_seq_++;
+    m.lay = Layout::of(cfg_, geo_, bytes);
+    m.deadline = now + message_timeout_ns(cfg_, rto_ns(), ns_per_byte_, bytes);
+    m.st_out.id = m.seq;
+    m.st_out.bytes = bytes;
+    m.st_out.post_ns = now;
+    m.st_out.chunks = m.lay.chunks;
+    msgs_.emplace(m.seq, std::move(m));
+    pump(now);
+    return next_seq_ - 1;
+}
+
+SendEngine::Msg* SendEngine::find(uint64_t seq)
+{
+    auto it = msgs_.find(seq);
+    return it == msgs_.end() ? nullptr : &it->second;
+}
+
+const MessageStats* SendEngine::stats(uint64_t seq) const
+{
+    auto it = msgs_.find(seq);
+    return it == msgs_.end() || it->second.st != St::Done ? nullptr : &it->second.st_out;
+}
+
+void SendEngine::forget(uint64_t seq)
+{
+    auto it = msgs_.find(seq);
+    if (it != msgs_.end() && it->second.st == St::Done && !it->second.ghost) msgs_.erase(it);
+}
+
+void SendEngine::send_ctrl(const CtrlMsg& c)
+{
+    Action a{Action::Ctrl};
+    a.seq = c.seq;
+    a.ctrl = encode(c);
+    out_.push_back(std::move(a));
+}
+
+uint64_t SendEngine::inject(uint64_t now, uint64_t bytes)
+{
+    tx_free_ = std::max(tx_free_, now) + static_cast<uint64_t>(double(bytes) * ns_per_byte_);
+    return tx_free_;
+}
+
+uint64_t chunk_len(const Layout& l, uint32_t chunk_bytes, uint32_t c)
+{
+    uint64_t off = uint64_t{c} * chunk_bytes;
+    return std::min<uint64_t>(chunk_bytes, l.bytes - off);
+}
+
+void SendEngine::emit_data(uint64_t now, Msg& m, uint32_t first, uint32_t count, bool retransmit)
+{
+    Action a{Action::Data};
+    a.seq = m.seq;
+    a.first = first;
+    a.count = count;
+    out_.push_back(a);
+    const bool sr = !is_ec(cfg_.scheme) || retransmit;  // EC arms timers only for repairs
+    for (uint32_t c = first; c < first + count; c++) {
+        uint64_t len = chunk_len(m.lay, geo_.chunk_bytes, c);
+        m.sent_ns[c] = inject(now, len);
+        if (m.tx_count[c] < UINT16_MAX) m.tx_count[c]++;
+        if (retransmit) m.st_out.retransmitted_chunks++;
+        else if (!is_ec(cfg_.scheme)) outstanding_ += len;
+        if (sr && !m.acked[c]) {
+            m.rto_at[c] = m.sent_ns[c] + rto_ns();
+            m.next_rto = std::min(m.next_rto, m.rto_at[c]);
+        }
+    }
+}
+
+void SendEngine::arm_probe(uint64_t now, Msg& m) { m.probe_at = std::max(now, tx_free_) + rto_ns(); }
+
+// Open messages in seq order (order-based matching), then inject what windows allow.
+void SendEngine::pump(uint64_t now)
+{
+    while (true) {
+        Msg* m = find(next_start_);
+        if (!m || !m->cts || (m->st != St::WaitCts && !m->ghost)) break;
+        if (m->st == St::WaitCts) m->st = St::Starting;
+        Action a{Action::Start};
+        a.seq = m->seq;
+        a.ok = !m->mismatch && !m->ghost;  // otherwise it still consumes its SDR messages, empty
+        out_.push_back(a);
+        next_start_++;
+    }
+    for (auto& [seq, m] : msgs_) {
+        if (m.st != St::Sending) continue;
+        if (is_ec(cfg_.scheme)) {
+            for (; m.next_new < m.lay.submessages; m.next_new++) {
+                uint32_t first = m.next_new * cfg_.k;
+                emit_data(now, m, first, std::min(cfg_.k, m.lay.chunks - first), false);
+                Action p{Action::Parity};
+                p.seq = m.seq;
+                p.first = m.next_new;
+                p.count = cfg_.m;
+                out_.push_back(p);
+                inject(now, uint64_t{cfg_.m} * geo_.chunk_bytes);
+            }
+        } else {
+            uint32_t first = m.next_new;
+            uint64_t add = 0;
+            while (m.next_new < m.lay.chunks) {
+                uint64_t len = chunk_len(m.lay, geo_.chunk_bytes, m.next_new);
+                if (cfg_.window_bytes && outstanding_ + add + len > cfg_.window_bytes && outstanding_ + add > 0) break;
+                add += len;
+                m.next_new++;
+            }
+            if (m.next_new > first) emit_data(now, m, first, m.next_new - first, false);
+        }
+        if (m.next_new == (is_ec(cfg_.scheme) ? m.lay.submessages : m.lay.chunks) && m.probe_at == kNever)
+            arm_probe(now, m);
+    }
+}
+
+void SendEngine::on_started(uint64_t now, uint64_t seq)
+{
+    Msg* m = find(seq);
+    if (m && m->ghost) {  // failed before CTS; its SDR messages were opened empty: tell the receiver
+        CtrlMsg ab;
+        ab.type = CtrlType::Abort;
+        ab.scheme = cfg_.scheme;
+        ab.seq = seq;
+        send_ctrl(ab);
+        m->ghost = false;
+        return;
+    }
+    if (!m || m->st != St::Starting) return;
+    if (m->mismatch) {
+        CtrlMsg ab;
+        ab.type = CtrlType::Abort;
+        ab.scheme = cfg_.scheme;
+        ab.seq = seq;
+        send_ctrl(ab);
+        m->st = St::Sending;
+        finish(now, *m, false, m->mismatch_why);
+        return;
+    }
+    m->st = St::Sending;
+    m->sent_ns.assign(m->lay.chunks, 0);
+    m->rto_at.assign(m->lay.chunks, 0);
+    m->tx_count.assign(m->lay.chunks, 0);
+    m->acked.assign(m->lay.chunks, 0);
+    if (m->lay.chunks == 0) {  // an empty message is whole once opened; the receiver says so
+        arm_probe(now, *m);
+        return;
+    }
+    pump(now);
+}
+
+void SendEngine::mark_acked(Msg& m, uint32_t c)
+{
+    if (c >= m.lay.chunks || m.acked[c]) return;
+    m.acked[c] = 1;
+    m.rto_at[c] = 0;
+    m.acked_count++;
+    if (!is_ec(cfg_.scheme) && m.tx_count[c]) outstanding_ -= chunk_len(m.lay, geo_.chunk_bytes, c);
+}
+
+void SendEngine::on_ack(uint64_t now, Msg& m, const CtrlMsg& a)
+{
+    if (m.st != St::Sending) return;
+    m.probes = 0;
+    if (m.probe_at != kNever) arm_probe(now, m);
+    // RTT sample (Karn: only chunks sent once; ack delay removed, as QUIC does).
+    if (a.newest < m.lay.chunks && m.tx_count[a.newest] == 1 && !m.acked[a.newest] && m.sent_ns[a.newest]) {
+        double sample = double(now) - double(m.sent_ns[a.newest]) - a.ack_delay_us * 1e3;
+        if (sample > 0) {
+            if (!rtt_sampled_) {
+                srtt_ = sample;
+                rttvar_ = sample / 2;
+                rtt_sampled_ = true;
+            } else {
+                rttvar_ = 0.75 * rttvar_ + 0.25 * std::fabs(srtt_ - sample);
+                srtt_ = 0.875 * srtt_ + 0.125 * sample;
+            }
+        }
+    }
+    uint32_t cum = std::min(a.base, m.lay.chunks);
+    for (uint32_t c = 0; c < cum; c++) mark_acked(m, c);
+    for (uint32_t i = 0; i < a.nbits && a.base + i < m.lay.chunks; i++)
+        if (bit(a.bits.data(), i)) mark_acked(m, a.base + i);
+    if (a.flags & kAckFailed) return finish(now, m, false, "the receiver gave up the message");
+    if (a.flags & kAckFinal) finish(now, m, true, "");
+}
+
+void SendEngine::on_nack(uint64_t now, Msg& m, const CtrlMsg& n)
+{
+    if (m.st != St::Sending) return;
+    m.probes = 0;
+    if (m.probe_at != kNever) arm_probe(now, m);
+    if (is_ec(cfg_.scheme) && m.st_out.fallbacks == 0) m.st_out.fallbacks = 1;
+    m.st_out.rounds++;
+    uint32_t run = 0, first = 0;
+    auto flush = [&] {
+        if (run) emit_data(now, m, first, run, true);
+        run = 0;
+    };
+    for (uint32_t i = 0; i < n.nbits; i++) {
+        uint32_t c = n.base + i;
+        // Named, not acknowledged, and not already repeated within half an RTT (a NACK that
+        // crossed our own retransmission).
+        bool go = c < m.lay.chunks && bit(n.bits.data(), i) && !m.acked[c] &&
+                  (m.tx_count[c] == 0 || double(now) >= double(m.sent_ns[c]) + srtt_ / 2);
+        if (go && m.tx_count[c] > cfg_.max_rounds)
+            return finish(now, m, false, "chunk " + std::to_string(c) + " was lost " + std::to_string(m.tx_count[c]) +
+                                             " times (max_rounds " + std::to_string(cfg_.max_rounds) + ")");
+        if (go) {
+            if (!run) first = c;
+            run++;
+        } else {
+            flush();
+        }
+    }
+    flush();
+}
+
+void SendEngine::on_ctrl(uint64_t now, const CtrlMsg& c)
+{
+    Msg* m = find(c.seq);
+    if (!m) return;  // finished and forgotten, or never posted: stale or hostile
+    switch (c.type) {
+    case CtrlType::Cts:
+        if (m->cts || (m->st != St::WaitCts && !m->ghost)) break;
+        m->cts = true;
+        if (c.scheme != cfg_.scheme || (is_ec(cfg_.scheme) && (c.k != cfg_.k || c.m != cfg_.m))) {
+            m->mismatch = true;
+            m->mismatch_why = std::string("the receiver uses scheme ") + to_string(c.scheme) +
+                              (is_ec(c.scheme) ? "(" + std::to_string(c.k) + "," + std::to_string(c.m) + ")" : "") +
+                              ", this sender " + to_string(cfg_.scheme);
+        } else if (c.length != m->lay.bytes) {
+            m->mismatch = true;
+            m->mismatch_why = "the receive posted for message " + std::to_string(c.seq) + " holds " +
+                              std::to_string(c.length) + " bytes, the send has " + std::to_string(m->lay.bytes);
+        }
+        pump(now);
+        break;
+    case CtrlType::Ack: on_ack(now, *m, c); break;
+    case CtrlType::Nack: on_nack(now, *m, c); break;
+    default: break;  // REQ/ABORT go the other way
+    }
+}
+
+void SendEngine::finish(uint64_t now, Msg& m, bool ok, const std::string& err)
+{
+    if (m.st == St::Done) return;
+    if (m.st == St::Sending && !is_ec(cfg_.scheme) && !m.acked.empty())
+        for (uint32_t c = 0; c < m.lay.chunks; c++)
+            if (!m.acked[c] && m.tx_count[c]) outstanding_ -= chunk_len(m.lay, geo_.chunk_bytes, c);
+    Action a{Action::Finish};
+    a.seq = m.seq;
+    a.ok = ok;
+    a.error = err;
+    a.count = m.st == St::WaitCts ? 0 : 1;  // 0: its SDR messages were never opened
+    out_.push_back(a);
+    m.st = St::Done;
+    m.st_out.ok = ok;
+    m.st_out.error = err;
+    m.st_out.done_ns = now;
+    m.sent_ns = {};
+    m.rto_at = {};
+    m.tx_count = {};
+    m.acked = {};
+    pump(now);  // a window may have opened
+}
+
+void SendEngine::on_timer(uint64_t now)
+{
+    for (auto& [seq, m] : msgs_) {
+        if (m.st == St::Done) continue;
+        if (now >= m.deadline && m.st != St::Starting) {
+            // A message still waiting for CTS is reported now but keeps its place in the order:
+            // if the CTS comes after all, its SDR messages are opened empty (ghost).
+            bool waiting = m.st == St::WaitCts;
+            finish(now, m, false, std::string(waiting ? "global timeout: no clear-to-send from the receiver within "
+                                                      : "global timeout: not acknowledged within ") +
+                                      std::to_string((m.deadline - m.st_out.post_ns) / 1000000) + " ms");
+            m.ghost = waiting;
+            continue;
+        }
+        if (m.st != St::Sending) continue;
+        if (now >= m.next_rto) {
+            uint64_t next = kNever;
+            uint32_t run = 0, first = 0;
+            bool failed = false;
+            for (uint32_t c = 0; c < m.lay.chunks; c++) {
+                bool due = m.rto_at[c] && m.rto_at[c] <= now;
+                if (due && m.tx_count[c] > cfg_.max_rounds) {
+                    failed = true;
+                    break;
+                }
+                if (due) {
+                    if (!run) first = c;
+                    run++;
+                } else if (run) {
+                    emit_data(now, m, first, run, true);
+                    run = 0;
+                }
+            }
+            if (failed) {
+                finish(now, m, false, "a chunk was lost more than max_rounds (" + std::to_string(cfg_.max_rounds) +
+                                          ") times");
+                continue;
+            }
+            if (run) emit_data(now, m, first, run, true);
+            m.st_out.rounds++;
+            for (uint32_t c = 0; c < m.lay.chunks; c++)
+                if (m.rto_at[c]) next = std::min(next, m.rto_at[c]);
+            m.next_rto = next;
+        }
+        if (now >= m.probe_at) {
+            if (++m.probes > cfg_.max_rounds) {
+                finish(now, m, false, "the receiver did not answer " + std::to_string(cfg_.max_rounds) + " probes");
+                continue;
+            }
+            CtrlMsg r;
+            r.type = CtrlType::Req;
+            r.scheme = cfg_.scheme;
+            r.seq = m.seq;
+            r.length = m.lay.bytes;
+            send_ctrl(r);
+            m.probe_at = now + rto_ns();
+        }
+    }
+}
+
+uint64_t SendEngine::next_deadline() const
+{
+    uint64_t t = kNever;
+    for (const auto& [seq, m] : msgs_) {
+        if (m.st == St::Done) continue;
+        if (m.st != St::WaitCts && m.st != St::Starting) t = std::min(t, m.deadline);
+        if (m.st == St::Sending) t = std::min({t, m.next_rto, m.probe_at});
+    }
+    return t;
+}
+
+bool SendEngine::poll_action(Action* out)
+{
+    if (out_.empty()) return false;
+    *out = std::move(out_.front());
+    out_.pop_front();
+    return true;
+}
+
+}  // namespace sdr::rel
