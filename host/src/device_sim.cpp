@@ -85,7 +85,7 @@ public:
     uint64_t now_ns() override { return fabric_.now_ns(); }
     bool advance_to(uint64_t t_ns) override
     {
-        fabric_.sim().run_until(t_ns * emu::kPsPerNs);
+        fabric_.sim().run_until(to_ps(t_ns));
         return true;
     }
     bool run_until_idle() override
@@ -95,12 +95,17 @@ public:
     }
     bool wait_event(uint64_t t_ns) override
     {
-        fabric_.wait_event(t_ns * emu::kPsPerNs);
+        fabric_.wait_event(to_ps(t_ns));
         return true;
     }
     bool pending() override { return !fabric_.sim().idle(); }
 
 private:
+    // Virtual time in ps, saturating: "wait forever" (UINT64_MAX ns) must not wrap around.
+    static emu::SimTime to_ps(uint64_t t_ns)
+    {
+        return t_ns > UINT64_MAX / emu::kPsPerNs ? UINT64_MAX : t_ns * emu::kPsPerNs;
+    }
     emu::SimFabric& fabric_;
     emu::Nic& nic_;
     std::string name_;

@@ -35,6 +35,8 @@ std::vector<uint8_t> encode(const CtrlMsg& m)
     put<uint32_t>(p + 28, m.nbits);
     put<uint32_t>(p + 32, m.newest);
     put<uint32_t>(p + 36, m.ack_delay_us);
+    put<uint32_t>(p + 40, m.from);
+    put<uint32_t>(p + 44, m.to);
     if (m.nbits) std::memcpy(p + kCtrlHeaderBytes, m.bits.data(), (m.nbits + 7) / 8);
     return out;
 }
@@ -54,6 +56,8 @@ bool decode(const uint8_t* p, size_t len, CtrlMsg* out)
     m.nbits = get<uint32_t>(p + 28);
     m.newest = get<uint32_t>(p + 32);
     m.ack_delay_us = get<uint32_t>(p + 36);
+    m.from = get<uint32_t>(p + 40);
+    m.to = get<uint32_t>(p + 44);
     if (len != kCtrlHeaderBytes + (uint64_t{m.nbits} + 7) / 8) return false;
     m.bits.assign(p + kCtrlHeaderBytes, p + len);
     *out = std::move(m);

@@ -4,6 +4,9 @@
 #include <sdr_sim.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <unistd.h>
 #include <cstring>
 
 namespace sdr::rel {
@@ -18,6 +21,19 @@ int fail(std::string msg)
 }  // namespace
 
 const char* last_error() { return g_error.c_str(); }
+
+// Nonzero, distinct within the process and unlikely to repeat across processes and restarts.
+static uint32_t new_incarnation()
+{
+    static std::atomic<uint64_t> counter{
+        static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+        (static_cast<uint64_t>(getpid()) << 32)};
+    uint64_t x = counter.fetch_add(0x9E3779B97F4A7C15ull) + 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    x ^= x >> 31;
+    return static_cast<uint32_t>(x) | 1u;
+}
 
 std::unique_ptr<Endpoint> Endpoint::create(sdr_context* ctx, sdr_qp* qp, const sdr_qp_attr& attr, const Config& cfg,
                                            std::string* err)
@@ -41,7 +57,8 @@ std::unique_ptr<Endpoint> Endpoint::create(sdr_context* ctx, sdr_qp* qp, const s
 }
 
 Endpoint::Endpoint(sdr_context* ctx, sdr_qp* qp, const Config& cfg, const Geometry& g, uint64_t slot_bytes)
-    : ctx_(ctx), qp_(qp), cfg_(cfg), geo_(g), slot_bytes_(slot_bytes), tx_(cfg, g), rx_(cfg, g)
+    : ctx_(ctx), qp_(qp), cfg_(cfg), geo_(g), slot_bytes_(slot_bytes), tx_(cfg, g, new_incarnation()),
+      rx_(cfg, g, new_incarnation())
 {
     if (is_ec(cfg.scheme)) {
         codec_.emplace(cfg.scheme == Scheme::EcXor ? CodeKind::Xor : CodeKind::Mds, cfg.k, cfg.m);

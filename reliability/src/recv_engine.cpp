@@ -8,7 +8,8 @@
 
 namespace sdr::rel {
 
-RecvEngine::RecvEngine(const Config& c, const Geometry& g) : cfg_(c), geo_(g), ns_per_byte_(wire_ns_per_byte(c, g)) {}
+RecvEngine::RecvEngine(const Config& c, const Geometry& g, uint32_t incarnation)
+    : cfg_(c), geo_(g), inc_(incarnation), ns_per_byte_(wire_ns_per_byte(c, g)) {}
 
 uint64_t RecvEngine::rto() const
 {
@@ -64,7 +65,10 @@ void RecvEngine::send_ctrl(const CtrlMsg& c)
 {
     Action a{Action::Ctrl};
     a.seq = c.seq;
-    a.ctrl = encode(c);
+    CtrlMsg m = c;
+    m.from = inc_;
+    if (const Msg* msg = find(c.seq)) m.to = msg->peer;
+    a.ctrl = encode(m);
     out_.push_back(std::move(a));
 }
 
@@ -318,7 +322,9 @@ void RecvEngine::deliver(uint64_t now, Msg& m, bool ok, const std::string& err)
 
 void RecvEngine::on_ctrl(uint64_t now, const CtrlMsg& c)
 {
+    if (c.to != inc_) return;  // meant for another incarnation on this QP
     Msg* m = find(c.seq);
+    if (m) m->peer = c.from;
     if (c.type == CtrlType::Req) {
         if (!m || m->st == St::Done) {
             auto h = history_.find(c.seq);

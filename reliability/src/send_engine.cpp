@@ -8,8 +8,8 @@
 
 namespace sdr::rel {
 
-SendEngine::SendEngine(const Config& c, const Geometry& g)
-    : cfg_(c), geo_(g), ns_per_byte_(wire_ns_per_byte(c, g)), srtt_(c.rtt_ms * 1e6), rttvar_(0)
+SendEngine::SendEngine(const Config& c, const Geometry& g, uint32_t incarnation)
+    : cfg_(c), geo_(g), inc_(incarnation), ns_per_byte_(wire_ns_per_byte(c, g)), srtt_(c.rtt_ms * 1e6), rttvar_(0)
 {
 }
 
@@ -29,9 +29,16 @@ uint64_t SendEngine::post(uint64_t now, uint64_t bytes)
     m.st_out.bytes = bytes;
     m.st_out.post_ns = now;
     m.st_out.chunks = m.lay.chunks;
-    msgs_.emplace(m.seq, std::move(m));
+    uint64_t seq = m.seq;
+    msgs_.emplace(seq, std::move(m));
+    // The receiver may have posted (and given CTS) before the application sent.
+    if (auto it = early_cts_.find(seq); it != early_cts_.end()) {
+        CtrlMsg c = std::move(it->second);
+        early_cts_.erase(it);
+        on_ctrl(now, c);
+    }
     pump(now);
-    return next_seq_ - 1;
+    return seq;
 }
 
 SendEngine::Msg* SendEngine::find(uint64_t seq)
@@ -56,7 +63,10 @@ void SendEngine::send_ctrl(const CtrlMsg& c)
 {
     Action a{Action::Ctrl};
     a.seq = c.seq;
-    a.ctrl = encode(c);
+    CtrlMsg m = c;
+    m.from = inc_;
+    if (const Msg* msg = find(c.seq)) m.to = msg->peer;
+    a.ctrl = encode(m);
     out_.push_back(std::move(a));
 }
 
@@ -242,11 +252,17 @@ void SendEngine::on_nack(uint64_t now, Msg& m, const CtrlMsg& n)
 void SendEngine::on_ctrl(uint64_t now, const CtrlMsg& c)
 {
     Msg* m = find(c.seq);
-    if (!m) return;  // finished and forgotten, or never posted: stale or hostile
+    if (!m && c.type == CtrlType::Cts && c.seq >= next_seq_ && c.seq < next_seq_ + kEarlyCts) {
+        early_cts_[c.seq] = c;  // kept (the newest incarnation's) until the send is posted
+        return;
+    }
+    if (!m) return;  // finished and forgotten: stale or hostile
+    if (c.type != CtrlType::Cts && (c.from != m->peer || m->peer == 0)) return;  // another incarnation's
     switch (c.type) {
     case CtrlType::Cts:
         if (m->cts || (m->st != St::WaitCts && !m->ghost)) break;
         m->cts = true;
+        m->peer = c.from;
         if (c.scheme != cfg_.scheme || (is_ec(cfg_.scheme) && (c.k != cfg_.k || c.m != cfg_.m))) {
             m->mismatch = true;
             m->mismatch_why = std::string("the receiver uses scheme ") + to_string(c.scheme) +

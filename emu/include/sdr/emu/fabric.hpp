@@ -97,7 +97,8 @@ public:
     bool progress(uint64_t max_events = 4096);
     void run_until_idle() { while (progress()) {} }
     // Run events up to virtual time t, but stop right after the first one a host could notice
-    // (Nic::host_events of any NIC changes); the clock ends at t if none did.
+    // (Nic::host_events of any NIC changes); the clock ends at t if none did (t = UINT64_MAX:
+    // wait for an event without a time limit; the clock stays at the last event).
     void wait_event(SimTime t);
 
     // Deliver raw bytes to a NIC at virtual time `at` (hostile-input tests, out-of-band peers).

@@ -9,7 +9,13 @@
 //  28  u32 nbits            bitmap bits that follow (chunks base .. base+nbits-1)
 //  32  u32 newest           ACK: the newest chunk it reports (RTT sample)
 //  36  u32 ack_delay_us     ACK: time the receiver held that chunk before this ACK
-//  40  bitmap               ACK: 1 = held; NACK: 1 = please repeat
+//  40  u32 from             incarnation of the endpoint that sent this message
+//  44  u32 to               incarnation of the endpoint it is meant for (0: not known yet)
+//  48  bitmap               ACK: 1 = held; NACK: 1 = please repeat
+//
+// Incarnations keep a later endpoint on the same QP from acting on a late message meant for
+// an earlier one (both restart at seq 0): a sender takes ACK/NACK only from the receiver
+// incarnation whose CTS it followed, a receiver takes REQ/ABORT only if addressed to it.
 //
 // CTS (receiver → sender): receive `seq` of `length` bytes is posted; scheme/k/m must match.
 // ACK (receiver → sender): progress of `seq`; flags FINAL (whole, delivered) or FAILED.
@@ -29,7 +35,7 @@ namespace sdr::rel {
 
 enum class CtrlType : uint8_t { Cts = 1, Ack = 2, Nack = 3, Req = 4, Abort = 5 };
 inline constexpr uint8_t kAckFinal = 1, kAckFailed = 2;
-inline constexpr size_t kCtrlHeaderBytes = 40;
+inline constexpr size_t kCtrlHeaderBytes = 48;
 
 struct CtrlMsg {
     CtrlType type = CtrlType::Ack;
@@ -38,6 +44,7 @@ struct CtrlMsg {
     uint8_t k = 0, m = 0;
     uint64_t seq = 0, length = 0;
     uint32_t base = 0, nbits = 0, newest = 0, ack_delay_us = 0;
+    uint32_t from = 0, to = 0;
     std::vector<uint8_t> bits;  // (nbits + 7) / 8 bytes
 };
 

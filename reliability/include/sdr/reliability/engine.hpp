@@ -57,7 +57,8 @@ struct Layout {
 
 class SendEngine {
 public:
-    SendEngine(const Config& c, const Geometry& g);
+    // incarnation: this endpoint's nonzero id in control messages (see ctrl_msg.hpp).
+    SendEngine(const Config& c, const Geometry& g, uint32_t incarnation);
     uint64_t post(uint64_t now, uint64_t bytes);  // returns the message's seq
     void on_ctrl(uint64_t now, const CtrlMsg& m);
     void on_started(uint64_t now, uint64_t seq);  // the binding opened the SDR message(s)
@@ -77,6 +78,7 @@ private:
         St st = St::WaitCts;
         bool cts = false, mismatch = false;
         bool ghost = false;  // failed while waiting for CTS; must still open its SDR messages
+        uint32_t peer = 0;   // receiver incarnation from the CTS
         std::string mismatch_why;
         uint64_t deadline = 0;
         std::vector<uint64_t> sent_ns;   // estimated injection time of the last transmission
@@ -103,6 +105,7 @@ private:
 
     Config cfg_;
     Geometry geo_;
+    uint32_t inc_;
     double ns_per_byte_;       // wire time per data byte, packet overheads included
     double srtt_, rttvar_;
     bool rtt_sampled_ = false;
@@ -110,12 +113,14 @@ private:
     uint64_t outstanding_ = 0; // SR window: injected, unacknowledged bytes
     uint64_t next_seq_ = 0, next_start_ = 0;
     std::map<uint64_t, Msg> msgs_;
+    static constexpr uint64_t kEarlyCts = 1024;  // CTS kept for sends not posted yet
+    std::map<uint64_t, CtrlMsg> early_cts_;
     std::deque<Action> out_;
 };
 
 class RecvEngine {
 public:
-    RecvEngine(const Config& c, const Geometry& g);
+    RecvEngine(const Config& c, const Geometry& g, uint32_t incarnation);
     uint64_t post(uint64_t now, uint64_t bytes);
     void on_posted(uint64_t now, uint64_t seq);  // the binding posted the SDR receive(s)
     // The live bitmaps the binding read (data chunks; parity chunks for EC, else nullptr).
@@ -145,6 +150,7 @@ private:
         bool any = false, dirty = false, sender_seen = false, fallback = false;
         uint32_t newest = 0;
         uint64_t newest_ns = 0, last_ack = 0, cts_at = 0, fto_at = kNever, nack_at = kNever;
+        uint32_t peer = 0;  // sender incarnation, once a REQ named it
         std::vector<uint64_t> hole_since, named_at;  // sr-nack
         MessageStats st_out;
     };
@@ -162,6 +168,7 @@ private:
 
     Config cfg_;
     Geometry geo_;
+    uint32_t inc_;
     double ns_per_byte_;
     uint64_t next_seq_ = 0;
     std::map<uint64_t, Msg> msgs_;

@@ -1,0 +1,69 @@
+/* extension: reliable messages over an SDR QP (Selective Repeat or Erasure Coding), the C face
+ * of the reliability layer. Build on the published API; link with libsdr (pkg-config sdr).
+ *
+ *   struct sdr_rel_attr a; sdr_rel_attr_default(&a); sdr_rel_attr_parse_scheme(&a, "ec-mds:32,8");
+ *   struct sdr_rel_endpoint *ep = sdr_rel_endpoint_create(ctx, qp, &qp_attr, &a);
+ *   sdr_rel_recv(ep, buf, len, lkey, &id);  (receiver)  or  sdr_rel_send(...)  (sender)
+ *   while (sdr_rel_recv_poll(ep, id, &st) == SDR_RETRY) sdr_rel_progress(ep, &deadline);
+ *
+ * The QP must be connected and have send_enable and recv_enable set (data one way, control
+ * the other). The n-th send of one side lands in the n-th receive of the other; lengths must
+ * match. Both sides must use the same scheme (checked: the send fails with a clear error). */
+#ifndef SDR_REL_H
+#define SDR_REL_H
+
+#include <sdr.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct sdr_rel_endpoint;
+
+enum sdr_rel_scheme { SDR_REL_SR = 1, SDR_REL_SR_NACK = 2, SDR_REL_EC_XOR = 3, SDR_REL_EC_MDS = 4 };
+
+struct sdr_rel_attr {
+    enum sdr_rel_scheme scheme;
+    uint32_t k, m;          /* EC: data and parity chunks per submessage */
+    double rtt_ms;          /* initial RTT estimate (measured from ACKs afterwards) */
+    double bw_gbps;         /* link rate: injection-time estimates and EC's fallback timeout */
+    double alpha;           /* RTO = RTT * (1 + alpha) */
+    uint32_t max_rounds;    /* bound on retransmissions of a chunk, NACK rounds and probes */
+    double timeout_ms;      /* per-message global timeout from post; 0 = derived */
+};
+
+struct sdr_rel_stats {
+    int ok;                 /* 1 delivered (receiver) / acknowledged (sender), 0 failed */
+    char error[160];        /* why it failed, "" if ok */
+    uint64_t bytes, post_ns, done_ns;  /* sdr_now_ns clock */
+    uint32_t chunks, retransmitted_chunks, decoded_chunks, fallbacks, rounds;
+};
+
+/* sr, RTT 25 ms, 100 Gbit/s, alpha 2, max_rounds 16, derived timeout; k = 32, m = 8. */
+void sdr_rel_attr_default(struct sdr_rel_attr *attr);
+/* "sr", "sr-nack", "ec-xor[:k,m]", "ec-mds[:k,m]". SDR_ERROR (attr unchanged) if invalid. */
+int sdr_rel_attr_parse_scheme(struct sdr_rel_attr *attr, const char *text);
+
+struct sdr_rel_endpoint *sdr_rel_endpoint_create(struct sdr_context *ctx, struct sdr_qp *qp,
+                                                 const struct sdr_qp_attr *qp_attr,
+                                                 const struct sdr_rel_attr *attr);
+int sdr_rel_endpoint_destroy(struct sdr_rel_endpoint *ep);
+
+int sdr_rel_send(struct sdr_rel_endpoint *ep, const void *buf, uint64_t len, uint32_t lkey, uint64_t *id);
+int sdr_rel_recv(struct sdr_rel_endpoint *ep, void *buf, uint64_t len, uint32_t lkey, uint64_t *id);
+/* SDR_SUCCESS and *stats once the message is over (stats->ok says how), SDR_RETRY while in
+ * progress, SDR_ERROR for an unknown id. */
+int sdr_rel_send_poll(struct sdr_rel_endpoint *ep, uint64_t id, struct sdr_rel_stats *stats);
+int sdr_rel_recv_poll(struct sdr_rel_endpoint *ep, uint64_t id, struct sdr_rel_stats *stats);
+/* Do everything due now; *next_deadline_ns (may be NULL) = when to call again at the latest
+ * (UINT64_MAX: only on new events). On the simulator, sdr_sim_wait(ctx, deadline) sleeps. */
+int sdr_rel_progress(struct sdr_rel_endpoint *ep, uint64_t *next_deadline_ns);
+/* Text of the last SDR_ERROR returned by an sdr_rel_* call on this thread. */
+const char *sdr_rel_last_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SDR_REL_H */
