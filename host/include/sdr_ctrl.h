@@ -22,7 +22,9 @@ int sdr_ctrl_max_size_get(struct sdr_qp *qp, size_t *max_size);
  * is full; SDR_ERROR if the QP is not connected or len exceeds the maximum. */
 int sdr_ctrl_send(struct sdr_qp *qp, const void *buf, size_t len);
 /* Take the oldest received datagram: copies it into buf and stores its length in *len.
- * SDR_RETRY when none is waiting; SDR_ERROR (datagram kept) if cap is smaller than it. */
+ * SDR_RETRY when none is waiting; SDR_ERROR (datagram kept) if cap is smaller than it.
+ * Unlike the polling calls of sdr.h it does not advance the simulator: a loop that drains the
+ * ring and then sleeps with sdr_sim_wait() misses nothing. */
 int sdr_ctrl_recv(struct sdr_qp *qp, void *buf, size_t cap, size_t *len);
 
 #ifdef __cplusplus

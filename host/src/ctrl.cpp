@@ -33,10 +33,6 @@ int sdr_ctrl_recv(sdr_qp* qp, void* buf, size_t cap, size_t* len)
     if (!qp || !len || (!buf && cap)) return set_error("sdr_ctrl_recv: qp, buf or len is NULL");
     sdr::host::Device& dev = *qp->ctx->dev;
     int64_t n = dev.ctrl_recv(qp->ctrl, buf, cap);
-    if (n == 0) {
-        dev.progress();
-        n = dev.ctrl_recv(qp->ctrl, buf, cap);
-    }
     if (n < 0) return set_error("sdr_ctrl_recv: the waiting datagram is larger than cap (" + std::to_string(cap) + " bytes)");
     if (n == 0) return SDR_RETRY;
     *len = static_cast<size_t>(n);

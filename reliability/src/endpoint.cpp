@@ -445,10 +445,11 @@ uint64_t Endpoint::progress()
 bool drive(sdr_context* ctx, std::initializer_list<Endpoint*> eps, const std::function<bool()>& done, uint64_t limit_ns)
 {
     while (true) {
-        uint64_t t = kNever;
+        uint64_t t = kNever, before = sdr_now_ns(ctx);
         for (Endpoint* e : eps) t = std::min(t, e->progress());
         if (done()) return true;
         uint64_t now = sdr_now_ns(ctx);
+        if (now != before) continue;  // a polling call moved the clock: look again before sleeping
         if (now >= limit_ns) return false;
         if (t == kNever && !sdr_sim_pending(ctx)) return false;  // nothing can happen any more
         t = std::min(std::max(t, now + 1), limit_ns);
