@@ -49,9 +49,22 @@ void xor_into(uint8_t* dst, const uint8_t* const* src, size_t n, size_t len)
         xor_gen(static_cast<int>(n + 1), static_cast<int>(len), v);
         return;
     }
+    // Unaligned chunks (user buffers at any offset): 8 bytes at a time through memcpy, which
+    // compiles to plain unaligned loads; a byte loop here ran ~25x slower than xor_gen.
     std::memcpy(dst, src[0], len);
-    for (size_t i = 1; i < n; i++)
-        for (size_t b = 0; b < len; b++) dst[b] ^= src[i][b];
+    size_t b = 0;
+    for (; b + 8 <= len; b += 8) {
+        uint64_t acc;
+        std::memcpy(&acc, dst + b, 8);
+        for (size_t i = 1; i < n; i++) {
+            uint64_t v;
+            std::memcpy(&v, src[i] + b, 8);
+            acc ^= v;
+        }
+        std::memcpy(dst + b, &acc, 8);
+    }
+    for (; b < len; b++)
+        for (size_t i = 1; i < n; i++) dst[b] ^= src[i][b];
 }
 
 void Codec::encode(const uint8_t* const* data, uint8_t* const* parity, size_t len)

@@ -90,15 +90,24 @@ sdr_mr* Endpoint::reg(std::vector<uint8_t>& buf, uint64_t bytes)
     return sdr_mr_reg(ctx_, buf.data(), bytes, SDR_ACCESS_REMOTE_WRITE);
 }
 
-int Endpoint::send(const void* buf, uint64_t len, uint32_t lkey, uint64_t* id)
+// A message and its parity must each fit one SDR slot of the peer.
+int Endpoint::check_post(const char* what, const void* buf, uint64_t len, const uint64_t* id) const
 {
-    if (!id || (!buf && len)) return fail("reliable send: buf or id is NULL");
-    if (len > slot_bytes_) return fail("reliable send: " + std::to_string(len) + " bytes exceed the QP's slot size of " +
-                                       std::to_string(slot_bytes_) + " bytes");
+    if (!id || (!buf && len)) return fail(std::string(what) + ": buf or id is NULL");
+    if (len > slot_bytes_)
+        return fail(std::string(what) + ": " + std::to_string(len) + " bytes exceed the QP's slot size of " +
+                    std::to_string(slot_bytes_) + " bytes");
     Layout l = Layout::of(cfg_, geo_, len);
     if (uint64_t{l.parity} * geo_.chunk_bytes > slot_bytes_)
-        return fail("reliable send: the parity of this message (" + std::to_string(l.parity) +
+        return fail(std::string(what) + ": the parity of this message (" + std::to_string(l.parity) +
                     " chunks) does not fit one slot");
+    return SDR_SUCCESS;
+}
+
+int Endpoint::send(const void* buf, uint64_t len, uint32_t lkey, uint64_t* id)
+{
+    if (int rc = check_post("reliable send", buf, len, id)) return rc;
+    Layout l = Layout::of(cfg_, geo_, len);
     TxState t;
     t.buf = static_cast<const uint8_t*>(buf);
     t.len = len;
@@ -116,13 +125,8 @@ int Endpoint::send(const void* buf, uint64_t len, uint32_t lkey, uint64_t* id)
 
 int Endpoint::recv(void* buf, uint64_t len, uint32_t lkey, uint64_t* id)
 {
-    if (!id || (!buf && len)) return fail("reliable recv: buf or id is NULL");
-    if (len > slot_bytes_) return fail("reliable recv: " + std::to_string(len) + " bytes exceed the QP's slot size of " +
-                                       std::to_string(slot_bytes_) + " bytes");
+    if (int rc = check_post("reliable recv", buf, len, id)) return rc;
     Layout l = Layout::of(cfg_, geo_, len);
-    if (uint64_t{l.parity} * geo_.chunk_bytes > slot_bytes_)
-        return fail("reliable recv: the parity of this message (" + std::to_string(l.parity) +
-                    " chunks) does not fit one slot");
     RxState r;
     r.buf = static_cast<uint8_t*>(buf);
     r.len = len;
@@ -237,7 +241,7 @@ bool Endpoint::try_parity(Action& a)
 }
 
 // End the message's SDR streams and wait for their local completion (the slot is then free).
-bool Endpoint::try_close(uint64_t seq, TxState& t)
+bool Endpoint::try_close(TxState& t)
 {
     if (!t.opened) {
         t.data_done = t.parity_done = true;
@@ -257,7 +261,6 @@ bool Endpoint::try_close(uint64_t seq, TxState& t)
     done = 0;
     if (!t.parity_done && t.parity && sdr_send_poll(t.parity, &done, nullptr) == SDR_SUCCESS && done)
         t.parity_done = true;
-    (void)seq;
     return t.data_done && t.parity_done;
 }
 
@@ -340,7 +343,7 @@ void Endpoint::deliver(const Action& a)
 
 // ---- the loop ----------------------------------------------------------------------------
 
-void Endpoint::execute(uint64_t now, Action& a)
+void Endpoint::execute(Action& a)
 {
     switch (a.kind) {
     case Action::Start: start_q_.push_back(std::move(a)); break;
@@ -362,7 +365,6 @@ void Endpoint::execute(uint64_t now, Action& a)
     case Action::Deliver: deliver(a); break;
     case Action::Ctrl: ctrl_q_.push_back(std::move(a)); break;
     }
-    (void)now;
 }
 
 void Endpoint::drain_actions(uint64_t now)
@@ -371,7 +373,7 @@ void Endpoint::drain_actions(uint64_t now)
         Action a{Action::Ctrl};
         bool any = false;
         while (tx_.poll_action(&a) || rx_.poll_action(&a)) {
-            execute(now, a);
+            execute(a);
             any = true;
         }
         // SDR resources: each queue in order, stopping at the first RETRY.
@@ -411,7 +413,7 @@ void Endpoint::drain_actions(uint64_t now)
             if (sdr_ctrl_send(qp_, c.data(), c.size()) != SDR_SUCCESS) break;
             ctrl_q_.pop_front();
         }
-        std::erase_if(closing_, [&](uint64_t seq) { return try_close(seq, txs_.at(seq)); });
+        std::erase_if(closing_, [&](uint64_t seq) { return try_close(txs_.at(seq)); });
         if (!any) break;
     }
 }

@@ -3,6 +3,9 @@
 
 #include <sdr/reliability/engine.hpp>
 
+#include <algorithm>
+#include <cstring>
+
 namespace sdr::rel {
 
 double wire_ns_per_byte(const Config& c, const Geometry& g);
@@ -10,5 +13,27 @@ uint64_t message_timeout_ns(const Config& c, uint64_t rto_ns, double ns_per_byte
 
 inline bool bit(const uint8_t* b, uint32_t i) { return (b[i >> 3] >> (i & 7)) & 1; }
 inline void set_bit(std::vector<uint8_t>& b, uint32_t i) { b[i >> 3] |= static_cast<uint8_t>(1u << (i & 7)); }
+
+// Chunks held, one bit each in 64-bit words (the same order as the SDR bitmap bytes).
+inline bool held(const std::vector<uint64_t>& w, uint32_t i) { return (w[i >> 6] >> (i & 63)) & 1; }
+inline void hold(std::vector<uint64_t>& w, uint32_t i) { w[i >> 6] |= 1ull << (i & 63); }
+
+// For each bit of the live bitmap `live` (nbits, bytes as SDR lays them out) that `have` lacks:
+// set it in `have` and call f(i). One word compare per 64 chunks: only new bits cost more.
+template <class F>
+void take_new_bits(const uint8_t* live, uint32_t nbits, std::vector<uint64_t>& have, F&& f)
+{
+    const uint32_t nbytes = (nbits + 7) / 8;
+    for (uint32_t w = 0; w < (nbits + 63) / 64; w++) {
+        uint64_t v = 0;
+        uint32_t nb = std::min<uint32_t>(8, nbytes - w * 8);
+        std::memcpy(&v, live + w * 8, nb);  // little-endian words, as the firmware writes them
+        if (w * 64 + 64 > nbits) v &= (1ull << (nbits - w * 64)) - 1;
+        uint64_t fresh = v & ~have[w];
+        have[w] |= fresh;
+        for (; fresh; fresh &= fresh - 1) f(w * 64 + static_cast<uint32_t>(__builtin_ctzll(fresh)));
+    }
+}
+
 
 }  // namespace sdr::rel

@@ -30,7 +30,7 @@ uint64_t RecvEngine::post(uint64_t now, uint64_t bytes)
     m.st_out.chunks = m.lay.chunks;
     Action a{Action::PostRecv};
     a.seq = m.seq;
-    out_.push_back(a);
+    out_.push(a);
     msgs_.emplace(m.seq, std::move(m));
     return next_seq_ - 1;
 }
@@ -61,15 +61,10 @@ std::vector<uint64_t> RecvEngine::active() const
     return v;
 }
 
-void RecvEngine::send_ctrl(const CtrlMsg& c)
+uint32_t RecvEngine::peer_of(uint64_t seq)
 {
-    Action a{Action::Ctrl};
-    a.seq = c.seq;
-    CtrlMsg m = c;
-    m.from = inc_;
-    if (const Msg* msg = find(c.seq)) m.to = msg->peer;
-    a.ctrl = encode(m);
-    out_.push_back(std::move(a));
+    const Msg* m = find(seq);
+    return m ? m->peer : 0;
 }
 
 void RecvEngine::send_cts(uint64_t now, Msg& m)
@@ -91,8 +86,8 @@ void RecvEngine::on_posted(uint64_t now, uint64_t seq)
     if (!m || m->st != St::WaitPost) return;
     m->st = St::Active;
     m->posted_ns = now;
-    m->have.assign(m->lay.chunks, 0);
-    m->parity_have.assign(m->lay.parity, 0);
+    m->have.assign((m->lay.chunks + 63) / 64, 0);
+    m->parity_have.assign((m->lay.parity + 63) / 64, 0);
     m->sub_data.assign(m->lay.submessages, 0);
     m->sub_parity.assign(m->lay.submessages, 0);
     m->sub_ok.assign(m->lay.submessages, 0);
@@ -114,15 +109,15 @@ bool RecvEngine::sub_decodable(const Msg& m, uint32_t s) const
     if (cfg_.scheme == Scheme::EcMds)  // chunks past the message end are known zeros
         return (cfg_.k - n) + m.sub_data[s] + m.sub_parity[s] >= cfg_.k;
     for (uint32_t i = 0; i < cfg_.m; i++) {
-        uint32_t lost = !m.parity_have[s * cfg_.m + i];
-        for (uint32_t j = i; j < n; j += cfg_.m) lost += !m.have[first + j];
+        uint32_t lost = !held(m.parity_have, s * cfg_.m + i);
+        for (uint32_t j = i; j < n; j += cfg_.m) lost += !held(m.have, first + j);
         if (lost > 1) return false;
     }
     return true;
 }
 
 // Submessages whose counts changed: complete, or decodable now (then rebuilt by the binding).
-void RecvEngine::check_submessages(uint64_t now, Msg& m)
+void RecvEngine::check_submessages(Msg& m)
 {
     for (uint32_t s : m.touched) {
         m.is_touched[s] = 0;
@@ -134,10 +129,10 @@ void RecvEngine::check_submessages(uint64_t now, Msg& m)
             Action a{Action::Decode};
             a.seq = m.seq;
             a.first = s;
-            out_.push_back(a);
+            out_.push(a);
             for (uint32_t c = first; c < first + n; c++)
-                if (!m.have[c]) {
-                    m.have[c] = 1;
+                if (!held(m.have, c)) {
+                    hold(m.have, c);
                     m.held++;
                     m.st_out.decoded_chunks++;
                 }
@@ -147,7 +142,6 @@ void RecvEngine::check_submessages(uint64_t now, Msg& m)
         m.subs_ok++;
     }
     m.touched.clear();
-    (void)now;
 }
 
 void RecvEngine::on_bitmap(uint64_t now, uint64_t seq, const uint8_t* data_bits, const uint8_t* parity_bits)
@@ -161,46 +155,31 @@ void RecvEngine::on_bitmap(uint64_t now, uint64_t seq, const uint8_t* data_bits,
             m->touched.push_back(s);
         }
     };
-    // Word-wise compare: only bits that turned on since the last look cost anything.
-    for (uint32_t w = 0; w < (m->lay.chunks + 63) / 64; w++) {
-        uint64_t v = 0, h = 0;
-        uint32_t nb = std::min<uint32_t>(8, (m->lay.chunks + 7) / 8 - w * 8);
-        std::memcpy(&v, data_bits + w * 8, nb);
-        for (uint32_t b = 0; b < 64 && w * 64 + b < m->lay.chunks; b++) h |= uint64_t{m->have[w * 64 + b]} << b;
-        if (nb < 8) v &= (1ull << (nb * 8)) - 1;
-        uint64_t fresh = v & ~h;
-        if (w * 64 + 64 > m->lay.chunks) fresh &= (1ull << (m->lay.chunks - w * 64)) - 1;
-        while (fresh) {
-            uint32_t c = w * 64 + static_cast<uint32_t>(__builtin_ctzll(fresh));
-            fresh &= fresh - 1;
-            m->have[c] = 1;
-            m->held++;
-            m->dirty = true;
-            m->any = true;
-            m->highest = std::max(m->highest, c + 1);
-            m->newest = c;
-            m->newest_ns = now;
-            if (ec) {
-                m->sub_data[c / cfg_.k]++;
-                touch(c / cfg_.k);
-            }
+    take_new_bits(data_bits, m->lay.chunks, m->have, [&](uint32_t c) {
+        m->held++;
+        m->dirty = true;
+        m->any = true;
+        m->highest = std::max(m->highest, c + 1);
+        m->newest = c;
+        m->newest_ns = now;
+        if (ec) {
+            m->sub_data[c / cfg_.k]++;
+            touch(c / cfg_.k);
         }
-    }
+    });
     if (ec && parity_bits)
-        for (uint32_t c = 0; c < m->lay.parity; c++)
-            if (!m->parity_have[c] && bit(parity_bits, c)) {
-                m->parity_have[c] = 1;
-                m->any = true;
-                m->sub_parity[c / cfg_.m]++;
-                touch(c / cfg_.m);
-            }
+        take_new_bits(parity_bits, m->lay.parity, m->parity_have, [&](uint32_t c) {
+            m->any = true;
+            m->sub_parity[c / cfg_.m]++;
+            touch(c / cfg_.m);
+        });
     if (m->any && m->nack_at == kNever && cfg_.scheme == Scheme::SrNack)
         m->nack_at = now + static_cast<uint64_t>(cfg_.ack_interval_ns());
     if (m->any && m->fto_at == kNever && ec)
         m->fto_at = now + static_cast<uint64_t>(double(m->lay.bytes + uint64_t{m->lay.parity} * geo_.chunk_bytes) *
                                                     ns_per_byte_ +
                                                 0.5 * cfg_.fto_alpha * cfg_.rtt_ms * 1e6);
-    if (ec) check_submessages(now, *m);
+    if (ec) check_submessages(*m);
     bool whole = ec ? m->subs_ok == m->lay.submessages : m->held == m->lay.chunks;
     if (whole) {
         send_ack(now, *m, kAckFinal);
@@ -221,13 +200,13 @@ void RecvEngine::send_ack(uint64_t now, Msg& m, uint8_t flags)
     if (flags & kAckFinal) {
         cum = m.lay.chunks;
     } else {
-        while (cum < m.lay.chunks && m.have[cum]) cum++;
+        while (cum < m.lay.chunks && held(m.have, cum)) cum++;
     }
     a.base = cum;
     a.nbits = std::min(m.lay.chunks - cum, fit_bits());
     a.bits.assign((a.nbits + 7) / 8, 0);
     for (uint32_t i = 0; i < a.nbits; i++)
-        if (m.have[cum + i]) set_bit(a.bits, i);
+        if (held(m.have, cum + i)) set_bit(a.bits, i);
     a.newest = m.newest;
     a.ack_delay_us = static_cast<uint32_t>(std::min<uint64_t>((now - m.newest_ns) / 1000, UINT32_MAX));
     send_ctrl(a);
@@ -243,7 +222,7 @@ void RecvEngine::send_nack_failed(uint64_t now, Msg& m)
                                           std::to_string(cfg_.max_rounds) + ") NACK rounds");
     uint32_t first_missing = m.lay.chunks;
     for (uint32_t c = 0; c < m.lay.chunks; c++)
-        if (!m.have[c]) {
+        if (!held(m.have, c)) {
             first_missing = c;
             break;
         }
@@ -258,7 +237,7 @@ void RecvEngine::send_nack_failed(uint64_t now, Msg& m)
     for (uint32_t s = 0; s < m.lay.submessages; s++) failed_subs += !m.sub_ok[s];
     for (uint32_t i = 0; i < n.nbits; i++) {
         uint32_t c = first_missing + i;
-        if (!m.have[c] && !m.sub_ok[c / cfg_.k]) set_bit(n.bits, i);
+        if (!held(m.have, c) && !m.sub_ok[c / cfg_.k]) set_bit(n.bits, i);
     }
     if (!m.fallback) m.st_out.fallbacks = failed_subs;
     m.fallback = true;
@@ -274,7 +253,7 @@ void RecvEngine::scan_holes(uint64_t now, Msg& m)
     const uint64_t again = static_cast<uint64_t>(cfg_.rtt_ms * 1e6 + cfg_.ack_interval_ns());
     std::vector<uint32_t> named;
     for (uint32_t c = 0; c + 1 < m.highest; c++) {
-        if (m.have[c]) continue;
+        if (held(m.have, c)) continue;
         if (m.hole_since[c] == kNever) m.hole_since[c] = now;
         if (now >= m.hole_since[c] + hold && (m.named_at[c] == 0 || now >= m.named_at[c] + again)) {
             named.push_back(c);
@@ -307,7 +286,7 @@ void RecvEngine::deliver(uint64_t now, Msg& m, bool ok, const std::string& err)
     a.ok = ok;
     a.error = err;
     a.count = was_posted ? 1 : 0;
-    out_.push_back(a);
+    out_.push(a);
     m.st = St::Done;
     m.st_out.ok = ok;
     m.st_out.error = err;
@@ -382,14 +361,6 @@ uint64_t RecvEngine::next_deadline() const
         if (is_ec(cfg_.scheme)) t = std::min(t, m.fallback ? m.nack_at : m.fto_at);
     }
     return t;
-}
-
-bool RecvEngine::poll_action(Action* out)
-{
-    if (out_.empty()) return false;
-    *out = std::move(out_.front());
-    out_.pop_front();
-    return true;
 }
 
 }  // namespace sdr::rel

@@ -59,15 +59,10 @@ void SendEngine::forget(uint64_t seq)
     if (it != msgs_.end() && it->second.st == St::Done && !it->second.ghost) msgs_.erase(it);
 }
 
-void SendEngine::send_ctrl(const CtrlMsg& c)
+uint32_t SendEngine::peer_of(uint64_t seq)
 {
-    Action a{Action::Ctrl};
-    a.seq = c.seq;
-    CtrlMsg m = c;
-    m.from = inc_;
-    if (const Msg* msg = find(c.seq)) m.to = msg->peer;
-    a.ctrl = encode(m);
-    out_.push_back(std::move(a));
+    const Msg* m = find(seq);
+    return m ? m->peer : 0;
 }
 
 uint64_t SendEngine::inject(uint64_t now, uint64_t bytes)
@@ -88,7 +83,7 @@ void SendEngine::emit_data(uint64_t now, Msg& m, uint32_t first, uint32_t count,
     a.seq = m.seq;
     a.first = first;
     a.count = count;
-    out_.push_back(a);
+    out_.push(a);
     const bool sr = !is_ec(cfg_.scheme) || retransmit;  // EC arms timers only for repairs
     for (uint32_t c = first; c < first + count; c++) {
         uint64_t len = chunk_len(m.lay, geo_.chunk_bytes, c);
@@ -115,7 +110,7 @@ void SendEngine::pump(uint64_t now)
         Action a{Action::Start};
         a.seq = m->seq;
         a.ok = !m->mismatch && !m->ghost;  // otherwise it still consumes its SDR messages, empty
-        out_.push_back(a);
+        out_.push(a);
         next_start_++;
     }
     for (auto& [seq, m] : msgs_) {
@@ -128,7 +123,7 @@ void SendEngine::pump(uint64_t now)
                 p.seq = m.seq;
                 p.first = m.next_new;
                 p.count = cfg_.m;
-                out_.push_back(p);
+                out_.push(p);
                 inject(now, uint64_t{cfg_.m} * geo_.chunk_bytes);
             }
         } else {
@@ -292,7 +287,7 @@ void SendEngine::finish(uint64_t now, Msg& m, bool ok, const std::string& err)
     a.ok = ok;
     a.error = err;
     a.count = m.st == St::WaitCts ? 0 : 1;  // 0: its SDR messages were never opened
-    out_.push_back(a);
+    out_.push(a);
     m.st = St::Done;
     m.st_out.ok = ok;
     m.st_out.error = err;
@@ -373,14 +368,6 @@ uint64_t SendEngine::next_deadline() const
         if (m.st == St::Sending) t = std::min({t, m.next_rto, m.probe_at});
     }
     return t;
-}
-
-bool SendEngine::poll_action(Action* out)
-{
-    if (out_.empty()) return false;
-    *out = std::move(out_.front());
-    out_.pop_front();
-    return true;
 }
 
 }  // namespace sdr::rel

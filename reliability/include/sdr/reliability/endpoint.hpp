@@ -73,11 +73,12 @@ private:
     };
 
     Endpoint(sdr_context* ctx, sdr_qp* qp, const Config& cfg, const Geometry& g, uint64_t slot_bytes);
-    void execute(uint64_t now, Action& a);
+    int check_post(const char* what, const void* buf, uint64_t len, const uint64_t* id) const;
+    void execute(Action& a);
     bool try_start(Action& a);
     bool try_data(Action& a);
     bool try_parity(Action& a);
-    bool try_close(uint64_t seq, TxState& t);
+    bool try_close(TxState& t);
     bool try_post(uint64_t seq);
     void rebuild(uint64_t seq, uint32_t sub);
     void deliver(const Action& a);

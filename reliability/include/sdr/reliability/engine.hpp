@@ -46,6 +46,31 @@ struct Action {
     std::vector<uint8_t> ctrl;
 };
 
+// Actions an engine has for the binding, control messages stamped with the incarnations.
+class Outbox {
+public:
+    void push(Action a) { q_.push_back(std::move(a)); }
+    void ctrl(CtrlMsg m, uint32_t from, uint32_t to)
+    {
+        m.from = from;
+        m.to = to;
+        Action a{Action::Ctrl};
+        a.seq = m.seq;
+        a.ctrl = encode(m);
+        q_.push_back(std::move(a));
+    }
+    bool poll(Action* out)
+    {
+        if (q_.empty()) return false;
+        *out = std::move(q_.front());
+        q_.pop_front();
+        return true;
+    }
+
+private:
+    std::deque<Action> q_;
+};
+
 // Per-chunk data shared by both sides: counts of chunks and submessages of a message.
 struct Layout {
     uint64_t bytes = 0;
@@ -64,7 +89,7 @@ public:
     void on_started(uint64_t now, uint64_t seq);  // the binding opened the SDR message(s)
     void on_timer(uint64_t now);
     uint64_t next_deadline() const;
-    bool poll_action(Action* out);
+    bool poll_action(Action* out) { return out_.poll(out); }
     const MessageStats* stats(uint64_t seq) const;  // kept until forget()
     void forget(uint64_t seq);
     double srtt_ns() const { return srtt_; }
@@ -100,7 +125,8 @@ private:
     void on_nack(uint64_t now, Msg& m, const CtrlMsg& n);
     void mark_acked(Msg& m, uint32_t c);
     void finish(uint64_t now, Msg& m, bool ok, const std::string& err);
-    void send_ctrl(const CtrlMsg& c);
+    void send_ctrl(const CtrlMsg& c) { out_.ctrl(c, inc_, peer_of(c.seq)); }
+    uint32_t peer_of(uint64_t seq);
     void arm_probe(uint64_t now, Msg& m);
 
     Config cfg_;
@@ -115,7 +141,7 @@ private:
     std::map<uint64_t, Msg> msgs_;
     static constexpr uint64_t kEarlyCts = 1024;  // CTS kept for sends not posted yet
     std::map<uint64_t, CtrlMsg> early_cts_;
-    std::deque<Action> out_;
+    Outbox out_;
 };
 
 class RecvEngine {
@@ -128,7 +154,7 @@ public:
     void on_ctrl(uint64_t now, const CtrlMsg& m);
     void on_timer(uint64_t now);
     uint64_t next_deadline() const;
-    bool poll_action(Action* out);
+    bool poll_action(Action* out) { return out_.poll(out); }
     const MessageStats* stats(uint64_t seq) const;
     void forget(uint64_t seq);
     // Messages whose bitmaps the binding should read (posted, not over).
@@ -141,7 +167,7 @@ private:
         Layout lay;
         St st = St::WaitPost;
         uint64_t posted_ns = 0, deadline = 0;
-        std::vector<uint8_t> have, parity_have;  // data chunk held (arrived or rebuilt)
+        std::vector<uint64_t> have, parity_have;  // bit per chunk held (arrived or rebuilt)
         std::vector<uint16_t> sub_data, sub_parity;  // EC: chunks held per submessage
         std::vector<uint8_t> sub_ok;
         std::vector<uint32_t> touched;
@@ -155,13 +181,14 @@ private:
         MessageStats st_out;
     };
     Msg* find(uint64_t seq);
-    void check_submessages(uint64_t now, Msg& m);
+    void check_submessages(Msg& m);
     void send_ack(uint64_t now, Msg& m, uint8_t flags);
     void send_nack_failed(uint64_t now, Msg& m);
     void scan_holes(uint64_t now, Msg& m);
     void deliver(uint64_t now, Msg& m, bool ok, const std::string& err);
     void send_cts(uint64_t now, Msg& m);
-    void send_ctrl(const CtrlMsg& c);
+    void send_ctrl(const CtrlMsg& c) { out_.ctrl(c, inc_, peer_of(c.seq)); }
+    uint32_t peer_of(uint64_t seq);
     uint64_t rto() const;
     uint32_t fit_bits() const;
     bool sub_decodable(const Msg& m, uint32_t s) const;
@@ -173,7 +200,7 @@ private:
     uint64_t next_seq_ = 0;
     std::map<uint64_t, Msg> msgs_;
     std::map<uint64_t, bool> history_;  // seq → ok, for REQs about finished messages
-    std::deque<Action> out_;
+    Outbox out_;
 };
 
 }  // namespace sdr::rel
