@@ -75,5 +75,15 @@ int main(int argc, char **argv)
     }
     uint64_t bogus;
     CHECK(sdr_rel_send(NULL, src, 1, ks, &bogus) == SDR_ERROR && strstr(sdr_rel_last_error(), "NULL"), "NULL endpoint");
+    sdr_mr_dereg(ms);
+    sdr_mr_dereg(md);
+    sdr_qp_destroy(qpa);
+    sdr_qp_destroy(qpb);
+    sdr_context_destroy(a);
+    sdr_context_destroy(b);
+    free(ia);
+    free(ib);
+    free(src);
+    free(dst);
     return 0;
 }
