@@ -43,8 +43,9 @@ int main(int argc, char **argv)
         struct sdr_rel_attr ra;
         sdr_rel_attr_default(&ra);
         CHECK(sdr_rel_attr_parse_scheme(&ra, argv[s]) == SDR_SUCCESS, "sdr_rel_attr_parse_scheme");
-        ra.rtt_ms = 2;
-        ra.bw_gbps = 40;
+        /* the link this run was given (ctest sets both) */
+        ra.rtt_ms = getenv("SDR_SIM_RTT_MS") ? atof(getenv("SDR_SIM_RTT_MS")) : 25;
+        ra.bw_gbps = getenv("SDR_SIM_BW_GBPS") ? atof(getenv("SDR_SIM_BW_GBPS")) : 100;
         struct sdr_rel_endpoint *ea = sdr_rel_endpoint_create(a, qpa, &qa, &ra);
         struct sdr_rel_endpoint *eb = sdr_rel_endpoint_create(b, qpb, &qa, &ra);
         CHECK(ea && eb, "sdr_rel_endpoint_create");

@@ -230,7 +230,10 @@ void SimLink::deliver(const InFlight& f)
     delivered_++;
     if (fabric_.pcap_.is_open()) {
         if (f.frame) {
-            uint32_t snap = fabric_.params_.pcap_snaplen;
+            // Control datagrams stay whole: they are small, their content is the protocol, and
+            // tshark calls a cut UD SEND malformed.
+            bool ctrl = f.meta.opcode == wire::kOpUdSendOnly || f.meta.opcode == wire::kOpUdSendOnlyImm;
+            uint32_t snap = ctrl ? 0 : fabric_.params_.pcap_snaplen;
             uint32_t cap = snap && snap < f.frame_len ? snap : f.frame_len;
             fabric_.pcap_.write(f.arrival, f.frame, cap, f.frame_len);
         } else {  // payload-free: a truncated capture of the headers
@@ -304,7 +307,9 @@ SimLink* SimFabric::link(uint32_t src, uint32_t dst)
     if (!d) return nullptr;
     // Each direction gets its own stream, derived from the fabric seed and the pair.
     uint64_t seed = params_.seed * 0x9E3779B97F4A7C15ull ^ (k * 0xD1B54A32D192ED03ull);
-    auto l = std::make_unique<SimLink>(*this, *d, src, params_.link, seed);
+    LinkParams lp = params_.link;
+    if (auto d_imp = params_.directed.find({src, dst}); d_imp != params_.directed.end()) lp.impairment = d_imp->second;
+    auto l = std::make_unique<SimLink>(*this, *d, src, lp, seed);
     SimLink* raw = l.get();
     links_.emplace(k, std::move(l));
     return raw;
@@ -315,33 +320,6 @@ uint64_t SimFabric::packets_delivered() const
     uint64_t n = 0;
     for (const auto& [k, l] : links_) n += l->delivered();
     return n;
-}
-
-// One polling step: a batch of events, but never more than a short slice of virtual time, so
-// an application that polls sees the fabric move in small steps (idle gaps are skipped: the
-// slice starts at the next pending event).
-bool SimFabric::progress(uint64_t max_events)
-{
-    if (sim_.idle()) return false;
-    SimTime until = sim_.next_time() + kProgressSlicePs;
-    for (uint64_t n = 0; n < max_events && !sim_.idle() && sim_.next_time() <= until; n++) sim_.step();
-    return true;
-}
-
-void SimFabric::wait_event(SimTime t)
-{
-    auto events = [this] {
-        uint64_t n = 0;
-        for (const auto& nic : nics_)
-            if (nic) n += nic->host_events();
-        return n;
-    };
-    const uint64_t before = events();
-    while (!sim_.idle() && sim_.next_time() <= t) {
-        sim_.step();
-        if (events() != before) return;
-    }
-    if (t != UINT64_MAX) sim_.run_until(t);  // "until anything happens" leaves the clock alone
 }
 
 void SimFabric::inject_frame(uint32_t dst_nic, std::vector<uint8_t> frame, SimTime at)

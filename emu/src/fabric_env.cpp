@@ -105,6 +105,14 @@ bool FabricParams::from_env(FabricParams* out, std::string* err)
         p.payload = v2 == "1";
     }
     if (const char* s = std::getenv("SDR_SIM_PCAP")) p.pcap_path = s;
+    if (const char* s = std::getenv("SDR_SIM_CLOCK")) {
+        std::string v2 = s;
+        if (v2 != "virtual" && v2 != "wall") {
+            if (err) *err = "SDR_SIM_CLOCK must be 'virtual' (default) or 'wall' (paced by the wall clock)";
+            return false;
+        }
+        p.wall_clock = v2 == "wall";
+    }
     *out = p;
     return true;
 }

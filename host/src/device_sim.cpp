@@ -64,7 +64,11 @@ public:
         return nic_.root_key_set(rkey, slot, lkey, addr, len);
     }
     void root_key_null(uint32_t rkey, uint32_t slot) override { nic_.root_key_null(rkey, slot); }
-    void doorbell(uint32_t q) override { nic_.doorbell(q); }
+    void doorbell(uint32_t q) override
+    {
+        fabric_.catch_up();
+        nic_.doorbell(q);
+    }
 
     uint32_t ctrl_qp_create(uint32_t qkey, uint32_t* qpn) override
     {
@@ -76,16 +80,17 @@ public:
     bool ctrl_send(uint32_t handle, const PeerAddress& peer, uint32_t remote_qpn, uint32_t remote_qkey,
                    const void* data, uint32_t len) override
     {
+        fabric_.catch_up();
         return nic_.ctrl_send(handle, emu::NicAddress{peer.mac, peer.ip}, remote_qpn, remote_qkey, data, len);
     }
     int64_t ctrl_recv(uint32_t handle, void* buf, size_t cap) override { return nic_.ctrl_recv(handle, buf, cap); }
     uint32_t ctrl_max_bytes() const override { return emu::Nic::kCtrlMaxBytes; }
 
     bool progress() override { return fabric_.progress(); }
-    uint64_t now_ns() override { return fabric_.now_ns(); }
+    uint64_t now_ns() override { return fabric_.host_now_ns(); }
     bool advance_to(uint64_t t_ns) override
     {
-        fabric_.sim().run_until(to_ps(t_ns));
+        fabric_.advance_to(to_ps(t_ns));
         return true;
     }
     bool run_until_idle() override
@@ -101,7 +106,7 @@ public:
     bool pending() override { return !fabric_.sim().idle(); }
 
 private:
-    // Virtual time in ps, saturating: "wait forever" (UINT64_MAX ns) must not wrap around.
+    // Fabric time in ps, saturating: "wait forever" (UINT64_MAX ns) must not wrap around.
     static emu::SimTime to_ps(uint64_t t_ns)
     {
         return t_ns > UINT64_MAX / emu::kPsPerNs ? UINT64_MAX : t_ns * emu::kPsPerNs;

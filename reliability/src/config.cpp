@@ -36,10 +36,12 @@ bool parse_scheme(const std::string& text, Config* cfg, std::string* err)
         char* end = nullptr;
         unsigned long k = std::strtoul(params.c_str(), &end, 10);
         unsigned long m = (*end == ',') ? std::strtoul(end + 1, &end, 10) : 0;
-        if (!is_ec(c.scheme) || *end || k == 0 || m == 0 || k > 255 || m > 255) {
-            *err = "scheme '" + text + "': only ec-xor and ec-mds take parameters, written :k,m (e.g. ec-mds:32,8)";
+        if (!is_ec(c.scheme)) return *err = "scheme '" + text + "': only ec-xor and ec-mds take parameters", false;
+        if (*end || k == 0 || m == 0) {
+            *err = "scheme '" + text + "': parameters are written :k,m with k, m >= 1 (e.g. ec-mds:32,8)";
             return false;
         }
+        if (k > 255 || m > 255 || k + m > 255) return *err = "scheme '" + text + "': k + m <= 255 (ISA-L's GF(2^8) limit)", false;
         c.k = static_cast<uint32_t>(k);
         c.m = static_cast<uint32_t>(m);
     }

@@ -446,12 +446,19 @@ uint64_t Endpoint::progress()
 
 bool drive(sdr_context* ctx, std::initializer_list<Endpoint*> eps, const std::function<bool()>& done, uint64_t limit_ns)
 {
+    bool looked_again = false;
     while (true) {
         uint64_t t = kNever, before = sdr_now_ns(ctx);
         for (Endpoint* e : eps) t = std::min(t, e->progress());
         if (done()) return true;
         uint64_t now = sdr_now_ns(ctx);
-        if (now != before) continue;  // a polling call moved the clock: look again before sleeping
+        // A polling call moved the clock (the simulator runs inside SDR polls): look once more
+        // before sleeping. Once: on a wall clock, time always moves.
+        if (now != before && !looked_again) {
+            looked_again = true;
+            continue;
+        }
+        looked_again = false;
         if (now >= limit_ns) return false;
         if (t == kNever && !sdr_sim_pending(ctx)) return false;  // nothing can happen any more
         t = std::min(std::max(t, now + 1), limit_ns);

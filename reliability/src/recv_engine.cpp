@@ -246,11 +246,12 @@ void RecvEngine::send_nack_failed(uint64_t now, Msg& m)
 }
 
 // sr-nack: a chunk missing behind a later arrival, for longer than the reordering allowance,
-// is named; it is named again only after another RTT.
+// is named; it is named again only after 1.25 RTT (a repeat queued behind other repeats arrives
+// later than one RTT; naming it again then only duplicates it).
 void RecvEngine::scan_holes(uint64_t now, Msg& m)
 {
     const uint64_t hold = static_cast<uint64_t>(cfg_.reorder_us * 1e3);
-    const uint64_t again = static_cast<uint64_t>(cfg_.rtt_ms * 1e6 + cfg_.ack_interval_ns());
+    const uint64_t again = static_cast<uint64_t>(cfg_.rtt_ms * 1.25e6 + cfg_.ack_interval_ns());
     std::vector<uint32_t> named;
     for (uint32_t c = 0; c + 1 < m.highest; c++) {
         if (held(m.have, c)) continue;

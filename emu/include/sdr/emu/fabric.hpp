@@ -9,9 +9,11 @@
 #include <sdr/emu/pcap_writer.hpp>
 #include <sdr/emu/simulator.hpp>
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace sdr::emu {
@@ -24,11 +26,19 @@ struct LinkParams {
 
 struct FabricParams {
     LinkParams link;
+    // Impairments of single directed links {src NIC, dst NIC} in place of link.impairment:
+    // asymmetric paths, such as a lossy reverse direction that drops only ACKs and NACKs.
+    std::map<std::pair<uint32_t, uint32_t>, ImpairmentParams> directed;
     bool payload = true;     // false: frames carry headers and lengths only (paper-scale runs)
     std::string pcap_path;   // empty: no capture
-    uint32_t pcap_snaplen = 0;  // bytes kept per frame in the pcap; 0 = whole frames
+    uint32_t pcap_snaplen = 0;  // bytes kept per data frame in the pcap; 0 = whole frames
+                                // (control datagrams are always kept whole)
     bool drop_log = false;   // record every dropped packet (tests compare bitmaps with it)
     uint64_t seed = 1;
+    // Pace the fabric by the wall clock (CLOCK_MONOTONIC from its creation): an event runs when
+    // its time has come, waits block in real time, and hosts read wall time. The in-memory
+    // port as a real-time emulator, run inline on the thread that polls. Default: virtual time.
+    bool wall_clock = false;
 
     // Defaults overridden by SDR_SIM_* environment variables (see README). false + err on a
     // malformed value.
@@ -91,15 +101,24 @@ public:
     Nic* nic_by_ip(uint32_t ip);
     static NicAddress address_of(uint32_t index);
 
-    // Run up to max_events events within kProgressSlicePs of virtual time; false if nothing
-    // was pending.
+    // Run up to max_events events within kProgressSlicePs of virtual time (wall clock: all
+    // events already due); false if nothing is pending.
     static constexpr SimTime kProgressSlicePs = 10'000'000;  // 10 us
     bool progress(uint64_t max_events = 4096);
-    void run_until_idle() { while (progress()) {} }
-    // Run events up to virtual time t, but stop right after the first one a host could notice
+    void run_until_idle();
+    // Run events up to time t, but stop right after the first one a host could notice
     // (Nic::host_events of any NIC changes); the clock ends at t if none did (t = UINT64_MAX:
-    // wait for an event without a time limit; the clock stays at the last event).
+    // wait for an event without a time limit; the clock stays at the last event). On a wall
+    // clock this blocks until then.
     void wait_event(SimTime t);
+    // Run everything due until t and set the clock to t (wall clock: block until t).
+    void advance_to(SimTime t);
+    // The clock hosts read (sdr_now_ns), in ns: virtual time, or wall time on a wall clock.
+    uint64_t host_now_ns() const;
+    // Wall clock: run what is due and bring the clock to the wall, so that what a host starts
+    // now (a doorbell, a datagram) happens now and not back when the fabric last ran. No-op in
+    // virtual time.
+    void catch_up();
 
     // Deliver raw bytes to a NIC at virtual time `at` (hostile-input tests, out-of-band peers).
     void inject_frame(uint32_t dst_nic, std::vector<uint8_t> frame, SimTime at);
@@ -125,9 +144,13 @@ public:
 
 private:
     friend class SimLink;
+    SimTime wall_ps() const;
+    void sleep_until(SimTime t) const;
+    uint64_t host_events() const;
     class Port;
     class Timers;
     FabricParams params_;
+    std::chrono::steady_clock::time_point wall_zero_ = std::chrono::steady_clock::now();
     Simulator sim_;
     std::vector<std::unique_ptr<Nic>> nics_;
     std::vector<std::unique_ptr<Port>> ports_;

@@ -37,8 +37,8 @@ public:
     sdr_mr* reg(int side, void* addr, size_t len);
     uint32_t lkey(int side, void* addr, size_t len);
 
-    uint64_t now_ns() const { return fabric_->now_ns(); }
-    void advance_to(uint64_t t_ns) { fabric_->sim().run_until(t_ns * emu::kPsPerNs); }
+    uint64_t now_ns() const { return fabric_->host_now_ns(); }
+    void advance_to(uint64_t t_ns) { fabric_->advance_to(t_ns * emu::kPsPerNs); }
     void run_until_idle() { fabric_->run_until_idle(); }
 
 private:

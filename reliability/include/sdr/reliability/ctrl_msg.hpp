@@ -1,5 +1,5 @@
 // Control messages of the reliability layer, carried as sdr_ctrl.h datagrams. One layout,
-// little-endian, 40-byte header then an optional chunk bitmap (bit i%8 of byte i/8):
+// little-endian, 48-byte header then an optional chunk bitmap (bit i%8 of byte i/8):
 //
 //   0  u8  version (1)      1  u8 type           2  u8 flags        3  u8 scheme
 //   4  u8  k                5  u8 m              6  u16 reserved (0)
