@@ -1,0 +1,85 @@
+// A packet port: where the real-time emulator's frames meet a kernel packet path (AF_XDP or
+// AF_PACKET on one network interface). Single-threaded: one polling thread owns a port.
+// Frames are whole Ethernet frames without FCS. A port never interprets them beyond what its
+// kernel-side filter needs (AF_XDP: RoCEv2 to our address only); the NIC model checks the rest.
+#pragma once
+
+#include <sdr/emu/nic.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace sdr::emu {
+
+struct PortOptions {
+    uint32_t queue = 0;          // NIC RX/TX queue the port binds (AF_XDP) or 0
+    uint32_t ring_frames = 4096; // frames per RX and TX ring
+    // AF_XDP: "auto" (native, then generic), "native" or "generic" attach mode of the XDP
+    // program; zero-copy is tried first where the driver offers it, else copy mode.
+    std::string xdp_mode = "auto";
+    uint32_t rx_batch = 64;      // frames taken from the kernel per rx_burst
+};
+
+struct PortInfo {
+    std::string kind;            // "xdp" or "raw"
+    std::string ifname;
+    NicAddress addr;             // the interface's MAC and first IPv4 address
+    uint32_t mtu = 0;            // the interface's L3 MTU
+    uint32_t max_frame = 0;      // largest Ethernet frame (no FCS) this port can carry
+    std::string mode;            // how it runs, for logs: e.g. "AF_XDP native copy, multi-buffer"
+};
+
+struct PortStats {
+    uint64_t rx_frames = 0, rx_bytes = 0, tx_frames = 0, tx_bytes = 0;
+    uint64_t rx_dropped_kernel = 0;  // what the kernel reports it dropped (ring full)
+    uint64_t tx_full = 0;            // tx_alloc found the TX ring full
+    uint64_t tx_errors = 0;          // frames the kernel refused for good (EMSGSIZE, link down)
+};
+
+class Port {
+public:
+    virtual ~Port() = default;
+    virtual const PortInfo& info() const = 0;
+
+    // Receive up to `max` frames without blocking; `on_frame(data, len)` sees each frame, valid
+    // only during the call. Returns the number of frames delivered.
+    template <class F>
+    size_t rx_burst(size_t max, F&& on_frame)
+    {
+        return rx_burst_impl(max, [](void* ctx, const uint8_t* d, size_t n) { (*static_cast<F*>(ctx))(d, n); },
+                             &on_frame);
+    }
+
+    // Buffer for one outgoing frame of up to info().max_frame bytes, or nullptr while the TX
+    // ring is full. tx_commit(len) queues it; tx_flush() hands queued frames to the kernel (one
+    // system call per batch). At most one tx_alloc is outstanding: a buffer not committed is
+    // abandoned by the next tx_alloc (which may return it again).
+    virtual uint8_t* tx_alloc() = 0;
+    virtual void tx_commit(size_t len) = 0;
+    virtual void tx_flush() = 0;
+
+    // A descriptor that turns readable when frames wait (for poll()/epoll).
+    virtual int fd() const = 0;
+    virtual PortStats stats() const = 0;
+
+protected:
+    using FrameSink = void (*)(void* ctx, const uint8_t* data, size_t len);
+    virtual size_t rx_burst_impl(size_t max, FrameSink sink, void* ctx) = 0;
+};
+
+// Opens kind "xdp" or "raw" on interface ifname; nullptr and *err (what failed and why, with
+// the errno text and a hint such as "needs root" or "frame larger than the page without
+// multi-buffer") if it cannot.
+std::unique_ptr<Port> open_port(const std::string& kind, const std::string& ifname, const PortOptions& opt,
+                                std::string* err);
+
+// The pieces open_port dispatches to (each in its own file).
+std::unique_ptr<Port> open_packet_port(const std::string& ifname, const PortOptions& opt, std::string* err);
+std::unique_ptr<Port> open_xdp_port(const std::string& ifname, const PortOptions& opt, std::string* err);
+
+// The interface's MAC, first IPv4 address and MTU; false + *err if it has none.
+bool interface_info(const std::string& ifname, PortInfo* out, std::string* err);
+
+}  // namespace sdr::emu

@@ -1,0 +1,97 @@
+// The real-time executor: one emulated NIC on a real port (AF_XDP or AF_PACKET), driven by a
+// polling thread in wall-clock time. The thread receives frames into the NIC model (which runs
+// the firmware's handlers inline, as the emulated DPA workers of the NIC's channels), fires
+// firmware timers, and moves the send engine's packets through the impairment stage to the
+// port. Host calls take the NIC lock; the host reads bitmaps and immediates from its memory
+// window without it (the firmware writes them with release stores).
+#pragma once
+
+#include <sdr/emu/nic.hpp>
+#include <sdr/emu/pcap_writer.hpp>
+#include <sdr/emu/port.hpp>
+#include <sdr/emu/shaper.hpp>
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace sdr::emu {
+
+struct RtParams {
+    PortOptions port;
+    ShaperParams shaper;        // applied to what this NIC sends
+    int core = -1;              // pin the polling thread to this CPU (-1: let the kernel place it)
+    bool busy_poll = false;     // never sleep (lowest latency, one core at 100 %)
+    std::string pcap_path;      // what this NIC sent and received; empty: none
+    uint32_t pcap_snaplen = 0;  // bytes kept per data frame; 0 = whole frames
+
+    // Defaults overridden by SDR_RT_* environment variables (README); false + err if malformed.
+    static bool from_env(RtParams* out, std::string* err);
+};
+
+struct RtCounters {
+    uint64_t polls = 0, idle_sleeps = 0, tx_too_big = 0;
+};
+
+class RtNic final : public NicExecutor {
+public:
+    // Opens the port and starts the polling thread; nullptr + *err if the port cannot open.
+    static std::unique_ptr<RtNic> open(const std::string& kind, const std::string& ifname, uint32_t num_workers,
+                                       const RtParams& p, std::string* err);
+    ~RtNic();
+    RtNic(const RtNic&) = delete;
+    RtNic& operator=(const RtNic&) = delete;
+
+    Nic& nic() { return *nic_; }
+    std::mutex& lock() { return mu_; }
+    const PortInfo& port_info() const { return port_->info(); }
+    // Wake the polling thread (new work from the host).
+    void kick();
+    // Block until the NIC shows a host-visible event (Nic::host_events changes) or the clock
+    // reaches deadline_ns. Call without holding the lock.
+    void wait_event(uint64_t deadline_ns);
+
+    // Snapshots, taken under the lock.
+    PortStats port_stats();
+    ShaperCounters shaper_counters();
+    RtCounters counters();
+
+    // NicExecutor (called with the lock held, from the host or the polling thread)
+    uint64_t now_ns() override;
+    void tx_ready(Nic& nic) override;
+    void arm_timer(Nic& nic, uint32_t worker, uint32_t id, uint64_t deadline_ns) override;
+
+private:
+    RtNic(const RtParams& p, std::unique_ptr<Port> port);
+    void run();
+    bool poll_once(uint64_t now);  // lock held; true if it did anything
+    bool receive(uint64_t now);
+    bool transmit(uint64_t now);
+    bool fire_timers(uint64_t now);
+    uint64_t next_deadline() const;
+    void capture(uint64_t now, const uint8_t* f, size_t len);
+    void idle(uint64_t until_ns);
+
+    RtParams p_;
+    std::unique_ptr<Port> port_;
+    std::unique_ptr<Nic> nic_;
+    Shaper shaper_;
+    PcapWriter pcap_;
+    std::mutex mu_;
+    std::condition_variable host_cv_;
+    uint64_t host_events_seen_ = 0;
+    std::map<uint64_t, uint64_t> timer_deadline_;        // (worker << 32 | id) -> deadline
+    std::multimap<uint64_t, uint64_t> timer_queue_;      // deadline -> key (stale entries skipped)
+    int wake_fd_ = -1;                                   // eventfd: host work for the thread
+    std::vector<uint8_t> dup_;                           // a duplicated frame's second copy
+    std::atomic<bool> stop_{false};
+    RtCounters c_;
+    std::thread thread_;
+};
+
+}  // namespace sdr::emu

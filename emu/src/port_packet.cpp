@@ -1,0 +1,230 @@
+// AF_PACKET port: a TPACKET_V3 receive ring (blocks of frames handed over in one go) and
+// batched transmit with sendmmsg, on one interface. A classic BPF filter admits only RoCEv2
+// (IPv4/UDP to port 4791 and our address), and a silent UDP socket on 4791 keeps the kernel's
+// own stack from answering every RoCE frame with ICMP port-unreachable.
+#include <sdr/emu/port.hpp>
+#include <sdr/emu/wire.hpp>
+
+#include <arpa/inet.h>
+#include <linux/filter.h>
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+namespace sdr::emu {
+
+namespace {
+
+std::string errno_text(const std::string& what)
+{
+    int e = errno;
+    std::string s = what + ": " + std::strerror(e);
+    if (e == EPERM || e == EACCES) s += " (needs root: CAP_NET_RAW)";
+    return s;
+}
+
+// Accept IPv4, not a fragment, UDP, destination port 4791, destination address `ip`.
+std::vector<sock_filter> roce_filter(uint32_t ip)
+{
+    return {
+        BPF_STMT(BPF_LD | BPF_H | BPF_ABS, 12),                      // EtherType
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ETH_P_IP, 0, 9),
+        BPF_STMT(BPF_LD | BPF_B | BPF_ABS, 23),                      // IP protocol
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, IPPROTO_UDP, 0, 7),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 30),                      // IP destination
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ip, 0, 5),
+        BPF_STMT(BPF_LD | BPF_H | BPF_ABS, 20),                      // fragment offset
+        BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, 0x1FFF, 3, 0),
+        BPF_STMT(BPF_LDX | BPF_B | BPF_MSH, 14),                     // X = IP header length
+        BPF_STMT(BPF_LD | BPF_H | BPF_IND, 16),                      // UDP destination port
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, wire::kRoceUdpPort, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, 0x40000),                          // accept (whole frame)
+        BPF_STMT(BPF_RET | BPF_K, 0),                                // drop
+    };
+}
+
+class PacketPort final : public Port {
+public:
+    ~PacketPort() override
+    {
+        if (ring_ != MAP_FAILED) munmap(ring_, ring_bytes_);
+        if (fd_ >= 0) close(fd_);
+        if (sink_ >= 0) close(sink_);
+    }
+
+    bool open(const std::string& ifname, const PortOptions& opt, std::string* err)
+    {
+        info_.kind = "raw";
+        if (!interface_info(ifname, &info_, err)) return false;
+        info_.max_frame = info_.mtu + 14;
+        ifindex_ = if_nametoindex(ifname.c_str());
+        fd_ = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, htons(ETH_P_ALL));
+        if (fd_ < 0) return *err = errno_text("raw:" + ifname + ": socket(AF_PACKET)"), false;
+        auto filter = roce_filter(info_.addr.ip);
+        sock_fprog prog{static_cast<unsigned short>(filter.size()), filter.data()};
+        int one = 1, v3 = TPACKET_V3;
+        if (setsockopt(fd_, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof prog) ||
+            setsockopt(fd_, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof one) ||  // not our own frames
+            setsockopt(fd_, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof one) ||
+            setsockopt(fd_, SOL_PACKET, PACKET_VERSION, &v3, sizeof v3))
+            return *err = errno_text("raw:" + ifname + ": setsockopt"), false;
+        // Blocks of 256 KiB: small enough that a block fills (and is handed over) quickly at
+        // low rates too; the 1 ms block timeout bounds the latency of a lone frame.
+        tpacket_req3 req{};
+        req.tp_block_size = 1u << 18;
+        req.tp_frame_size = 1u << 11;  // TPACKET_V3 packs frames; this only sizes the ring
+        uint32_t ring_bytes = std::max(opt.ring_frames, 64u) * (info_.max_frame + 64);
+        req.tp_block_nr = std::max(8u, (ring_bytes + req.tp_block_size - 1) / req.tp_block_size);
+        req.tp_frame_nr = req.tp_block_nr * (req.tp_block_size / req.tp_frame_size);
+        req.tp_retire_blk_tov = 1;
+        if (setsockopt(fd_, SOL_PACKET, PACKET_RX_RING, &req, sizeof req))
+            return *err = errno_text("raw:" + ifname + ": PACKET_RX_RING"), false;
+        ring_bytes_ = size_t{req.tp_block_size} * req.tp_block_nr;
+        ring_ = mmap(nullptr, ring_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+        if (ring_ == MAP_FAILED) return *err = errno_text("raw:" + ifname + ": mmap of the RX ring"), false;
+        block_size_ = req.tp_block_size;
+        blocks_ = req.tp_block_nr;
+        sockaddr_ll sll{};
+        sll.sll_family = AF_PACKET;
+        sll.sll_protocol = htons(ETH_P_ALL);
+        sll.sll_ifindex = static_cast<int>(ifindex_);
+        if (bind(fd_, reinterpret_cast<sockaddr*>(&sll), sizeof sll))
+            return *err = errno_text("raw:" + ifname + ": bind"), false;
+        if (!open_sink(err)) return false;
+        tx_buf_.resize(size_t{kTxBatch} * info_.max_frame);
+        info_.mode = "AF_PACKET TPACKET_V3 RX ring " + std::to_string(ring_bytes_ >> 20) + " MiB, sendmmsg TX";
+        return true;
+    }
+
+    const PortInfo& info() const override { return info_; }
+    int fd() const override { return fd_; }
+
+    uint8_t* tx_alloc() override
+    {
+        if (tx_n_ == kTxBatch) {
+            tx_flush();
+            if (tx_n_ == kTxBatch) {
+                stats_.tx_full++;
+                return nullptr;
+            }
+        }
+        return tx_buf_.data() + size_t{tx_n_} * info_.max_frame;
+    }
+    void tx_commit(size_t len) override { tx_len_[tx_n_++] = static_cast<uint32_t>(len); }
+
+    void tx_flush() override
+    {
+        if (!tx_n_) return;
+        mmsghdr msg[kTxBatch];
+        iovec iov[kTxBatch];
+        for (uint32_t i = 0; i < tx_n_; i++) {
+            iov[i] = {tx_buf_.data() + size_t{i} * info_.max_frame, tx_len_[i]};
+            msg[i] = {};
+            msg[i].msg_hdr.msg_iov = &iov[i];
+            msg[i].msg_hdr.msg_iovlen = 1;
+        }
+        int sent = sendmmsg(fd_, msg, tx_n_, MSG_DONTWAIT);
+        if (sent <= 0) {
+            // The queue is full (EAGAIN/ENOBUFS): keep the frames for the next flush. Anything
+            // else (EMSGSIZE, a down link) would never succeed: count the head as gone.
+            if (errno == EAGAIN || errno == ENOBUFS || errno == EINTR) return;
+            sent = 1;
+            stats_.tx_errors++;
+        }
+        for (int i = 0; i < sent; i++) {
+            stats_.tx_frames++;
+            stats_.tx_bytes += tx_len_[i];
+        }
+        uint32_t left = tx_n_ - static_cast<uint32_t>(sent);
+        std::memmove(tx_buf_.data(), tx_buf_.data() + size_t(sent) * info_.max_frame, size_t{left} * info_.max_frame);
+        std::memmove(tx_len_, tx_len_ + sent, left * sizeof tx_len_[0]);
+        tx_n_ = left;
+    }
+
+    PortStats stats() const override
+    {
+        PortStats s = stats_;
+        tpacket_stats_v3 st{};
+        socklen_t len = sizeof st;
+        // Reading resets the kernel's counters: accumulate.
+        if (getsockopt(fd_, SOL_PACKET, PACKET_STATISTICS, &st, &len) == 0) kernel_drops_ += st.tp_drops;
+        s.rx_dropped_kernel = kernel_drops_;
+        return s;
+    }
+
+protected:
+    size_t rx_burst_impl(size_t max, FrameSink sink, void* ctx) override
+    {
+        size_t n = 0;
+        while (n < max) {
+            auto* bd = reinterpret_cast<tpacket_block_desc*>(static_cast<uint8_t*>(ring_) + size_t{block_} * block_size_);
+            if (!(__atomic_load_n(&bd->hdr.bh1.block_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER)) break;
+            if (pkt_ == 0) hdr_ = reinterpret_cast<uint8_t*>(bd) + bd->hdr.bh1.offset_to_first_pkt;
+            while (pkt_ < bd->hdr.bh1.num_pkts && n < max) {
+                auto* h = reinterpret_cast<tpacket3_hdr*>(hdr_);
+                sink(ctx, hdr_ + h->tp_mac, h->tp_snaplen);
+                stats_.rx_frames++;
+                stats_.rx_bytes += h->tp_snaplen;
+                n++;
+                pkt_++;
+                hdr_ += h->tp_next_offset;
+            }
+            if (pkt_ < bd->hdr.bh1.num_pkts) break;  // budget spent inside the block
+            __atomic_store_n(&bd->hdr.bh1.block_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
+            block_ = (block_ + 1) % blocks_;
+            pkt_ = 0;
+        }
+        return n;
+    }
+
+private:
+    // The kernel stack sees RoCE frames too; a bound UDP socket that is never read takes them
+    // silently (dropped once its small buffer is full) instead of port-unreachable replies.
+    bool open_sink(std::string* err)
+    {
+        sink_ = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        int small = 1, one = 1;
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_port = htons(wire::kRoceUdpPort);
+        a.sin_addr.s_addr = htonl(info_.addr.ip);
+        if (sink_ < 0 || setsockopt(sink_, SOL_SOCKET, SO_RCVBUF, &small, sizeof small) ||
+            setsockopt(sink_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) ||
+            bind(sink_, reinterpret_cast<sockaddr*>(&a), sizeof a))
+            return *err = errno_text("raw:" + info_.ifname + ": UDP socket on port 4791 (another RoCE user here?)"), false;
+        return true;
+    }
+
+    static constexpr uint32_t kTxBatch = 64;
+    PortInfo info_;
+    unsigned ifindex_ = 0;
+    int fd_ = -1, sink_ = -1;
+    void* ring_ = MAP_FAILED;
+    size_t ring_bytes_ = 0;
+    uint32_t block_size_ = 0, blocks_ = 0, block_ = 0, pkt_ = 0;
+    uint8_t* hdr_ = nullptr;
+    std::vector<uint8_t> tx_buf_;
+    uint32_t tx_len_[kTxBatch] = {};
+    uint32_t tx_n_ = 0;
+    PortStats stats_;
+    mutable uint64_t kernel_drops_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Port> open_packet_port(const std::string& ifname, const PortOptions& opt, std::string* err)
+{
+    auto p = std::make_unique<PacketPort>();
+    if (!p->open(ifname, opt, err)) return nullptr;
+    return p;
+}
+
+}  // namespace sdr::emu

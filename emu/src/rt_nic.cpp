@@ -1,0 +1,293 @@
+#include <sdr/emu/rt_nic.hpp>
+#include <sdr/emu/wire.hpp>
+
+#include "env_parse.hpp"
+
+#include <poll.h>
+#include <pthread.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstring>
+
+namespace sdr::emu {
+
+namespace {
+
+// After the last piece of work the thread keeps spinning this long before it sleeps: packets
+// come in trains, and a sleep costs tens of microseconds to wake from.
+constexpr uint64_t kSpinAfterWorkNs = 200'000;
+// Deadlines closer than this are spun for, not slept for (PLATFORM-NOTES: a sleep overshoots).
+constexpr uint64_t kSpinBeforeDeadlineNs = 100'000;
+constexpr uint64_t kMaxSleepNs = 10'000'000;
+constexpr uint32_t kTxBudget = 256;  // packets per round, so receiving is never starved
+
+uint64_t mono_ns()
+{
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return uint64_t(ts.tv_sec) * 1'000'000'000ull + uint64_t(ts.tv_nsec);
+}
+
+}  // namespace
+
+bool RtParams::from_env(RtParams* out, std::string* err)
+{
+    RtParams p = *out;
+    double v;
+    if (!impairment_from_env("SDR_RT_", &p.shaper.impairment, err)) return false;
+    if (!u64_from_env("SDR_RT_SEED", &p.shaper.impairment.seed, err)) return false;
+    if (const char* s = std::getenv("SDR_RT_DELAY_MS")) {
+        if (!parse_double("SDR_RT_DELAY_MS", s, 0, 10'000, &v, err)) return false;
+        p.shaper.delay_ns = static_cast<uint64_t>(v * 1e6);
+    }
+    if (const char* s = std::getenv("SDR_RT_RATE_GBPS")) {
+        if (!parse_double("SDR_RT_RATE_GBPS", s, 0, 1e4, &v, err)) return false;
+        p.shaper.rate_gbps = v;
+    }
+    if (const char* s = std::getenv("SDR_RT_CORE")) {
+        if (!parse_double("SDR_RT_CORE", s, -1, 4095, &v, err)) return false;
+        p.core = static_cast<int>(v);
+    }
+    if (const char* s = std::getenv("SDR_RT_BUSY_POLL")) p.busy_poll = std::string(s) == "1";
+    if (const char* s = std::getenv("SDR_RT_PCAP")) p.pcap_path = s;
+    uint64_t snap = p.pcap_snaplen;
+    if (!u64_from_env("SDR_RT_SNAPLEN", &snap, err)) return false;
+    p.pcap_snaplen = static_cast<uint32_t>(snap);
+    if (const char* s = std::getenv("SDR_RT_XDP_MODE")) {
+        std::string m = s;
+        if (m != "auto" && m != "native" && m != "generic") {
+            if (err) *err = "SDR_RT_XDP_MODE must be auto, native or generic";
+            return false;
+        }
+        p.port.xdp_mode = m;
+    }
+    *out = p;
+    return true;
+}
+
+RtNic::RtNic(const RtParams& p, std::unique_ptr<Port> port) : p_(p), port_(std::move(port)), shaper_(p.shaper) {}
+
+std::unique_ptr<RtNic> RtNic::open(const std::string& kind, const std::string& ifname, uint32_t num_workers,
+                                   const RtParams& p, std::string* err)
+{
+    auto port = open_port(kind, ifname, p.port, err);
+    if (!port) return nullptr;
+    std::unique_ptr<RtNic> r(new RtNic(p, std::move(port)));
+    if (!p.pcap_path.empty() && !r->pcap_.open(p.pcap_path, err)) return nullptr;
+    r->wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (r->wake_fd_ < 0) {
+        *err = std::string("eventfd: ") + std::strerror(errno);
+        return nullptr;
+    }
+    r->nic_ = std::make_unique<Nic>(0, r->port_->info().addr, num_workers, true, r.get());
+    r->thread_ = std::thread([raw = r.get()] { raw->run(); });
+    return r;
+}
+
+RtNic::~RtNic()
+{
+    stop_ = true;
+    kick();
+    if (thread_.joinable()) thread_.join();
+    nic_.reset();
+    if (wake_fd_ >= 0) close(wake_fd_);
+}
+
+uint64_t RtNic::now_ns() { return mono_ns(); }
+
+void RtNic::kick()
+{
+    uint64_t one = 1;
+    if (wake_fd_ >= 0 && write(wake_fd_, &one, sizeof one) < 0) {}  // a full counter is awake enough
+}
+
+void RtNic::tx_ready(Nic&)
+{
+    // From the polling thread the next round sees it anyway; from the host, wake the thread.
+    if (std::this_thread::get_id() != thread_.get_id()) kick();
+}
+
+void RtNic::arm_timer(Nic&, uint32_t worker, uint32_t id, uint64_t deadline_ns)
+{
+    uint64_t key = (uint64_t{worker} << 32) | id;
+    timer_deadline_[key] = deadline_ns;  // re-arming replaces; the old queue entry goes stale
+    timer_queue_.emplace(deadline_ns, key);
+    if (std::this_thread::get_id() != thread_.get_id()) kick();
+}
+
+void RtNic::wait_event(uint64_t deadline_ns)
+{
+    std::unique_lock<std::mutex> lk(mu_);
+    const uint64_t before = nic_->host_events();
+    while (nic_->host_events() == before) {
+        uint64_t now = mono_ns();
+        if (now >= deadline_ns) return;
+        // steady_clock is CLOCK_MONOTONIC on Linux; wake at least every 100 ms regardless.
+        uint64_t until = std::min(deadline_ns, now + 100'000'000);
+        host_cv_.wait_until(lk, std::chrono::steady_clock::time_point(std::chrono::nanoseconds(until)));
+    }
+}
+
+PortStats RtNic::port_stats()
+{
+    std::lock_guard<std::mutex> g(mu_);
+    return port_->stats();
+}
+
+ShaperCounters RtNic::shaper_counters()
+{
+    std::lock_guard<std::mutex> g(mu_);
+    return shaper_.counters();
+}
+
+RtCounters RtNic::counters()
+{
+    std::lock_guard<std::mutex> g(mu_);
+    return c_;
+}
+
+void RtNic::run()
+{
+    if (p_.core >= 0) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(p_.core, &set);
+        pthread_setaffinity_np(pthread_self(), sizeof set, &set);  // best effort: logged by the tools
+    }
+    uint64_t last_work = mono_ns();
+    while (!stop_.load(std::memory_order_relaxed)) {
+        uint64_t now = mono_ns(), next;
+        bool did;
+        {
+            std::lock_guard<std::mutex> g(mu_);
+            did = poll_once(now);
+            uint64_t ev = nic_->host_events();
+            if (ev != host_events_seen_) {
+                host_events_seen_ = ev;
+                host_cv_.notify_all();
+            }
+            next = next_deadline();
+        }
+        if (did) {
+            last_work = now;
+            continue;
+        }
+        if (p_.busy_poll || now - last_work < kSpinAfterWorkNs) continue;
+        idle(next);
+    }
+}
+
+bool RtNic::poll_once(uint64_t now)
+{
+    c_.polls++;
+    bool did = receive(now);
+    did |= fire_timers(now);
+    did |= transmit(now);
+    return did;
+}
+
+bool RtNic::receive(uint64_t now)
+{
+    return port_->rx_burst(p_.port.rx_batch, [&](const uint8_t* f, size_t len) {
+        capture(now, f, len);
+        nic_->rx_frame(f, len);
+    }) > 0;
+}
+
+bool RtNic::fire_timers(uint64_t now)
+{
+    bool did = false;
+    while (!timer_queue_.empty() && timer_queue_.begin()->first <= now) {
+        auto [deadline, key] = *timer_queue_.begin();
+        timer_queue_.erase(timer_queue_.begin());
+        auto it = timer_deadline_.find(key);
+        if (it == timer_deadline_.end() || it->second != deadline) continue;  // re-armed since
+        timer_deadline_.erase(it);
+        nic_->timer_fired(static_cast<uint32_t>(key >> 32), static_cast<uint32_t>(key));
+        did = true;
+    }
+    return did;
+}
+
+bool RtNic::transmit(uint64_t now)
+{
+    bool did = false;
+    const size_t cap = port_->info().max_frame;
+    auto to_port = [&](const uint8_t* f, size_t len) {
+        uint8_t* b = port_->tx_alloc();
+        if (!b) return false;
+        std::memcpy(b, f, len);
+        capture(now, b, len);
+        port_->tx_commit(len);
+        return true;
+    };
+    for (uint32_t i = 0; i < kTxBudget && nic_->tx_pending(); i++) {
+        uint8_t* buf = port_->tx_alloc();  // the frame is encoded straight into the port's buffer
+        if (!buf) break;
+        TxPacket pk;
+        if (!nic_->tx_next(&pk)) break;
+        did = true;
+        size_t len = pk.local_error ? 0 : nic_->tx_encode(pk, buf, cap);
+        if (!pk.local_error && !len) c_.tx_too_big++;  // larger than the port's frames: lost
+        if (len) {
+            Shaper::Verdict v = shaper_.decide();
+            if (v.copies && v.direct) {
+                // A committed buffer belongs to the port: keep the duplicate's bytes first.
+                if (v.copies == 2) dup_.assign(buf, buf + len);
+                capture(now, buf, len);
+                port_->tx_commit(len);
+                if (v.copies == 2) to_port(dup_.data(), len);
+            } else if (v.copies) {
+                shaper_.hold(now, buf, len, v);
+            }
+        }
+        nic_->tx_done(pk);  // local completion: the frame is handed to the port
+    }
+    if (!shaper_.empty()) {
+        size_t before = shaper_.counters().held_frames;
+        shaper_.release(now, to_port);
+        did |= shaper_.counters().held_frames != before;
+    }
+    port_->tx_flush();
+    return did;
+}
+
+uint64_t RtNic::next_deadline() const
+{
+    uint64_t t = shaper_.next_ns();
+    if (!timer_queue_.empty()) t = std::min(t, timer_queue_.begin()->first);
+    return t;
+}
+
+void RtNic::capture(uint64_t now, const uint8_t* f, size_t len)
+{
+    if (!pcap_.is_open()) return;
+    // Control datagrams (UD SEND) stay whole; data frames are cut at the snaplen.
+    constexpr size_t kBthOpcode = wire::kEthBytes + wire::kIpv4Bytes + wire::kUdpBytes;
+    bool ctrl = len > kBthOpcode && (f[kBthOpcode] == wire::kOpUdSendOnly || f[kBthOpcode] == wire::kOpUdSendOnlyImm);
+    uint32_t cap = (!ctrl && p_.pcap_snaplen && p_.pcap_snaplen < len) ? p_.pcap_snaplen : static_cast<uint32_t>(len);
+    pcap_.write(now * 1000, f, cap, static_cast<uint32_t>(len));
+}
+
+// Sleep until a frame arrives, the host kicks, or the next deadline is near.
+void RtNic::idle(uint64_t until_ns)
+{
+    uint64_t now = mono_ns();
+    if (until_ns <= now + kSpinBeforeDeadlineNs) return;
+    uint64_t sleep_ns = std::min(until_ns - now - kSpinBeforeDeadlineNs, kMaxSleepNs);
+    pollfd fds[2] = {{port_->fd(), POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+    timespec ts{static_cast<time_t>(sleep_ns / 1'000'000'000), static_cast<long>(sleep_ns % 1'000'000'000)};
+    {
+        std::lock_guard<std::mutex> g(mu_);
+        c_.idle_sleeps++;
+        if (nic_->tx_pending()) return;  // the host posted while we decided to sleep
+    }
+    if (ppoll(fds, 2, &ts, nullptr) > 0 && (fds[1].revents & POLLIN)) {
+        uint64_t n;
+        if (read(wake_fd_, &n, sizeof n) < 0) {}  // drained; EAGAIN is fine
+    }
+}
+
+}  // namespace sdr::emu
