@@ -146,13 +146,13 @@ std::unique_ptr<Device> open_device(const char* name, uint32_t num_channels, std
         }
         return std::make_unique<SimDevice>(*f, nic, n);
     }
-    for (const char* kind : {"xdp:", "raw:", "verbs:"})
-        if (n.rfind(kind, 0) == 0) {
-            *err = "device '" + n + "': the " + std::string(kind, std::strlen(kind) - 1) +
-                   " backend is not part of this build yet; use sim:N";
-            return nullptr;
-        }
-    *err = "unknown device '" + n + "': expected sim:N (simulated NIC N), see README";
+    for (const char* kind : {"xdp", "raw"})
+        if (n.rfind(std::string(kind) + ":", 0) == 0) return open_rt_device(kind, n.substr(4), num_channels, err);
+    if (n.rfind("verbs:", 0) == 0) {
+        *err = "device '" + n + "': the rdma-core backend is not part of this build yet; use sim:N, raw:IF or xdp:IF";
+        return nullptr;
+    }
+    *err = "unknown device '" + n + "': expected sim:N (simulated NIC N), raw:IFNAME (AF_PACKET) or xdp:IFNAME (AF_XDP), see README";
     return nullptr;
 }
 

@@ -112,7 +112,10 @@ sdr_qp* sdr_qp_create(sdr_context* ctx, sdr_qp_attr* attr)
             for (uint32_t c = 0; c < qp->channels; c++) qp->tx->channel_qp[g][c] = qp->tq[g][c];
         fq.tx = qp->tx;
     }
-    dev.firmware()->qps[index] = fq;
+    {
+        sdr::host::NicGuard g(dev);
+        dev.firmware()->qps[index] = fq;
+    }
     if (ctx->qps.size() <= index) ctx->qps.resize(index + 1, nullptr);
     ctx->qps[index] = qp;
     return qp;
@@ -122,7 +125,10 @@ int sdr_qp_destroy(sdr_qp* qp)
 {
     if (!qp) return set_error("sdr_qp_destroy: qp is NULL");
     sdr::host::Device& dev = *qp->ctx->dev;
-    dev.firmware()->qps[qp->index] = fw_qp{nullptr, nullptr};
+    {
+        sdr::host::NicGuard g(dev);
+        dev.firmware()->qps[qp->index] = fw_qp{nullptr, nullptr};
+    }
     for (uint32_t g = 0; g < FW_GENERATIONS; g++) {
         for (uint32_t c = 0; c < qp->channels; c++) dev.qp_destroy(qp->tq[g][c]);
         if (qp->root_rkey[g]) dev.root_key_destroy(qp->root_rkey[g]);

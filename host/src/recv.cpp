@@ -44,8 +44,11 @@ int sdr_recv_post(sdr_qp* qp, sdr_recv_wr* wr, sdr_recv_handle** handle)
     h.nchunks = static_cast<uint32_t>((uint64_t{wr->max_length} + (1ull << qp->chunk_log) - 1) >> qp->chunk_log);
     h.address = wr->address;
     h.lkey = wr->lkey;
-    std::memset(slot_words(qp, place.slot), 0, qp->rx->slot_window_words * sizeof(uint64_t));
-    fw_rx_slot_arm(qp->rx, place.slot, place.generation, place.msg_id, wr->max_length);
+    {
+        sdr::host::NicGuard g(*qp->ctx->dev);
+        std::memset(slot_words(qp, place.slot), 0, qp->rx->slot_window_words * sizeof(uint64_t));
+        fw_rx_slot_arm(qp->rx, place.slot, place.generation, place.msg_id, wr->max_length);
+    }
     qp->recvs_posted++;
     *handle = &h;
     return SDR_SUCCESS;
@@ -87,6 +90,7 @@ int sdr_recv_bitmap_chunk_expand(sdr_recv_handle* h, uint32_t chunk, uint64_t* b
                          std::to_string(h->nchunks) + " chunks");
     h->qp->ctx->dev->progress();
     uint32_t ppc = 1u << (h->qp->chunk_log - h->qp->mtu_log);
+    sdr::host::NicGuard g(*h->qp->ctx->dev);
     fw_rx_chunk_expand(h->qp->rx, h->slot, chunk, bitmap, (ppc + 63) / 64);
     return SDR_SUCCESS;
 }
@@ -97,6 +101,7 @@ int sdr_recv_complete(sdr_recv_handle* h)
     sdr_qp* qp = h->qp;
     // NULL key first: from here no late packet of this message can touch the buffer.
     qp->ctx->dev->root_key_null(qp->root_rkey[h->generation], h->slot);
+    sdr::host::NicGuard g(*qp->ctx->dev);
     fw_rx_slot_disarm(qp->rx, h->slot);
     h->active = false;
     return SDR_SUCCESS;

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 
 namespace sdr::host {
@@ -68,9 +69,34 @@ public:
     // false on devices that run in real time.
     virtual bool wait_event(uint64_t t_ns) = 0;
     virtual bool pending() = 0;
+
+    // The lock of a NIC that runs on its own thread (real-time backends), for host code that
+    // touches firmware state in NIC memory directly; nullptr where one thread does everything.
+    virtual std::mutex* nic_lock() { return nullptr; }
 };
 
-// "sim" / "sim:N": NIC N of the process's simulated fabric. NULL + err otherwise.
+// Holds a device's NIC lock, if it has one, for the scope.
+class NicGuard {
+public:
+    explicit NicGuard(Device& d) : m_(d.nic_lock())
+    {
+        if (m_) m_->lock();
+    }
+    ~NicGuard()
+    {
+        if (m_) m_->unlock();
+    }
+    NicGuard(const NicGuard&) = delete;
+    NicGuard& operator=(const NicGuard&) = delete;
+
+private:
+    std::mutex* m_;
+};
+
+// "sim" / "sim:N": NIC N of the process's simulated fabric; "raw:IF" / "xdp:IF": the real-time
+// emulator on interface IF (AF_PACKET / AF_XDP). NULL + err otherwise.
 std::unique_ptr<Device> open_device(const char* name, uint32_t num_channels, std::string* err);
+std::unique_ptr<Device> open_rt_device(const std::string& kind, const std::string& ifname, uint32_t num_channels,
+                                       std::string* err);
 
 }  // namespace sdr::host
