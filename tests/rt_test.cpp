@@ -9,11 +9,19 @@
 
 #include <pcap/pcap.h>
 #include <sdr/emu/wire.hpp>
+#include <sdr/host/inspect.hpp>
 #include <sdr/reliability/endpoint.hpp>
 #include <sdr_sim.h>
 
+#include <linux/if_packet.h>
+#include <net/ethernet.h>
+#include <net/if.h>
+#include <sys/socket.h>
+
 #include <chrono>
+#include <map>
 #include <set>
+#include <thread>
 
 using namespace sdr;
 using namespace sdr::test;
@@ -234,4 +242,153 @@ TEST(RealTime, ReliableSchemesDeliverOverALossyRawPath)
         sdr_mr_dereg(sm);
         sdr_mr_dereg(dm);
     }
+}
+
+namespace {
+
+// A raw socket outside the emulator, on one end of the veth: it watches frames go by (the
+// sender's own socket bypasses the qdisc, so its frames are seen on the receiving end) and
+// injects frames of its own.
+class Injector {
+public:
+    explicit Injector(const std::string& ifname)
+    {
+        fd_ = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, htons(ETH_P_ALL));
+        sockaddr_ll a{};
+        a.sll_family = AF_PACKET;
+        a.sll_protocol = htons(ETH_P_ALL);
+        a.sll_ifindex = static_cast<int>(if_nametoindex(ifname.c_str()));
+        timeval tv{0, 200'000};
+        ok_ = fd_ >= 0 && bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+              setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) == 0;
+    }
+    ~Injector()
+    {
+        if (fd_ >= 0) close(fd_);
+    }
+    bool ok() const { return ok_; }
+    // The next RoCE data frame seen on the interface (the sender's, going out).
+    bool capture(std::vector<uint8_t>* frame, emu::wire::Parsed* parsed)
+    {
+        uint8_t buf[9000];
+        for (int i = 0; i < 10000; i++) {
+            ssize_t n = recv(fd_, buf, sizeof buf, 0);
+            if (n <= 0) return false;
+            if (emu::wire::decode(buf, static_cast<size_t>(n), parsed) == emu::wire::Verdict::Ok &&
+                parsed->h.opcode == emu::wire::kOpUcWriteOnlyImm && parsed->payload_len > 0) {
+                frame->assign(buf, buf + n);
+                parsed->payload = frame->data() + (parsed->payload - buf);
+                return true;
+            }
+        }
+        return false;
+    }
+    bool send(const std::vector<uint8_t>& f) { return ::send(fd_, f.data(), f.size(), 0) == static_cast<ssize_t>(f.size()); }
+
+private:
+    int fd_ = -1;
+    bool ok_ = false;
+};
+
+std::vector<uint8_t> frame_of(const emu::wire::Headers& h, const uint8_t* payload, uint32_t len)
+{
+    std::vector<uint8_t> f(emu::wire::kWriteImmHeaderBytes + len + 4);
+    f.resize(emu::wire::encode(h, payload, len, f.data(), f.size()));
+    return f;
+}
+
+}  // namespace
+
+TEST(RealTime, HostileFramesOnTheWireAreDroppedAndCounted)
+{
+    if (auto why = skip_reason(); !why.empty()) GTEST_SKIP() << why;
+    Testbed tb("sdrrt4");
+    ASSERT_TRUE(tb.ok());
+    RtPair p;
+    ASSERT_TRUE(p.open(tb, "raw", {{"SDR_RT_RATE_GBPS", "2"}})) << p.why;  // slow enough to inject into
+    const size_t size = 16u << 20, guard = 1u << 20;
+    // The receive buffer sits between two guard regions of the same memory region: a write
+    // outside the posted receive would land in a guard.
+    std::vector<uint8_t> src(size), region(guard + size + guard, 0xA5);
+    fill(src, 77);
+    std::fill(region.begin() + guard, region.end() - guard, 0);
+    sdr_mr* sm = sdr_mr_reg(p.ctx[0], src.data(), size, SDR_ACCESS_REMOTE_WRITE);
+    sdr_mr* dm = sdr_mr_reg(p.ctx[1], region.data(), region.size(), SDR_ACCESS_REMOTE_WRITE);
+    uint32_t sk, dk;
+    sdr_mr_lkey_get(sm, &sk);
+    sdr_mr_lkey_get(dm, &dk);
+    sdr_recv_wr rw{static_cast<uint32_t>(size), dk, reinterpret_cast<uint64_t>(region.data() + guard)};
+    sdr_recv_handle* rh;
+    ASSERT_EQ(sdr_recv_post(p.qp[1], &rw, &rh), SDR_SUCCESS) << sdr_last_error();
+
+    std::unique_ptr<Injector> inj, tap;
+    {
+        InNetns in(tb.ns(0));
+        inj = std::make_unique<Injector>(tb.ns(0));
+    }
+    {
+        InNetns in(tb.ns(1));
+        tap = std::make_unique<Injector>(tb.ns(1));
+    }
+    ASSERT_TRUE(inj->ok() && tap->ok());
+    sdr_send_wr sw{SDR_WR_WRITE, 0, static_cast<uint32_t>(size), sk, reinterpret_cast<uint64_t>(src.data()), 0};
+    sdr_send_handle* sh;
+    ASSERT_EQ(sdr_send_post(p.qp[0], &sw, &sh), SDR_SUCCESS) << sdr_last_error();
+
+    // Mutations of a real frame of this transfer; each a different reason to drop.
+    std::vector<uint8_t> legit;
+    emu::wire::Parsed pk;
+    ASSERT_TRUE(tap->capture(&legit, &pk)) << "saw no frame of the transfer";
+    tap.reset();
+    std::map<std::string, std::vector<uint8_t>> hostile;
+    emu::wire::Headers h = pk.h;
+    h.dest_qp = emu::Nic::kQpnBase + 700;
+    hostile["UnknownQp"] = frame_of(h, pk.payload, pk.payload_len);
+    h = pk.h;
+    h.rkey ^= 0x00A5A500;
+    hostile["UnknownKey"] = frame_of(h, pk.payload, pk.payload_len);
+    h = pk.h;
+    h.va += uint64_t{1} << 40;  // far past the last slot of the root key
+    hostile["OutOfBounds"] = frame_of(h, pk.payload, pk.payload_len);
+    hostile["BadIcrc"] = legit;
+    hostile["BadIcrc"][emu::wire::kWriteImmHeaderBytes + 5] ^= 0xFF;  // payload byte, ICRC unchanged
+    hostile["Truncated"] = std::vector<uint8_t>(legit.begin(), legit.begin() + 60);
+    std::vector<uint8_t> other = legit;  // UDP to another port: the port's filter never passes it
+    other[14 + 20 + 2] = 0x12;
+    hostile["NotOurs"] = other;
+    for (int round = 0; round < 50; round++)
+        for (auto& [why, f] : hostile) ASSERT_TRUE(inj->send(f)) << why;
+
+    wait_send(sh);
+    uint8_t* bm;
+    size_t nb;
+    uint64_t give_up = wall_ns() + 30'000'000'000ull, set = 0;
+    while (wall_ns() < give_up) {
+        sdr_recv_bitmap_get(rh, &bm, &nb);
+        set = 0;
+        for (size_t i = 0; i < nb; i++) set += __builtin_popcount(bm[i]);
+        if (set == size / 65536) break;
+        sdr_sim_wait(p.ctx[1], sdr_now_ns(p.ctx[1]) + 1'000'000);
+    }
+    EXPECT_EQ(set, size / 65536) << "the transfer completed";
+    EXPECT_EQ(std::memcmp(region.data() + guard, src.data(), size), 0) << "byte-exact";
+    for (size_t i = 0; i < guard; i++) {
+        ASSERT_EQ(region[i], 0xA5) << "guard before the buffer, byte " << i;
+        ASSERT_EQ(region[guard + size + i], 0xA5) << "guard after the buffer, byte " << i;
+    }
+    emu::RtNic* rt = host::rt_of(p.ctx[1]);
+    ASSERT_NE(rt, nullptr);
+    std::lock_guard<std::mutex> g(rt->lock());
+    const auto& c = host::nic_of(p.ctx[1])->counters();
+    EXPECT_GE(c.rx_drop(emu::RxDrop::UnknownQp), 50u);
+    EXPECT_GE(c.rx_drop(emu::RxDrop::UnknownKey), 50u);
+    EXPECT_GE(c.rx_drop(emu::RxDrop::OutOfBounds), 50u);
+    EXPECT_GE(c.rx_drop(emu::RxDrop::BadIcrc), 50u);
+    EXPECT_GE(c.rx_drop(emu::RxDrop::Truncated), 50u);
+    std::printf("receiver NIC drops: unknown QP %lu, unknown key %lu, out of bounds %lu, bad ICRC %lu, truncated %lu\n",
+                static_cast<unsigned long>(c.rx_drop(emu::RxDrop::UnknownQp)),
+                static_cast<unsigned long>(c.rx_drop(emu::RxDrop::UnknownKey)),
+                static_cast<unsigned long>(c.rx_drop(emu::RxDrop::OutOfBounds)),
+                static_cast<unsigned long>(c.rx_drop(emu::RxDrop::BadIcrc)),
+                static_cast<unsigned long>(c.rx_drop(emu::RxDrop::Truncated)));
 }

@@ -1,6 +1,8 @@
 // Contexts (one per opened device), memory regions and the virtual-clock extension.
 #include <sdr_sim.h>
 
+#include <sdr/host/inspect.hpp>
+
 #include "internal.hpp"
 
 using sdr::host::clear_error;
@@ -76,6 +78,15 @@ int sdr_mr_rkey_get(sdr_mr* mr, uint32_t* rkey)
     *rkey = mr->lkey;
     return SDR_SUCCESS;
 }
+
+}  // extern "C"
+
+namespace sdr::host {
+const emu::Nic* nic_of(sdr_context* ctx) { return ctx ? ctx->dev->emu_nic() : nullptr; }
+emu::RtNic* rt_of(sdr_context* ctx) { return ctx ? ctx->dev->rt_nic() : nullptr; }
+}  // namespace sdr::host
+
+extern "C" {
 
 uint64_t sdr_now_ns(sdr_context* ctx) { return ctx ? ctx->dev->now_ns() : 0; }
 

@@ -104,6 +104,7 @@ public:
         return true;
     }
     bool pending() override { return !fabric_.sim().idle(); }
+    const emu::Nic* emu_nic() const override { return &nic_; }
 
 private:
     // Fabric time in ps, saturating: "wait forever" (UINT64_MAX ns) must not wrap around.

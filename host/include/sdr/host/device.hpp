@@ -13,6 +13,11 @@
 #include <mutex>
 #include <string>
 
+namespace sdr::emu {
+class Nic;
+class RtNic;
+}  // namespace sdr::emu
+
 namespace sdr::host {
 
 struct PeerAddress {
@@ -73,6 +78,9 @@ public:
     // The lock of a NIC that runs on its own thread (real-time backends), for host code that
     // touches firmware state in NIC memory directly; nullptr where one thread does everything.
     virtual std::mutex* nic_lock() { return nullptr; }
+    // What inspect.hpp hands to tools and tests.
+    virtual const emu::Nic* emu_nic() const = 0;
+    virtual emu::RtNic* rt_nic() { return nullptr; }
 };
 
 // Holds a device's NIC lock, if it has one, for the scope.

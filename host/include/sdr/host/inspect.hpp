@@ -1,0 +1,17 @@
+// C++ access to what sits behind a context, for tools and tests that report NIC counters:
+// the emulated NIC (port, QP and firmware counters) and, on "raw:"/"xdp:" devices, the
+// real-time executor (port statistics, impairment counters). Not part of the C API.
+#pragma once
+
+#include <sdr.h>
+#include <sdr/emu/nic.hpp>
+#include <sdr/emu/rt_nic.hpp>
+
+namespace sdr::host {
+
+// The context's emulated NIC; nullptr for a NULL context.
+const emu::Nic* nic_of(sdr_context* ctx);
+// The real-time executor of a "raw:"/"xdp:" context; nullptr otherwise.
+emu::RtNic* rt_of(sdr_context* ctx);
+
+}  // namespace sdr::host
