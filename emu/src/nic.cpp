@@ -269,8 +269,14 @@ void Nic::respond(const PacketMeta& m, const uint8_t* payload)
     cqe.byte_len = m.dma_len;
     cqe.opcode = HAL_CQE_RECV_WRITE_IMM;
     cqe.status = HAL_CQE_OK;
-    // The channel's DPA worker drains its CQ at once: the simulator charges no handler time.
-    hal_worker* w = workers_[qp.channel].get();
+    // The channel's DPA worker drains its CQ: at once (the simulator charges no handler time),
+    // or on its own thread if the executor runs workers on dedicated cores.
+    if (!exec_->dispatch_rx_cqe(qp.channel, cqe)) run_rx_cqe(qp.channel, cqe);
+}
+
+void Nic::run_rx_cqe(uint32_t worker, const hal_cqe& cqe)
+{
+    hal_worker* w = workers_[worker].get();
     w->cqe_handler_calls++;
     fw_handle_cqe(fw_, w, &cqe);
 }

@@ -31,18 +31,19 @@ std::string errno_text(const std::string& what)
     return s;
 }
 
-// Accept IPv4, not a fragment, UDP, destination port 4791, destination address `ip`.
+// Accept IPv4, not a fragment, UDP, destination port 4791, destination address `ip`. Jump
+// offsets count from the next instruction; every "no" lands on the final drop.
 std::vector<sock_filter> roce_filter(uint32_t ip)
 {
     return {
         BPF_STMT(BPF_LD | BPF_H | BPF_ABS, 12),                      // EtherType
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ETH_P_IP, 0, 9),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ETH_P_IP, 0, 10),
         BPF_STMT(BPF_LD | BPF_B | BPF_ABS, 23),                      // IP protocol
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, IPPROTO_UDP, 0, 7),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, IPPROTO_UDP, 0, 8),
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 30),                      // IP destination
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ip, 0, 5),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ip, 0, 6),
         BPF_STMT(BPF_LD | BPF_H | BPF_ABS, 20),                      // fragment offset
-        BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, 0x1FFF, 3, 0),
+        BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, 0x1FFF, 4, 0),
         BPF_STMT(BPF_LDX | BPF_B | BPF_MSH, 14),                     // X = IP header length
         BPF_STMT(BPF_LD | BPF_H | BPF_IND, 16),                      // UDP destination port
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, wire::kRoceUdpPort, 0, 1),
@@ -66,7 +67,9 @@ public:
         if (!interface_info(ifname, &info_, err)) return false;
         info_.max_frame = info_.mtu + 14;
         ifindex_ = if_nametoindex(ifname.c_str());
-        fd_ = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, htons(ETH_P_ALL));
+        // Protocol 0: the socket receives nothing until bind, so no frame slips in before the
+        // filter is attached.
+        fd_ = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (fd_ < 0) return *err = errno_text("raw:" + ifname + ": socket(AF_PACKET)"), false;
         auto filter = roce_filter(info_.addr.ip);
         sock_fprog prog{static_cast<unsigned short>(filter.size()), filter.data()};

@@ -50,6 +50,23 @@ bool RtParams::from_env(RtParams* out, std::string* err)
         if (!parse_double("SDR_RT_CORE", s, -1, 4095, &v, err)) return false;
         p.core = static_cast<int>(v);
     }
+    if (const char* s = std::getenv("SDR_RT_WORKER_THREADS")) {
+        if (!parse_double("SDR_RT_WORKER_THREADS", s, 0, 64, &v, err)) return false;
+        p.worker_threads = static_cast<uint32_t>(v);
+    }
+    if (const char* s = std::getenv("SDR_RT_WORKER_CORES")) {  // "2,3,..."
+        p.worker_cores.clear();
+        for (const char* c = s; *c;) {
+            char* end;
+            long core = std::strtol(c, &end, 10);
+            if (end == c || core < 0 || (*end && *end != ',')) {
+                if (err) *err = std::string("SDR_RT_WORKER_CORES='") + s + "': expected CPU numbers like 2,3";
+                return false;
+            }
+            p.worker_cores.push_back(static_cast<int>(core));
+            c = *end ? end + 1 : end;
+        }
+    }
     if (const char* s = std::getenv("SDR_RT_BUSY_POLL")) p.busy_poll = std::string(s) == "1";
     if (const char* s = std::getenv("SDR_RT_PCAP")) p.pcap_path = s;
     uint64_t snap = p.pcap_snaplen;
@@ -82,6 +99,9 @@ std::unique_ptr<RtNic> RtNic::open(const std::string& kind, const std::string& i
         return nullptr;
     }
     r->nic_ = std::make_unique<Nic>(0, r->port_->info().addr, num_workers, true, r.get());
+    if (p.worker_threads)
+        r->workers_ = std::make_unique<RtWorkers>(*r->nic_, std::min(p.worker_threads, num_workers), p.worker_cores,
+                                                  [raw = r.get()] { raw->notify_host(); });
     r->thread_ = std::thread([raw = r.get()] { raw->run(); });
     return r;
 }
@@ -91,6 +111,7 @@ RtNic::~RtNic()
     stop_ = true;
     kick();
     if (thread_.joinable()) thread_.join();
+    workers_.reset();  // before the NIC they run handlers on
     nic_.reset();
     if (wake_fd_ >= 0) close(wake_fd_);
 }
@@ -117,9 +138,23 @@ void RtNic::arm_timer(Nic&, uint32_t worker, uint32_t id, uint64_t deadline_ns)
     if (std::this_thread::get_id() != thread_.get_id()) kick();
 }
 
+bool RtNic::dispatch_rx_cqe(uint32_t worker, const hal_cqe& cqe)
+{
+    if (!workers_) return false;
+    workers_->post(worker, cqe);
+    return true;
+}
+
+// Notifying under host_mu_ closes the gap between a waiter's check and its sleep.
+void RtNic::notify_host()
+{
+    std::lock_guard<std::mutex> g(host_mu_);
+    host_cv_.notify_all();
+}
+
 void RtNic::wait_event(uint64_t deadline_ns)
 {
-    std::unique_lock<std::mutex> lk(mu_);
+    std::unique_lock<std::mutex> lk(host_mu_);
     const uint64_t before = nic_->host_events();
     while (nic_->host_events() == before) {
         uint64_t now = mono_ns();
@@ -159,17 +194,16 @@ void RtNic::run()
     uint64_t last_work = mono_ns();
     while (!stop_.load(std::memory_order_relaxed)) {
         uint64_t now = mono_ns(), next;
-        bool did;
+        bool did, changed;
         {
             std::lock_guard<std::mutex> g(mu_);
             did = poll_once(now);
             uint64_t ev = nic_->host_events();
-            if (ev != host_events_seen_) {
-                host_events_seen_ = ev;
-                host_cv_.notify_all();
-            }
+            changed = ev != host_events_seen_;
+            host_events_seen_ = ev;
             next = next_deadline();
         }
+        if (changed) notify_host();
         if (did) {
             last_work = now;
             continue;

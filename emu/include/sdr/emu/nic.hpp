@@ -82,6 +82,14 @@ public:
     virtual uint64_t now_ns() = 0;
     virtual void tx_ready(Nic& nic) = 0;  // the send engine has work
     virtual void arm_timer(Nic& nic, uint32_t worker, uint32_t id, uint64_t deadline_ns) = 0;
+    // A receive CQE for `worker`: true if the executor hands it to that worker's own thread
+    // (which calls Nic::run_rx_cqe), false to run the handler inline, now.
+    virtual bool dispatch_rx_cqe(uint32_t worker, const hal_cqe& cqe)
+    {
+        (void)worker;
+        (void)cqe;
+        return false;
+    }
 
 protected:
     ~NicExecutor() = default;
@@ -169,6 +177,9 @@ public:
     // Host → firmware: a send doorbell for SDR QP qp_index.
     void doorbell(uint32_t qp_index);
     void timer_fired(uint32_t worker, uint32_t id);
+    // The firmware's receive handler on DPA worker `worker` (inline, or on the worker's thread:
+    // it touches only firmware receive state, with atomics, and that worker's counters).
+    void run_rx_cqe(uint32_t worker, const hal_cqe& cqe);
 
     // HAL entry points (hal_emu.cpp forwards here).
     bool hal_tx_post(hal_worker* w, const hal_tx_wqe& wqe);

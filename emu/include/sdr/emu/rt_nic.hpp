@@ -1,14 +1,14 @@
 // The real-time executor: one emulated NIC on a real port (AF_XDP or AF_PACKET), driven by a
-// polling thread in wall-clock time. The thread receives frames into the NIC model (which runs
-// the firmware's handlers inline, as the emulated DPA workers of the NIC's channels), fires
-// firmware timers, and moves the send engine's packets through the impairment stage to the
-// port. Host calls take the NIC lock; the host reads bitmaps and immediates from its memory
+// polling thread in wall-clock time. The thread receives frames into the NIC model, whose
+// receive handlers run inline or on dedicated worker threads (RtWorkers), fires firmware
+// timers, and moves the send engine's packets through the impairment stage to the port. Host calls take the NIC lock; the host reads bitmaps and immediates from its memory
 // window without it (the firmware writes them with release stores).
 #pragma once
 
 #include <sdr/emu/nic.hpp>
 #include <sdr/emu/pcap_writer.hpp>
 #include <sdr/emu/port.hpp>
+#include <sdr/emu/rt_workers.hpp>
 #include <sdr/emu/shaper.hpp>
 
 #include <atomic>
@@ -26,6 +26,8 @@ struct RtParams {
     PortOptions port;
     ShaperParams shaper;        // applied to what this NIC sends
     int core = -1;              // pin the polling thread to this CPU (-1: let the kernel place it)
+    uint32_t worker_threads = 0;     // DPA workers on this many dedicated threads; 0: inline
+    std::vector<int> worker_cores;   // pin worker thread i to worker_cores[i]
     bool busy_poll = false;     // never sleep (lowest latency, one core at 100 %)
     std::string pcap_path;      // what this NIC sent and received; empty: none
     uint32_t pcap_snaplen = 0;  // bytes kept per data frame; 0 = whole frames
@@ -65,6 +67,8 @@ public:
     uint64_t now_ns() override;
     void tx_ready(Nic& nic) override;
     void arm_timer(Nic& nic, uint32_t worker, uint32_t id, uint64_t deadline_ns) override;
+    bool dispatch_rx_cqe(uint32_t worker, const hal_cqe& cqe) override;
+    uint32_t worker_threads() const { return workers_ ? workers_->threads() : 0; }
 
 private:
     RtNic(const RtParams& p, std::unique_ptr<Port> port);
@@ -76,6 +80,7 @@ private:
     uint64_t next_deadline() const;
     void capture(uint64_t now, const uint8_t* f, size_t len);
     void idle(uint64_t until_ns);
+    void notify_host();
 
     RtParams p_;
     std::unique_ptr<Port> port_;
@@ -83,6 +88,8 @@ private:
     Shaper shaper_;
     PcapWriter pcap_;
     std::mutex mu_;
+    std::unique_ptr<RtWorkers> workers_;
+    std::mutex host_mu_;  // guards only the wait on host_cv_ (worker threads notify without mu_)
     std::condition_variable host_cv_;
     uint64_t host_events_seen_ = 0;
     std::map<uint64_t, uint64_t> timer_deadline_;        // (worker << 32 | id) -> deadline
