@@ -378,7 +378,7 @@ TEST(RealTime, HostileFramesOnTheWireAreDroppedAndCounted)
     }
     emu::RtNic* rt = host::rt_of(p.ctx[1]);
     ASSERT_NE(rt, nullptr);
-    std::lock_guard<std::mutex> g(rt->lock());
+    std::unique_lock<std::mutex> g(rt->lock());
     const auto& c = host::nic_of(p.ctx[1])->counters();
     EXPECT_GE(c.rx_drop(emu::RxDrop::UnknownQp), 50u);
     EXPECT_GE(c.rx_drop(emu::RxDrop::UnknownKey), 50u);
@@ -391,6 +391,10 @@ TEST(RealTime, HostileFramesOnTheWireAreDroppedAndCounted)
                 static_cast<unsigned long>(c.rx_drop(emu::RxDrop::OutOfBounds)),
                 static_cast<unsigned long>(c.rx_drop(emu::RxDrop::BadIcrc)),
                 static_cast<unsigned long>(c.rx_drop(emu::RxDrop::Truncated)));
+    g.unlock();
+    sdr_recv_complete(rh);
+    sdr_mr_dereg(sm);
+    sdr_mr_dereg(dm);
 }
 
 namespace {
@@ -458,7 +462,13 @@ TEST(RealTime, SoakAtOnePercentLoss)
     uint64_t rss_late = rss_bytes();
     EXPECT_EQ(corrupt, 0u);
     EXPECT_GT(retransmitted, 0u) << "the loss was real";
+#if defined(__SANITIZE_ADDRESS__)
+    // AddressSanitizer holds freed memory in its quarantine (256 MiB), so resident memory climbs
+    // by design; its leak check at exit stands in for this one.
+    std::printf("soak: resident-memory check skipped under AddressSanitizer\n");
+#else
     EXPECT_LT(rss_late, rss_early + (8u << 20)) << "resident memory grew by more than 8 MiB";
+#endif
     std::printf("soak: %.0f s, %lu messages of %zu B, %lu chunks retransmitted, 0 corrupt; RSS %.1f -> %.1f MiB\n", seconds,
                 static_cast<unsigned long>(messages), size, static_cast<unsigned long>(retransmitted), rss_early / 1048576.0,
                 rss_late / 1048576.0);
