@@ -57,6 +57,11 @@ void PcapWriter::write(uint64_t ts_ps, const uint8_t* bytes, uint32_t caplen, ui
     pcap_dump(reinterpret_cast<u_char*>(dumper_), &hdr, bytes);
 }
 
+void PcapWriter::flush()
+{
+    if (dumper_) pcap_dump_flush(dumper_);
+}
+
 void PcapWriter::close()
 {
     if (dumper_) {

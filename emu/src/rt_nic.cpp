@@ -18,6 +18,9 @@ namespace {
 // After the last piece of work the thread keeps spinning this long before it sleeps: packets
 // come in trains, and a sleep costs tens of microseconds to wake from.
 constexpr uint64_t kSpinAfterWorkNs = 200'000;
+// The capture reaches its file at least this often, so tshark can follow a live run and a
+// killed process leaves a readable pcap.
+constexpr uint64_t kPcapFlushNs = 100'000'000;
 // Deadlines closer than this are spun for, not slept for (PLATFORM-NOTES: a sleep overshoots).
 constexpr uint64_t kSpinBeforeDeadlineNs = 100'000;
 constexpr uint64_t kMaxSleepNs = 10'000'000;
@@ -194,7 +197,7 @@ void RtNic::run()
     uint64_t last_work = mono_ns();
     while (!stop_.load(std::memory_order_relaxed)) {
         uint64_t now = mono_ns(), next;
-        bool did, changed;
+        bool did, changed, sleep;
         {
             std::lock_guard<std::mutex> g(mu_);
             did = poll_once(now);
@@ -202,14 +205,16 @@ void RtNic::run()
             changed = ev != host_events_seen_;
             host_events_seen_ = ev;
             next = next_deadline();
+            if (did) last_work = now;
+            sleep = !did && !p_.busy_poll && now - last_work >= kSpinAfterWorkNs;
+            if (pcap_dirty_ && (sleep || now - pcap_flushed_ns_ >= kPcapFlushNs)) {
+                pcap_.flush();
+                pcap_dirty_ = false;
+                pcap_flushed_ns_ = now;
+            }
         }
         if (changed) notify_host();
-        if (did) {
-            last_work = now;
-            continue;
-        }
-        if (p_.busy_poll || now - last_work < kSpinAfterWorkNs) continue;
-        idle(next);
+        if (sleep) idle(next);
     }
 }
 
@@ -303,6 +308,7 @@ void RtNic::capture(uint64_t now, const uint8_t* f, size_t len)
     bool ctrl = len > kBthOpcode && (f[kBthOpcode] == wire::kOpUdSendOnly || f[kBthOpcode] == wire::kOpUdSendOnlyImm);
     uint32_t cap = (!ctrl && p_.pcap_snaplen && p_.pcap_snaplen < len) ? p_.pcap_snaplen : static_cast<uint32_t>(len);
     pcap_.write(now * 1000, f, cap, static_cast<uint32_t>(len));
+    pcap_dirty_ = true;
 }
 
 // Sleep until a frame arrives, the host kicks, or the next deadline is near.

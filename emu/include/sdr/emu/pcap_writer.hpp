@@ -27,6 +27,9 @@ public:
     // caplen bytes of bytes are stored; origlen is the frame's length on the wire (caplen <
     // origlen records a truncated capture, e.g. headers only). No-op if not open.
     void write(uint64_t ts_ps, const uint8_t* bytes, uint32_t caplen, uint32_t origlen);
+    // Hands what was written to the file, so a reader (tshark on a live run, a test) sees every
+    // whole record so far.
+    void flush();
     // Flushes and closes; safe to call twice.
     void close();
     bool is_open() const { return dumper_ != nullptr; }

@@ -92,6 +92,8 @@ private:
     std::mutex host_mu_;  // guards only the wait on host_cv_ (worker threads notify without mu_)
     std::condition_variable host_cv_;
     uint64_t host_events_seen_ = 0;
+    bool pcap_dirty_ = false;        // written since the last flush
+    uint64_t pcap_flushed_ns_ = 0;
     std::map<uint64_t, uint64_t> timer_deadline_;        // (worker << 32 | id) -> deadline
     std::multimap<uint64_t, uint64_t> timer_queue_;      // deadline -> key (stale entries skipped)
     int wake_fd_ = -1;                                   // eventfd: host work for the thread

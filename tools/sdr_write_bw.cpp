@@ -1,0 +1,400 @@
+// sdr_write_bw: perftest-style bandwidth of SDR writes between two emulated NICs, one per
+// process (two network namespaces or two hosts). The server (no address given) listens on a
+// TCP bootstrap port, takes the run's parameters from the client, exchanges QP-info blobs and
+// grants clear-to-send credits as it posts receives; the client streams messages into them.
+// Both report: the client what it sent (Gbit/s, packets/s, messages/s), the server what
+// arrived (goodput of complete chunks, chunks lost).
+#include <sdr.h>
+#include <sdr/host/inspect.hpp>
+#include <sdr_mr.h>
+#include <sdr_oob.h>
+#include <sdr_sim.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct Options {
+    std::string device, server;
+    uint16_t port = 18515;
+    uint64_t size = 1 << 20;
+    uint32_t iters = 1000, warmup = 100, in_flight = 8, mtu = 4096, chunk = 65536, channels = 4;
+    int timeout_ms = 10000;
+    bool json = false;
+};
+
+// What the client tells the server (little-endian on the wire; both ends are this program).
+struct RunParams {
+    uint32_t magic = 0x53445257;  // "SDRW"
+    uint32_t version = 1;
+    uint64_t size;
+    uint32_t iters, warmup, in_flight, mtu, chunk, channels;
+};
+struct Credit {
+    uint32_t type = 1;  // receives posted so far (cumulative)
+    uint32_t posted;
+};
+struct SentUpTo {
+    uint32_t type = 2;  // sends completed so far (cumulative)
+    uint32_t sent;
+};
+struct Result {
+    uint32_t type = 3;
+    uint32_t messages;
+    uint64_t chunks_expected, chunks_received;
+    double seconds;  // first measured arrival to last measured completion
+};
+
+[[noreturn]] void die(const std::string& what)
+{
+    std::fprintf(stderr, "sdr_write_bw: %s\n", what.c_str());
+    std::exit(1);
+}
+[[noreturn]] void die_sdr(const std::string& what) { die(what + ": " + sdr_last_error()); }
+
+void usage(FILE* f)
+{
+    std::fprintf(f,
+                 "usage: sdr_write_bw -d DEVICE [options] [SERVER_ADDRESS]   (without an address: the server)\n"
+                 "  -d, --device NAME     raw:IFNAME (AF_PACKET) or xdp:IFNAME (AF_XDP)\n"
+                 "  -p, --port N          TCP bootstrap port (18515)\n"
+                 "  -s, --size BYTES      message size, K/M suffixes (1M)           [client sets these]\n"
+                 "  -n, --iters N         measured messages (1000)\n"
+                 "  -w, --warmup N        messages before measuring (100)\n"
+                 "  -q, --in-flight N     messages in flight, 1..64 (8)\n"
+                 "  -m, --mtu BYTES       256..4096 (4096)\n"
+                 "      --chunk BYTES     bitmap chunk size, >= MTU (64K)\n"
+                 "  -c, --channels N      channels = emulated DPA workers, 1..16 (4)\n"
+                 "      --loss P, --burst GB,BG[,LB], --reorder P,US, --dup P, --delay-ms D, --rate-gbps G,\n"
+                 "      --seed N          impairments of what THIS side sends (SDR_RT_*)\n"
+                 "      --pcap FILE, --snaplen N  capture this NIC's frames (data cut at N bytes; 0 whole)\n"
+                 "      --core N, --busy-poll     pin / never sleep the NIC's polling thread\n"
+                 "      --workers N, --worker-cores LIST  DPA workers on N dedicated threads (0: inline)\n"
+                 "      --xdp-mode auto|native|generic  how xdp: attaches its program\n"
+                 "      --timeout-ms T    bootstrap timeout (10000)\n"
+                 "      --json            one JSON object instead of the table\n");
+}
+
+uint64_t parse_size(const std::string& opt, const char* s)
+{
+    char* end;
+    double v = std::strtod(s, &end);
+    std::string suf = end;
+    double mul = suf.empty() ? 1 : (suf == "K" || suf == "KiB") ? 1024.0 : (suf == "M" || suf == "MiB") ? 1048576.0
+                                 : (suf == "G" || suf == "GiB") ? 1073741824.0 : -1;
+    if (end == s || mul < 0 || !(v >= 0)) die(opt + ": bad size '" + s + "' (e.g. 4096, 64K, 1M)");
+    return static_cast<uint64_t>(v * mul);
+}
+
+Options parse(int argc, char** argv)
+{
+    Options o;
+    static const std::pair<const char*, const char*> env_opts[] = {
+        {"--loss", "SDR_RT_LOSS"},       {"--burst", "SDR_RT_BURST"}, {"--reorder", "SDR_RT_REORDER"},
+        {"--dup", "SDR_RT_DUP"},         {"--delay-ms", "SDR_RT_DELAY_MS"}, {"--rate-gbps", "SDR_RT_RATE_GBPS"},
+        {"--seed", "SDR_RT_SEED"},       {"--pcap", "SDR_RT_PCAP"},   {"--snaplen", "SDR_RT_SNAPLEN"},
+        {"--core", "SDR_RT_CORE"},       {"--workers", "SDR_RT_WORKER_THREADS"},
+        {"--worker-cores", "SDR_RT_WORKER_CORES"}, {"--xdp-mode", "SDR_RT_XDP_MODE"}};
+    for (int i = 1; i < argc; i++) {
+        std::string a = argv[i];
+        if (a == "-h" || a == "--help") {
+            usage(stdout);
+            std::exit(0);
+        }
+        if (a == "--json") { o.json = true; continue; }
+        if (a == "--busy-poll") { setenv("SDR_RT_BUSY_POLL", "1", 1); continue; }
+        if (a[0] != '-') {
+            if (!o.server.empty()) die("more than one server address given");
+            o.server = a;
+            continue;
+        }
+        if (i + 1 >= argc) die(a + " needs a value (see --help)");
+        const char* v = argv[++i];
+        bool env = false;
+        for (const auto& [opt, var] : env_opts)
+            if (a == opt) {
+                setenv(var, v, 1);  // the device reads its SDR_RT_* settings when it opens
+                env = true;
+            }
+        if (env) continue;
+        auto num = [&](uint64_t lo, uint64_t hi) {
+            uint64_t n = parse_size(a, v);
+            if (n < lo || n > hi) die(a + " must lie in " + std::to_string(lo) + ".." + std::to_string(hi));
+            return n;
+        };
+        if (a == "-d" || a == "--device") o.device = v;
+        else if (a == "-p" || a == "--port") o.port = static_cast<uint16_t>(num(1, 65535));
+        else if (a == "-s" || a == "--size") o.size = num(1, (1ull << 32) - 1);
+        else if (a == "-n" || a == "--iters") o.iters = static_cast<uint32_t>(num(1, 1u << 30));
+        else if (a == "-w" || a == "--warmup") o.warmup = static_cast<uint32_t>(num(0, 1u << 30));
+        else if (a == "-q" || a == "--in-flight") o.in_flight = static_cast<uint32_t>(num(1, 64));
+        else if (a == "-m" || a == "--mtu") o.mtu = static_cast<uint32_t>(num(256, 4096));
+        else if (a == "--chunk") o.chunk = static_cast<uint32_t>(num(256, 1u << 30));
+        else if (a == "-c" || a == "--channels") o.channels = static_cast<uint32_t>(num(1, 16));
+        else if (a == "--timeout-ms") o.timeout_ms = static_cast<int>(num(1, 1u << 30));
+        else die("unknown option " + a + " (see --help)");
+    }
+    if (o.device.empty()) die("-d DEVICE is required (raw:IFNAME or xdp:IFNAME; see --help)");
+    return o;
+}
+
+bool pow2(uint64_t v) { return v && !(v & (v - 1)); }
+uint32_t log2_ceil(uint64_t v) { return v <= 1 ? 0 : 64 - static_cast<uint32_t>(__builtin_clzll(v - 1)); }
+
+double now_s()
+{
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// One context and QP shaped by the run's parameters.
+struct Side {
+    sdr_context* ctx = nullptr;
+    sdr_qp* qp = nullptr;
+    sdr_qp_attr attr{};
+    uint32_t slots = 0;
+
+    void open(const Options& o, const RunParams& rp)
+    {
+        if (!pow2(rp.mtu) || !pow2(rp.chunk) || rp.chunk < rp.mtu)
+            die("--mtu and --chunk must be powers of two with chunk >= MTU");
+        sdr_dev_attr da{rp.channels, 1};
+        if (!(ctx = sdr_context_create(o.device.c_str(), &da))) die_sdr("sdr_context_create(" + o.device + ")");
+        slots = 1u << log2_ceil(rp.in_flight);
+        uint32_t slot_log = std::max(log2_ceil(rp.size), log2_ceil(rp.chunk));
+        attr = sdr_qp_attr{log2_ceil(rp.chunk), slot_log + log2_ceil(slots), log2_ceil(slots),
+                           static_cast<sdr_mtu>(log2_ceil(rp.mtu) - 6), 1, 1, 0};
+        if (!(qp = sdr_qp_create(ctx, &attr))) die_sdr("sdr_qp_create");
+    }
+    void connect(sdr_oob* oob, int timeout_ms)
+    {
+        size_t n, got;
+        sdr_qp_info_size_get(qp, &n);
+        std::vector<uint8_t> mine(n), theirs(n);
+        sdr_qp_info_get(qp, mine.data());
+        if (sdr_oob_exchange(oob, mine.data(), n, theirs.data(), n, &got, timeout_ms) != SDR_SUCCESS)
+            die_sdr("exchanging QP info");
+        if (sdr_qp_connect(qp, theirs.data()) != SDR_SUCCESS) die_sdr("sdr_qp_connect");
+    }
+    ~Side()
+    {
+        if (qp) sdr_qp_destroy(qp);
+        if (ctx) sdr_context_destroy(ctx);
+    }
+};
+
+template <class T>
+bool take(const std::vector<uint8_t>& m, T* out)
+{
+    if (m.size() != sizeof(T)) return false;
+    std::memcpy(out, m.data(), sizeof(T));
+    return true;
+}
+
+// Non-blocking receive of one bootstrap message (empty optional-like: false if none).
+bool oob_poll(sdr_oob* oob, std::vector<uint8_t>* m, int timeout_ms = 0)
+{
+    m->resize(256);
+    size_t len = 0;
+    int rc = sdr_oob_recv(oob, m->data(), m->size(), &len, timeout_ms);
+    if (rc == SDR_RETRY) return false;
+    if (rc != SDR_SUCCESS) die_sdr("bootstrap connection");
+    m->resize(len);
+    return true;
+}
+
+void print_header(const Options& o, const RunParams& rp, Side& s, const char* role)
+{
+    if (o.json) return;
+    const auto* rt = sdr::host::rt_of(s.ctx);
+    std::printf("sdr_write_bw %s: %s%s | %llu B messages, MTU %u, chunk %u, %u channels, %u in flight, %u iterations "
+                "(+%u warm-up)\n",
+                role, o.device.c_str(), rt ? (" (" + rt->port_info().mode + ")").c_str() : "",
+                (unsigned long long)rp.size, rp.mtu, rp.chunk, rp.channels, rp.in_flight, rp.iters, rp.warmup);
+}
+
+int run_server(const Options& o)
+{
+    sdr_oob* oob = sdr_oob_listen(nullptr, o.port, o.timeout_ms);
+    if (!oob) die_sdr("waiting for a client");
+    std::vector<uint8_t> m;
+    RunParams rp;
+    if (!oob_poll(oob, &m, o.timeout_ms) || !take(m, &rp) || rp.magic != RunParams{}.magic || rp.version != 1)
+        die("the client did not send this program's run parameters");
+    Side s;
+    s.open(o, rp);
+    s.connect(oob, o.timeout_ms);
+    print_header(o, rp, s, "server");
+    const uint32_t total = rp.warmup + rp.iters;
+    std::vector<uint8_t> buf(size_t{s.slots} * rp.size);
+    sdr_mr* mr = sdr_mr_reg(s.ctx, buf.data(), buf.size(), SDR_ACCESS_REMOTE_WRITE);
+    if (!mr) die_sdr("sdr_mr_reg");
+    uint32_t lkey;
+    sdr_mr_lkey_get(mr, &lkey);
+    const uint64_t nchunks = (rp.size + rp.chunk - 1) / rp.chunk;
+    std::deque<sdr_recv_handle*> posted;
+    uint32_t next_post = 0, done = 0, client_sent = 0;
+    double sent_seen_at = 0, first_arrival = 0, last_done = 0;
+    uint64_t chunks_received = 0;
+    auto post = [&] {
+        while (next_post < total && posted.size() < s.slots) {
+            sdr_recv_wr rw{static_cast<uint32_t>(rp.size), lkey,
+                           reinterpret_cast<uint64_t>(buf.data() + size_t{next_post % s.slots} * rp.size)};
+            sdr_recv_handle* h;
+            if (sdr_recv_post(s.qp, &rw, &h) != SDR_SUCCESS) die_sdr("sdr_recv_post");
+            posted.push_back(h);
+            next_post++;
+        }
+        Credit c;
+        c.posted = next_post;
+        if (sdr_oob_send(oob, &c, sizeof c) != SDR_SUCCESS) die_sdr("sending credit");
+    };
+    post();
+    // A message the client has sent whole is complete when its bitmap is, or when nothing more
+    // can arrive: 20 ms (plus the added delay) after the client said it was sent.
+    const char* delay = std::getenv("SDR_RT_DELAY_MS");
+    const double settle = 0.02 + (delay ? 2 * std::atof(delay) / 1e3 : 0);
+    while (done < total) {
+        SentUpTo su;
+        if (oob_poll(oob, &m) && take(m, &su)) {
+            client_sent = su.sent;
+            sent_seen_at = now_s();
+        }
+        sdr_recv_handle* h = posted.front();
+        uint8_t* bm;
+        size_t nb;
+        if (sdr_recv_bitmap_get(h, &bm, &nb) != SDR_SUCCESS) die_sdr("sdr_recv_bitmap_get");
+        uint64_t set = 0;
+        for (size_t i = 0; i < nb; i++) set += __builtin_popcount(bm[i]);
+        if (done >= rp.warmup && set && !first_arrival) first_arrival = now_s();
+        bool over = set == nchunks || (client_sent > done && now_s() - sent_seen_at > settle);
+        if (!over) {
+            sdr_sim_wait(s.ctx, sdr_now_ns(s.ctx) + 200'000);
+            continue;
+        }
+        if (done >= rp.warmup) chunks_received += set;
+        sdr_recv_complete(h);
+        posted.pop_front();
+        done++;
+        last_done = now_s();
+        post();
+    }
+    Result r;
+    r.messages = rp.iters;
+    r.chunks_expected = nchunks * rp.iters;
+    r.chunks_received = chunks_received;
+    r.seconds = last_done - first_arrival;
+    if (sdr_oob_send(oob, &r, sizeof r) != SDR_SUCCESS) die_sdr("sending the result");
+    double gbps = r.chunks_received * double(rp.chunk) * 8 / r.seconds / 1e9;  // chunk-granular goodput
+    if (o.json)
+        std::printf("{\"role\":\"server\",\"device\":\"%s\",\"size\":%llu,\"iters\":%u,\"goodput_gbps\":%.3f,"
+                    "\"chunks_expected\":%llu,\"chunks_received\":%llu,\"seconds\":%.6f}\n",
+                    o.device.c_str(), (unsigned long long)rp.size, rp.iters, gbps,
+                    (unsigned long long)r.chunks_expected, (unsigned long long)r.chunks_received, r.seconds);
+    else
+        std::printf("received %llu of %llu chunks (%.4f %% lost) in %.3f s: goodput %.2f Gbit/s\n",
+                    (unsigned long long)r.chunks_received, (unsigned long long)r.chunks_expected,
+                    100.0 * (r.chunks_expected - r.chunks_received) / r.chunks_expected, r.seconds, gbps);
+    sdr_mr_dereg(mr);
+    sdr_oob_close(oob);
+    return 0;
+}
+
+int run_client(const Options& o)
+{
+    sdr_oob* oob = sdr_oob_connect(o.server.c_str(), o.port, o.timeout_ms);
+    if (!oob) die_sdr("connecting to the server");
+    RunParams rp;
+    rp.size = o.size;
+    rp.iters = o.iters;
+    rp.warmup = o.warmup;
+    rp.in_flight = o.in_flight;
+    rp.mtu = o.mtu;
+    rp.chunk = o.chunk;
+    rp.channels = o.channels;
+    if (sdr_oob_send(oob, &rp, sizeof rp) != SDR_SUCCESS) die_sdr("sending the run parameters");
+    Side s;
+    s.open(o, rp);
+    s.connect(oob, o.timeout_ms);
+    print_header(o, rp, s, "client");
+    std::vector<uint8_t> src(rp.size);
+    for (size_t i = 0; i < src.size(); i++) src[i] = static_cast<uint8_t>(i * 131 + 7);
+    sdr_mr* mr = sdr_mr_reg(s.ctx, src.data(), src.size(), SDR_ACCESS_REMOTE_WRITE);
+    if (!mr) die_sdr("sdr_mr_reg");
+    uint32_t lkey;
+    sdr_mr_lkey_get(mr, &lkey);
+    const uint32_t total = rp.warmup + rp.iters;
+    uint32_t credit = 0, next_send = 0, completed = 0, reported = 0;
+    std::deque<sdr_send_handle*> inflight;
+    double t_start = 0, t_end = 0, last_report = 0;
+    std::vector<uint8_t> m;
+    while (completed < total) {
+        bool progressed = false;
+        Credit c;
+        if (oob_poll(oob, &m) && take(m, &c)) credit = c.posted;
+        while (next_send < credit && inflight.size() < s.slots) {
+            sdr_send_wr sw{SDR_WR_WRITE, 0, static_cast<uint32_t>(rp.size), lkey, reinterpret_cast<uint64_t>(src.data()), 0};
+            sdr_send_handle* h;
+            int rc = sdr_send_post(s.qp, &sw, &h);
+            if (rc == SDR_RETRY) break;
+            if (rc != SDR_SUCCESS) die_sdr("sdr_send_post");
+            if (next_send == rp.warmup) t_start = now_s();
+            inflight.push_back(h);
+            next_send++;
+            progressed = true;
+        }
+        while (!inflight.empty()) {
+            int done = 0;
+            if (sdr_send_poll(inflight.front(), &done, nullptr) == SDR_ERROR) die_sdr("sdr_send_poll");
+            if (!done) break;
+            inflight.pop_front();
+            if (++completed == total) t_end = now_s();
+            progressed = true;
+        }
+        if (completed > reported && (now_s() - last_report > 0.001 || completed == total)) {
+            SentUpTo su;
+            su.sent = reported = completed;
+            last_report = now_s();
+            if (sdr_oob_send(oob, &su, sizeof su) != SDR_SUCCESS) die_sdr("reporting progress");
+        }
+        // Nothing to do: sleep until the NIC completes something (or credit may have come).
+        if (!progressed) sdr_sim_wait(s.ctx, sdr_now_ns(s.ctx) + (inflight.empty() ? 100'000 : 1'000'000));
+    }
+    Result r{};
+    while (!(oob_poll(oob, &m, o.timeout_ms) && take(m, &r))) {}
+    double secs = t_end - t_start;
+    uint64_t packets = (rp.size + rp.mtu - 1) / rp.mtu * uint64_t{rp.iters};
+    double gbps = rp.size * 8.0 * rp.iters / secs / 1e9, mpps = packets / secs / 1e6, mps = rp.iters / secs;
+    double good = r.chunks_received * double(rp.chunk) * 8 / r.seconds / 1e9;
+    double lost = 100.0 * double(r.chunks_expected - r.chunks_received) / double(r.chunks_expected);
+    const auto* rt = sdr::host::rt_of(s.ctx);
+    if (o.json) {
+        std::printf("{\"role\":\"client\",\"device\":\"%s\",\"port_mode\":\"%s\",\"size\":%llu,\"mtu\":%u,\"chunk\":%u,"
+                    "\"channels\":%u,\"in_flight\":%u,\"iters\":%u,\"tx_gbps\":%.3f,\"tx_mpps\":%.4f,\"msgs_per_s\":%.1f,"
+                    "\"goodput_gbps\":%.3f,\"chunk_loss_pct\":%.5f,\"seconds\":%.6f}\n",
+                    o.device.c_str(), rt ? rt->port_info().mode.c_str() : "simulator", (unsigned long long)rp.size,
+                    rp.mtu, rp.chunk, rp.channels, rp.in_flight, rp.iters, gbps, mpps, mps, good, lost, secs);
+    } else {
+        std::printf(" %12s %10s %12s %10s %12s %16s %12s\n", "bytes", "iterations", "Gbit/s sent", "Mpps", "msgs/s",
+                    "goodput Gbit/s", "chunks lost");
+        std::printf(" %12llu %10u %12.2f %10.3f %12.0f %16.2f %11.4f%%\n", (unsigned long long)rp.size, rp.iters, gbps,
+                    mpps, mps, good, lost);
+    }
+    sdr_mr_dereg(mr);
+    sdr_oob_close(oob);
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv)
+{
+    Options o = parse(argc, argv);
+    return o.server.empty() ? run_server(o) : run_client(o);
+}
