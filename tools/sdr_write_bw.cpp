@@ -10,6 +10,7 @@
 #include <sdr_oob.h>
 #include <sdr_sim.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -27,7 +28,7 @@ struct Options {
     uint64_t size = 1 << 20;
     uint32_t iters = 1000, warmup = 100, in_flight = 8, mtu = 4096, chunk = 65536, channels = 4;
     int timeout_ms = 10000;
-    bool json = false;
+    bool json = false, verify = false;
 };
 
 // What the client tells the server (little-endian on the wire; both ends are this program).
@@ -49,6 +50,7 @@ struct Result {
     uint32_t type = 3;
     uint32_t messages;
     uint64_t chunks_expected, chunks_received;
+    uint64_t bytes_received;  // in complete chunks: goodput counts only what the bitmap vouches for
     double seconds;  // first measured arrival to last measured completion
 };
 
@@ -79,7 +81,8 @@ void usage(FILE* f)
                  "      --workers N, --worker-cores LIST  DPA workers on N dedicated threads (0: inline)\n"
                  "      --xdp-mode auto|native|generic  how xdp: attaches its program\n"
                  "      --timeout-ms T    bootstrap timeout (10000)\n"
-                 "      --json            one JSON object instead of the table\n");
+                 "      --json            one JSON object instead of the table\n"
+                 "      --verify          server: check every complete chunk's bytes (costs CPU)\n");
 }
 
 uint64_t parse_size(const std::string& opt, const char* s)
@@ -109,6 +112,7 @@ Options parse(int argc, char** argv)
             std::exit(0);
         }
         if (a == "--json") { o.json = true; continue; }
+        if (a == "--verify") { o.verify = true; continue; }
         if (a == "--busy-poll") { setenv("SDR_RT_BUSY_POLL", "1", 1); continue; }
         if (a[0] != '-') {
             if (!o.server.empty()) die("more than one server address given");
@@ -152,6 +156,9 @@ double now_s()
 {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
+
+// The bytes every message carries, so the server can check what it received on its own.
+uint8_t pattern(size_t i) { return static_cast<uint8_t>(i * 131 + 7); }
 
 // One context and QP shaped by the run's parameters.
 struct Side {
@@ -219,6 +226,27 @@ void print_header(const Options& o, const RunParams& rp, Side& s, const char* ro
                 (unsigned long long)rp.size, rp.mtu, rp.chunk, rp.channels, rp.in_flight, rp.iters, rp.warmup);
 }
 
+// Corrupt chunks among the complete ones of a received message; the slot is zeroed after, so
+// the next message in it cannot pass on stale bytes.
+uint64_t verify(sdr_recv_handle* h, uint8_t* msg, const RunParams& rp)
+{
+    uint8_t* bm;
+    size_t nb;
+    sdr_recv_bitmap_get(h, &bm, &nb);
+    uint64_t bad = 0;
+    for (uint64_t c = 0; c * rp.chunk < rp.size; c++) {
+        if (!(bm[c / 8] >> (c % 8) & 1)) continue;
+        size_t end = std::min<size_t>(rp.size, (c + 1) * size_t{rp.chunk});
+        for (size_t i = c * size_t{rp.chunk}; i < end; i++)
+            if (msg[i] != pattern(i)) {
+                bad++;
+                break;
+            }
+    }
+    std::memset(msg, 0, rp.size);
+    return bad;
+}
+
 int run_server(const Options& o)
 {
     sdr_oob* oob = sdr_oob_listen(nullptr, o.port, o.timeout_ms);
@@ -241,7 +269,8 @@ int run_server(const Options& o)
     std::deque<sdr_recv_handle*> posted;
     uint32_t next_post = 0, done = 0, client_sent = 0;
     double sent_seen_at = 0, first_arrival = 0, last_done = 0;
-    uint64_t chunks_received = 0;
+    uint64_t chunks_received = 0, bytes_received = 0, corrupt_chunks = 0;
+    const uint64_t last_chunk_short = nchunks * rp.chunk - rp.size;  // the last chunk is shorter by this
     auto post = [&] {
         while (next_post < total && posted.size() < s.slots) {
             sdr_recv_wr rw{static_cast<uint32_t>(rp.size), lkey,
@@ -278,7 +307,11 @@ int run_server(const Options& o)
             sdr_sim_wait(s.ctx, sdr_now_ns(s.ctx) + 200'000);
             continue;
         }
-        if (done >= rp.warmup) chunks_received += set;
+        if (done >= rp.warmup) {
+            chunks_received += set;
+            bytes_received += set * rp.chunk - ((bm[(nchunks - 1) / 8] >> ((nchunks - 1) % 8) & 1) ? last_chunk_short : 0);
+        }
+        if (o.verify) corrupt_chunks += verify(h, buf.data() + size_t{done % s.slots} * rp.size, rp);
         sdr_recv_complete(h);
         posted.pop_front();
         done++;
@@ -289,18 +322,21 @@ int run_server(const Options& o)
     r.messages = rp.iters;
     r.chunks_expected = nchunks * rp.iters;
     r.chunks_received = chunks_received;
+    r.bytes_received = bytes_received;
     r.seconds = last_done - first_arrival;
     if (sdr_oob_send(oob, &r, sizeof r) != SDR_SUCCESS) die_sdr("sending the result");
-    double gbps = r.chunks_received * double(rp.chunk) * 8 / r.seconds / 1e9;  // chunk-granular goodput
+    double gbps = r.bytes_received * 8.0 / r.seconds / 1e9;
     if (o.json)
         std::printf("{\"role\":\"server\",\"device\":\"%s\",\"size\":%llu,\"iters\":%u,\"goodput_gbps\":%.3f,"
-                    "\"chunks_expected\":%llu,\"chunks_received\":%llu,\"seconds\":%.6f}\n",
+                    "\"chunks_expected\":%llu,\"chunks_received\":%llu,\"corrupt_chunks\":%s,\"seconds\":%.6f}\n",
                     o.device.c_str(), (unsigned long long)rp.size, rp.iters, gbps,
-                    (unsigned long long)r.chunks_expected, (unsigned long long)r.chunks_received, r.seconds);
+                    (unsigned long long)r.chunks_expected, (unsigned long long)r.chunks_received,
+                    o.verify ? std::to_string(corrupt_chunks).c_str() : "null", r.seconds);
     else
         std::printf("received %llu of %llu chunks (%.4f %% lost) in %.3f s: goodput %.2f Gbit/s\n",
                     (unsigned long long)r.chunks_received, (unsigned long long)r.chunks_expected,
                     100.0 * (r.chunks_expected - r.chunks_received) / r.chunks_expected, r.seconds, gbps);
+    if (o.verify && !o.json) std::printf("verified every complete chunk: %llu corrupt\n", (unsigned long long)corrupt_chunks);
     sdr_mr_dereg(mr);
     sdr_oob_close(oob);
     return 0;
@@ -324,7 +360,7 @@ int run_client(const Options& o)
     s.connect(oob, o.timeout_ms);
     print_header(o, rp, s, "client");
     std::vector<uint8_t> src(rp.size);
-    for (size_t i = 0; i < src.size(); i++) src[i] = static_cast<uint8_t>(i * 131 + 7);
+    for (size_t i = 0; i < src.size(); i++) src[i] = pattern(i);
     sdr_mr* mr = sdr_mr_reg(s.ctx, src.data(), src.size(), SDR_ACCESS_REMOTE_WRITE);
     if (!mr) die_sdr("sdr_mr_reg");
     uint32_t lkey;
@@ -371,7 +407,7 @@ int run_client(const Options& o)
     double secs = t_end - t_start;
     uint64_t packets = (rp.size + rp.mtu - 1) / rp.mtu * uint64_t{rp.iters};
     double gbps = rp.size * 8.0 * rp.iters / secs / 1e9, mpps = packets / secs / 1e6, mps = rp.iters / secs;
-    double good = r.chunks_received * double(rp.chunk) * 8 / r.seconds / 1e9;
+    double good = r.bytes_received * 8.0 / r.seconds / 1e9;
     double lost = 100.0 * double(r.chunks_expected - r.chunks_received) / double(r.chunks_expected);
     const auto* rt = sdr::host::rt_of(s.ctx);
     if (o.json) {

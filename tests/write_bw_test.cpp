@@ -1,0 +1,125 @@
+// sdr_write_bw as a user runs it: a server process in one namespace, a client process in the
+// other, over AF_PACKET and AF_XDP, meeting through the TCP bootstrap. Under loss the server
+// checks every complete chunk's bytes and the counts add up; its capture dissects as RoCE
+// WRITEs. A client without a server fails with a clear message when its timeout ends.
+#include "netns_util.hpp"
+#include "tshark_util.hpp"
+
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+using namespace sdr::test;
+
+namespace {
+
+// A child process whose stdout and stderr we read when it ends.
+class Child {
+public:
+    explicit Child(const std::string& cmd) : p_(popen((cmd + " 2>&1").c_str(), "r")) {}
+    ~Child()
+    {
+        if (p_) finish();
+    }
+    // Its whole output; *status = its exit code (or -1).
+    std::string finish(int* status = nullptr)
+    {
+        std::string out;
+        char buf[4096];
+        for (size_t n; p_ && (n = fread(buf, 1, sizeof buf, p_)) > 0;) out.append(buf, n);
+        int st = p_ ? pclose(p_) : -1;
+        p_ = nullptr;
+        if (status) *status = st >= 0 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+        return out;
+    }
+
+private:
+    FILE* p_;
+};
+
+// A number field of a one-line JSON object; NaN if it is absent.
+double json_number(const std::string& json, const std::string& key)
+{
+    size_t at = json.find("\"" + key + "\":");
+    if (at == std::string::npos) return std::nan("");
+    return std::strtod(json.c_str() + at + key.size() + 3, nullptr);
+}
+
+// The line of `out` that holds the JSON object of `role`.
+std::string json_of(const std::string& out, const std::string& role)
+{
+    size_t at = out.find("{\"role\":\"" + role + "\"");
+    return at == std::string::npos ? "" : out.substr(at, out.find('\n', at) - at);
+}
+
+const std::string kTool = SDR_WRITE_BW;
+
+}  // namespace
+
+class WriteBw : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(WriteBw, ServerAndClientAcrossNamespacesUnderLoss)
+{
+    if (auto why = netns_unavailable(); !why.empty()) GTEST_SKIP() << why;
+    const std::string kind = GetParam();
+    Testbed tb(std::string("sdrbw") + kind[0]);
+    ASSERT_TRUE(tb.ok());
+    const std::string pcap = "/tmp/sdr_write_bw_" + std::to_string(getpid()) + "_" + kind + ".pcap";
+    const std::string port = std::to_string(18600 + (getpid() % 1000) + (kind == "xdp"));
+    Child server("ip netns exec " + tb.ns(1) + " " + kTool + " -d " + kind + ":" + tb.ns(1) + " -p " + port +
+                 " --verify --json --pcap " + pcap + " --snaplen 128 --timeout-ms 20000");
+    // 1 % loss on what the client sends; 60 messages of 1 MiB + 1 B (a one-byte last chunk).
+    Child client("ip netns exec " + tb.ns(0) + " " + kTool + " -d " + kind + ":" + tb.ns(0) + " -p " + port +
+                 " -s 1048577 -n 50 -w 10 -q 4 --loss 0.01 --seed 11 --json --timeout-ms 20000 " + Testbed::ip(1));
+    int cs, ss;
+    std::string cout = client.finish(&cs), sout = server.finish(&ss);
+    ASSERT_EQ(cs, 0) << cout;
+    ASSERT_EQ(ss, 0) << sout;
+    std::string cj = json_of(cout, "client"), sj = json_of(sout, "server");
+    ASSERT_FALSE(cj.empty()) << cout;
+    ASSERT_FALSE(sj.empty()) << sout;
+    std::printf("%s\n%s\n", cj.c_str(), sj.c_str());
+    const double expected = json_number(sj, "chunks_expected"), received = json_number(sj, "chunks_received");
+    EXPECT_EQ(expected, 50 * 17.0) << "16 full chunks and a 1-byte one per message";
+    EXPECT_LT(received, expected) << "1 % packet loss makes some chunks incomplete";
+    EXPECT_GT(received, 0.5 * expected);
+    EXPECT_EQ(json_number(sj, "corrupt_chunks"), 0.0) << "every complete chunk holds the sent bytes";
+    EXPECT_GT(json_number(cj, "goodput_gbps"), 0.0);
+    EXPECT_NEAR(json_number(cj, "chunk_loss_pct"), 100 * (expected - received) / expected, 1e-3);
+    EXPECT_NE(cj.find("\"port_mode\":\"" + std::string(kind == "xdp" ? "AF_XDP" : "AF_PACKET")), std::string::npos);
+
+    // The server's capture holds the data frames it received: RoCE UC WRITE-with-immediate.
+    if (tshark_available()) {
+        std::string err;
+        auto rows = tshark_fields(pcap, {"infiniband.bth.opcode"}, &err);
+        ASSERT_TRUE(rows) << err;
+        const double packets = 60 * 257.0;  // warm-up included; 256 full packets + 1 byte each
+        EXPECT_GT(rows->size(), 0.95 * packets);
+        EXPECT_LE(rows->size(), packets);
+        for (const auto& r : *rows) ASSERT_EQ(r[0], "43");
+    }
+    if (!::testing::Test::HasFailure()) std::remove(pcap.c_str());
+}
+
+INSTANTIATE_TEST_SUITE_P(Ports, WriteBw, ::testing::Values("raw", "xdp"),
+                         [](const auto& info) { return std::string(info.param); });
+
+// No namespaces needed: the client gives up before it opens a device.
+TEST(WriteBwErrors, AbsentServerIsAClearErrorAfterTheTimeout)
+{
+    int st;
+    std::string out = Child(kTool + " -d raw:lo -p 9 --timeout-ms 300 127.0.0.1").finish(&st);
+    EXPECT_EQ(st, 1) << out;
+    EXPECT_NE(out.find("connecting to the server: sdr_oob_connect(127.0.0.1:9): no connection within 300 ms"),
+              std::string::npos)
+        << out;
+    out = Child(kTool + " -d raw:lo --size 12Q 127.0.0.1").finish(&st);
+    EXPECT_EQ(st, 1) << out;
+    EXPECT_NE(out.find("--size: bad size '12Q'"), std::string::npos) << out;
+}
