@@ -411,6 +411,31 @@ TEST_P(RealTimePort, HostileFramesOnTheWireAreDroppedAndCounted)
     sdr_mr_dereg(dm);
 }
 
+// A QP whose packets the interface cannot carry is refused when it is created, with the MTU
+// that would fit; one that fits works.
+TEST_P(RealTimePort, QpMtuLargerThanTheInterfaceIsRefused)
+{
+    if (auto why = skip_reason(); !why.empty()) GTEST_SKIP() << why;
+    Testbed tb(prefix("sdrrt6"), 1500);
+    ASSERT_TRUE(tb.ok());
+    InNetns in(tb.ns(0));
+    ASSERT_TRUE(in.ok());
+    sdr_dev_attr da{2, 1};
+    sdr_context* ctx = sdr_context_create((kind() + ":" + tb.ns(0)).c_str(), &da);
+    ASSERT_NE(ctx, nullptr) << sdr_last_error();
+    sdr_qp_attr attr{16, 26, 3, SDR_MTU_4096, 1, 1, 0};
+    EXPECT_EQ(sdr_qp_create(ctx, &attr), nullptr);
+    EXPECT_NE(std::string(sdr_last_error()).find("MTU 4096 needs frames of 4174 B, but " + kind() + ":" + tb.ns(0) +
+                                                 " carries at most 1514 B: use MTU 1024 or less"),
+              std::string::npos)
+        << sdr_last_error();
+    attr.mtu = SDR_MTU_1024;
+    sdr_qp* qp = sdr_qp_create(ctx, &attr);
+    EXPECT_NE(qp, nullptr) << sdr_last_error();
+    if (qp) sdr_qp_destroy(qp);
+    sdr_context_destroy(ctx);
+}
+
 INSTANTIATE_TEST_SUITE_P(Ports, RealTimePort, ::testing::Values("raw", "xdp"),
                          [](const auto& info) { return std::string(info.param); });
 

@@ -39,6 +39,7 @@ public:
     const std::string& name() const override { return name_; }
     PeerAddress address() const override { return PeerAddress{nic_.address().mac, nic_.address().ip}; }
     uint32_t num_channels() const override { return nic_.num_workers(); }
+    uint32_t max_frame_bytes() const override { return rt_->port_info().max_frame; }
 
     uint32_t mr_reg(void* addr, size_t len) override { return locked([&] { return nic_.mr_reg(addr, len); }); }
     bool mr_dereg(uint32_t lkey) override { return locked([&] { return nic_.mr_dereg(lkey); }); }

@@ -4,6 +4,8 @@
 
 #include "internal.hpp"
 
+#include <sdr/emu/wire.hpp>
+
 using sdr::host::set_error;
 
 namespace {
@@ -44,6 +46,21 @@ sdr_qp* sdr_qp_create(sdr_context* ctx, sdr_qp_attr* attr)
     if (!attr) return set_error("sdr_qp_create: qp_attr is NULL"), nullptr;
     fw_imm_layout imm = FW_IMM_DEFAULT_LAYOUT;
     if (std::string e = check_attr(*attr, imm); !e.empty()) return set_error("sdr_qp_create: " + e), nullptr;
+
+    // A device on a real interface carries frames up to its MTU: a QP whose packets cannot
+    // fit would lose every one of them.
+    const uint32_t cap = ctx->dev->max_frame_bytes();
+    auto frame = [](int mtu) { return sdr::emu::wire::frame_bytes_write_imm(size_t{64} << mtu); };
+    if (cap && frame(attr->mtu) > cap) {
+        int fits = SDR_MTU_4096;
+        while (fits >= SDR_MTU_64 && frame(fits) > cap) fits--;
+        std::string e = "sdr_qp_create: MTU " + n2s(64u << attr->mtu) + " needs frames of " + n2s(frame(attr->mtu)) +
+                        " B, but " + ctx->dev->name() + " carries at most " + n2s(cap) + " B";
+        e += fits >= SDR_MTU_64 ? ": use MTU " + n2s(64u << fits) + " or less, or raise the interface's MTU (" +
+                                      n2s(frame(attr->mtu) - 14) + " or more)"
+                                : "";
+        return set_error(e), nullptr;
+    }
 
     uint32_t max_qps = std::min<uint32_t>(1u << ctx->log_max_qps, FW_MAX_QPS);
     uint32_t index = 0;

@@ -33,6 +33,8 @@ public:
     virtual const std::string& name() const = 0;
     virtual PeerAddress address() const = 0;
     virtual uint32_t num_channels() const = 0;
+    // Largest Ethernet frame (no FCS) the device can put on its wire; 0: no limit.
+    virtual uint32_t max_frame_bytes() const { return 0; }
 
     virtual uint32_t mr_reg(void* addr, size_t len) = 0;  // lkey, 0 on failure
     virtual bool mr_dereg(uint32_t lkey) = 0;
