@@ -41,6 +41,7 @@ struct Result {
     double reference = 0;  // published figure, 0 if none
     std::string reference_name;
     double target = 0;     // 0 if none
+    double ratio_target = 0;  // the least value / baseline wanted; 0 if none
 };
 
 inline void print(const std::vector<Result>& rs, bool json)
@@ -56,12 +57,17 @@ inline void print(const std::vector<Result>& rs, bool json)
                 std::printf(",\"reference\":%.6g,\"reference_name\":\"%s\",\"reference_ratio\":%.3f", r.reference,
                             r.reference_name.c_str(), r.value / r.reference);
             if (r.target > 0) std::printf(",\"target\":%.6g,\"meets_target\":%s", r.target, r.value >= r.target ? "true" : "false");
+            if (r.ratio_target > 0)
+                std::printf(",\"ratio_target\":%.3g,\"meets_target\":%s", r.ratio_target,
+                            ratio >= r.ratio_target ? "true" : "false");
             std::printf("}\n");
         } else {
             std::printf("%-34s %10.2f %-8s", r.name.c_str(), r.value, r.unit.c_str());
             if (r.baseline > 0) std::printf(" | %s %.2f, ratio %.3f", r.baseline_name.c_str(), r.baseline, ratio);
             if (r.reference > 0) std::printf(" | %s %.2f (x%.1f)", r.reference_name.c_str(), r.reference, r.value / r.reference);
             if (r.target > 0) std::printf(" | target >= %.0f: %s", r.target, r.value >= r.target ? "PASS" : "MISS");
+            if (r.ratio_target > 0)
+                std::printf(" | target ratio >= %.2f: %s", r.ratio_target, ratio >= r.ratio_target ? "PASS" : "MISS");
             std::printf("\n");
         }
     }
