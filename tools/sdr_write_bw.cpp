@@ -325,6 +325,10 @@ int run_server(const Options& o)
     r.bytes_received = bytes_received;
     r.seconds = last_done - first_arrival;
     if (sdr_oob_send(oob, &r, sizeof r) != SDR_SUCCESS) die_sdr("sending the result");
+    // The client may see its last local completions after we saw the data land, and still
+    // report progress: read until it hangs up, so it never writes into a closed connection.
+    uint8_t drain[256];
+    for (size_t len; sdr_oob_recv(oob, drain, sizeof drain, &len, o.timeout_ms) == SDR_SUCCESS;) {}
     double gbps = r.bytes_received * 8.0 / r.seconds / 1e9;
     if (o.json)
         std::printf("{\"role\":\"server\",\"device\":\"%s\",\"size\":%llu,\"iters\":%u,\"goodput_gbps\":%.3f,"
