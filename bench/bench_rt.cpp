@@ -19,9 +19,12 @@
 #include <sdr/emu/port.hpp>
 #include <sdr/emu/wire.hpp>
 
+#include <pthread.h>
+#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -48,6 +51,16 @@ double now_s()
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+// Sender and receiver each own a core, in both measurements: on two cores, a spinning receiver
+// that the scheduler parks beside the sender would halve either rate.
+void pin(int cpu)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+}
+
 struct Ceiling {
     double pps = 0;
     std::string mode, error;
@@ -72,6 +85,7 @@ Ceiling raw_ceiling(const Testbed& tb, const std::string& kind, double seconds)
         cv.notify_all();
     };
     std::thread sink([&] {
+        pin(1);
         InNetns in(tb.ns(1));
         std::string err;
         auto port = in.ok() ? emu::open_port(kind, tb.ns(1), emu::PortOptions{}, &err) : nullptr;
@@ -94,6 +108,7 @@ Ceiling raw_ceiling(const Testbed& tb, const std::string& kind, double seconds)
             cv.wait(g, [&] { return sink_ready || failed; });
             if (failed) return;
         }
+        pin(0);
         InNetns in(tb.ns(0));
         std::string err;
         auto port = in.ok() ? emu::open_port(kind, tb.ns(0), emu::PortOptions{}, &err) : nullptr;
@@ -163,7 +178,7 @@ double json_number(const std::string& json, const std::string& key)
 }
 
 struct Sdr {
-    double goodput_gbps = 0, mpps = 0;
+    double goodput_gbps = 0;  // payload of complete chunks at the receiver
     std::string error;
 };
 
@@ -172,9 +187,9 @@ Sdr sdr_run(const Testbed& tb, const std::string& kind, uint32_t workers, uint32
 {
     const std::string tool = SDR_WRITE_BW, p = " -p " + std::to_string(port);
     const std::string w = " --workers " + std::to_string(workers);
-    Run server("ip netns exec " + tb.ns(1) + " " + tool + " -d " + kind + ":" + tb.ns(1) + p + w + " --json");
+    Run server("ip netns exec " + tb.ns(1) + " " + tool + " -d " + kind + ":" + tb.ns(1) + p + w + " --core 1 --json");
     Run client("ip netns exec " + tb.ns(0) + " " + tool + " -d " + kind + ":" + tb.ns(0) + p + w +
-               " --json -s 1M -w 50 -n " + std::to_string(iters) + " " + Testbed::ip(1));
+               " --core 0 --json -s 1M -w 100 -n " + std::to_string(iters) + " " + Testbed::ip(1));
     int cs, ss;
     std::string cout = client.finish(&cs), sout = server.finish(&ss);
     Sdr r;
@@ -183,9 +198,24 @@ Sdr sdr_run(const Testbed& tb, const std::string& kind, uint32_t workers, uint32
         return r;
     }
     r.goodput_gbps = json_number(cout, "goodput_gbps");
-    // Packets of complete chunks per second at the receiver, as the ceiling counts them.
-    r.mpps = r.goodput_gbps * 1e9 / 8 / kPayload / 1e6;
     return r;
+}
+
+double median(std::vector<double> v)
+{
+    std::sort(v.begin(), v.end());
+    return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+std::string list(const std::vector<double>& v, double scale)
+{
+    std::string s;
+    char b[32];
+    for (double x : v) {
+        std::snprintf(b, sizeof b, "%s%.2f", s.empty() ? "" : " ", x * scale);
+        s += b;
+    }
+    return s;
 }
 
 bench::Result result(const std::string& name, double value, const std::string& unit, double baseline,
@@ -207,12 +237,14 @@ int main(int argc, char** argv)
 {
     bool json = false, smoke = false;
     double seconds = 2;
+    int reps = 3;
     std::vector<std::string> kinds = {"raw", "xdp"};
     for (int i = 1; i < argc; i++) {
         std::string a = argv[i];
         if (a == "--json") json = true;
         else if (a == "--smoke") smoke = true;
         else if (a == "--seconds" && i + 1 < argc) seconds = std::atof(argv[++i]);
+        else if (a == "--reps" && i + 1 < argc) reps = std::max(1, std::atoi(argv[++i]));
         else if (a == "--kinds" && i + 1 < argc) {
             kinds.clear();
             for (std::string s = argv[++i]; !s.empty();) {
@@ -221,11 +253,11 @@ int main(int argc, char** argv)
                 s = c == std::string::npos ? "" : s.substr(c + 1);
             }
         } else {
-            std::fprintf(stderr, "usage: bench_rt [--json] [--smoke] [--seconds D] [--kinds raw,xdp]\n");
+            std::fprintf(stderr, "usage: bench_rt [--json] [--smoke] [--seconds D] [--reps N] [--kinds raw,xdp]\n");
             return 2;
         }
     }
-    if (smoke) seconds = 0.3;
+    if (smoke) seconds = 0.3, reps = 1;
     if (std::string why = sdr::test::netns_unavailable(); !why.empty()) {
         if (json) std::printf("{\"name\":\"bench_rt\",\"skipped\":\"%s\",\"ratio\":0}\n", why.c_str());
         else std::printf("bench_rt: skipped: %s\n", why.c_str());
@@ -240,27 +272,45 @@ int main(int argc, char** argv)
     const uint32_t iters = static_cast<uint32_t>(std::max(20.0, seconds * 850));
     std::vector<bench::Result> rs;
     int port = 18700 + getpid() % 1000;
+    const std::vector<uint32_t> worker_counts = {0, 1, 2};
     for (const auto& kind : kinds) {
-        Ceiling c = raw_ceiling(tb, kind, seconds);
-        if (!c.error.empty()) {
-            std::fprintf(stderr, "bench_rt: %s ceiling: %s\n", kind.c_str(), c.error.c_str());
-            return 1;
-        }
-        const double ceil_gbps = c.pps * kPayload * 8 / 1e9;
-        const std::string base = kind == "xdp" ? "bare AF_XDP" : "bare AF_PACKET";
-        if (!json)
-            std::printf("%s: %s; ceiling %.3f Mpps = %.2f Gbit/s payload (%.2f Gbit/s of 4174 B frames)\n", kind.c_str(),
-                        c.mode.c_str(), c.pps / 1e6, ceil_gbps, c.pps * 4174 * 8 / 1e9);
-        rs.push_back(result(kind + " ceiling Mpps", c.pps / 1e6, "Mpps", 0, ""));
-        for (uint32_t workers : {0u, 1u, 2u}) {
-            Sdr s = sdr_run(tb, kind, workers, iters, port++);
-            if (!s.error.empty()) {
-                std::fprintf(stderr, "bench_rt: %s\n", s.error.c_str());
+        // Rounds of ceiling, then SDR with each worker count, so drifts of this shared machine
+        // touch all of them alike; medians are reported.
+        std::vector<double> ceil_pps;
+        std::vector<std::vector<double>> gbps(worker_counts.size());
+        std::string mode;
+        for (int round = 0; round < reps; round++) {
+            Ceiling c = raw_ceiling(tb, kind, seconds);
+            if (!c.error.empty()) {
+                std::fprintf(stderr, "bench_rt: %s ceiling: %s\n", kind.c_str(), c.error.c_str());
                 return 1;
             }
-            std::string name = kind + " sdr_write_bw, " + (workers ? std::to_string(workers) + " worker thr" : "inline");
-            rs.push_back(result(name, s.goodput_gbps, "Gbit/s", ceil_gbps, base + " ceiling", kTargetRatio));
-            rs.push_back(result(name + " Mpps", s.mpps, "Mpps", c.pps / 1e6, base + " ceiling"));
+            ceil_pps.push_back(c.pps);
+            mode = c.mode;
+            for (size_t i = 0; i < worker_counts.size(); i++) {
+                Sdr s = sdr_run(tb, kind, worker_counts[i], iters, port++);
+                if (!s.error.empty()) {
+                    std::fprintf(stderr, "bench_rt: %s\n", s.error.c_str());
+                    return 1;
+                }
+                gbps[i].push_back(s.goodput_gbps);
+            }
+        }
+        const double pps = median(ceil_pps), ceil_gbps = pps * kPayload * 8 / 1e9;
+        const std::string base = kind == "xdp" ? "bare AF_XDP" : "bare AF_PACKET";
+        if (!json)
+            std::printf("%s (%s), median of %d: ceiling %.3f Mpps = %.2f Gbit/s payload (%.2f Gbit/s of 4174 B frames), "
+                        "rounds %s Mpps\n",
+                        kind.c_str(), mode.c_str(), reps, pps / 1e6, ceil_gbps, pps * 4174 * 8 / 1e9,
+                        list(ceil_pps, 1e-6).c_str());
+        rs.push_back(result(kind + " ceiling", pps / 1e6, "Mpps", 0, ""));
+        for (size_t i = 0; i < worker_counts.size(); i++) {
+            const uint32_t w = worker_counts[i];
+            std::string name = kind + " sdr_write_bw, " + (w ? std::to_string(w) + " worker thr" : "inline");
+            double g = median(gbps[i]);
+            if (!json) std::printf("%s: rounds %s Gbit/s\n", name.c_str(), list(gbps[i], 1).c_str());
+            rs.push_back(result(name, g, "Gbit/s", ceil_gbps, base + " ceiling", kTargetRatio));
+            rs.push_back(result(name + " Mpps", g * 1e9 / 8 / kPayload / 1e6, "Mpps", pps / 1e6, base + " ceiling"));
         }
     }
     bench::print(rs, json);
