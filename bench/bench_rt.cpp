@@ -14,6 +14,7 @@
 // the ratio compares it with the ceiling's payload rate. Target: >= 80 %.
 #include "report.hpp"
 
+#include "../tests/child_util.hpp"
 #include "../tests/netns_util.hpp"
 
 #include <sdr/emu/port.hpp>
@@ -38,7 +39,9 @@
 #include <vector>
 
 using namespace sdr;
+using sdr::test::Child;
 using sdr::test::InNetns;
+using sdr::test::json_number;
 using sdr::test::Testbed;
 
 namespace {
@@ -155,28 +158,6 @@ Ceiling raw_ceiling(const Testbed& tb, const std::string& kind, double seconds)
     return c;
 }
 
-// A command's whole output (stdout and stderr) and exit code.
-struct Run {
-    FILE* p;
-    explicit Run(const std::string& cmd) : p(popen((cmd + " 2>&1").c_str(), "r")) {}
-    std::string finish(int* status)
-    {
-        std::string out;
-        char buf[4096];
-        for (size_t n; p && (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
-        int st = p ? pclose(p) : -1;
-        p = nullptr;
-        *status = st >= 0 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-        return out;
-    }
-};
-
-double json_number(const std::string& json, const std::string& key)
-{
-    size_t at = json.find("\"" + key + "\":");
-    return at == std::string::npos ? std::nan("") : std::strtod(json.c_str() + at + key.size() + 3, nullptr);
-}
-
 struct Sdr {
     double goodput_gbps = 0;  // payload of complete chunks at the receiver
     std::string error;
@@ -187,8 +168,8 @@ Sdr sdr_run(const Testbed& tb, const std::string& kind, uint32_t workers, uint32
 {
     const std::string tool = SDR_WRITE_BW, p = " -p " + std::to_string(port);
     const std::string w = " --workers " + std::to_string(workers);
-    Run server("ip netns exec " + tb.ns(1) + " " + tool + " -d " + kind + ":" + tb.ns(1) + p + w + " --core 1 --json");
-    Run client("ip netns exec " + tb.ns(0) + " " + tool + " -d " + kind + ":" + tb.ns(0) + p + w +
+    Child server("ip netns exec " + tb.ns(1) + " " + tool + " -d " + kind + ":" + tb.ns(1) + p + w + " --core 1 --json");
+    Child client("ip netns exec " + tb.ns(0) + " " + tool + " -d " + kind + ":" + tb.ns(0) + p + w +
                " --core 0 --json -s 1M -w 100 -n " + std::to_string(iters) + " " + Testbed::ip(1));
     int cs, ss;
     std::string cout = client.finish(&cs), sout = server.finish(&ss);

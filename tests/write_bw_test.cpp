@@ -2,12 +2,12 @@
 // other, over AF_PACKET and AF_XDP, meeting through the TCP bootstrap. Under loss the server
 // checks every complete chunk's bytes and the counts add up; its capture dissects as RoCE
 // WRITEs. A client without a server fails with a clear message when its timeout ends.
+#include "child_util.hpp"
 #include "netns_util.hpp"
 #include "tshark_util.hpp"
 
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -18,38 +18,6 @@
 using namespace sdr::test;
 
 namespace {
-
-// A child process whose stdout and stderr we read when it ends.
-class Child {
-public:
-    explicit Child(const std::string& cmd) : p_(popen((cmd + " 2>&1").c_str(), "r")) {}
-    ~Child()
-    {
-        if (p_) finish();
-    }
-    // Its whole output; *status = its exit code (or -1).
-    std::string finish(int* status = nullptr)
-    {
-        std::string out;
-        char buf[4096];
-        for (size_t n; p_ && (n = fread(buf, 1, sizeof buf, p_)) > 0;) out.append(buf, n);
-        int st = p_ ? pclose(p_) : -1;
-        p_ = nullptr;
-        if (status) *status = st >= 0 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-        return out;
-    }
-
-private:
-    FILE* p_;
-};
-
-// A number field of a one-line JSON object; NaN if it is absent.
-double json_number(const std::string& json, const std::string& key)
-{
-    size_t at = json.find("\"" + key + "\":");
-    if (at == std::string::npos) return std::nan("");
-    return std::strtod(json.c_str() + at + key.size() + 3, nullptr);
-}
 
 // The line of `out` that holds the JSON object of `role`.
 std::string json_of(const std::string& out, const std::string& role)

@@ -1,0 +1,46 @@
+// Test and benchmark helper: run a shell command as a child process and collect its output
+// (stdout and stderr) and exit code; read a number field of a one-line JSON object it printed.
+#pragma once
+
+#include <sys/wait.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+namespace sdr::test {
+
+class Child {
+public:
+    explicit Child(const std::string& cmd) : p_(popen((cmd + " 2>&1").c_str(), "r")) {}
+    ~Child()
+    {
+        if (p_) finish();
+    }
+    Child(const Child&) = delete;
+    Child& operator=(const Child&) = delete;
+    // Its whole output, once it ended; *status = its exit code (or -1).
+    std::string finish(int* status = nullptr)
+    {
+        std::string out;
+        char buf[4096];
+        for (size_t n; p_ && (n = fread(buf, 1, sizeof buf, p_)) > 0;) out.append(buf, n);
+        int st = p_ ? pclose(p_) : -1;
+        p_ = nullptr;
+        if (status) *status = st >= 0 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+        return out;
+    }
+
+private:
+    FILE* p_;
+};
+
+// A number field of a one-line JSON object; NaN if it is absent.
+inline double json_number(const std::string& json, const std::string& key)
+{
+    size_t at = json.find("\"" + key + "\":");
+    return at == std::string::npos ? std::nan("") : std::strtod(json.c_str() + at + key.size() + 3, nullptr);
+}
+
+}  // namespace sdr::test
