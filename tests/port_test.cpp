@@ -156,6 +156,20 @@ long first_mismatch(const std::vector<Frame>& sent, const std::vector<Frame>& go
     return got.size() == sent.size() ? -1 : static_cast<long>(sent.size());
 }
 
+// Sends `ab` from a to b, then `ba` back; each side must receive exactly what was sent, in order.
+void both_ways_byte_exact(Port& a, Port& b, const std::vector<Frame>& ab, const std::vector<Frame>& ba)
+{
+    auto t0 = Clock::now();
+    auto got = transfer(a, b, ab);
+    double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    EXPECT_EQ(got.size(), ab.size());
+    EXPECT_EQ(first_mismatch(ab, got), -1);
+    std::printf("[ info     ] %zu frames A->B in %.1f ms\n", ab.size(), s * 1e3);
+    got = transfer(b, a, ba);
+    EXPECT_EQ(got.size(), ba.size());
+    EXPECT_EQ(first_mismatch(ba, got), -1);
+}
+
 // Polls `rx` until `done()` or `limit`; frames it receives go to `seen` (if given) and are
 // counted in `*count` (if given).
 bool poll_until(Port& rx, std::vector<Frame>* seen, const std::function<bool()>& done,
@@ -264,14 +278,7 @@ TEST_P(XdpPortTest, SingleBufferFramesArriveByteExact)
     uint32_t span = a.info().max_frame - 78 + 1;
     for (uint32_t i = 0; i < 2000; i++) ab.push_back(roce_frame(a.info(), b.info(), i, i % 3 ? 78 + (i * 97) % span : 3014));
     for (uint32_t i = 0; i < 200; i++) ba.push_back(roce_frame(b.info(), a.info(), i, 78 + (i * 389) % span));
-    auto t0 = Clock::now();
-    auto got = transfer(a, b, ab);
-    double s = std::chrono::duration<double>(Clock::now() - t0).count();
-    EXPECT_EQ(got.size(), ab.size());
-    EXPECT_EQ(first_mismatch(ab, got), -1);
-    std::printf("[ info     ] 2000 frames A->B in %.1f ms\n", s * 1e3);
-    got = transfer(b, a, ba);
-    EXPECT_EQ(first_mismatch(ba, got), -1);
+    both_ways_byte_exact(a, b, ab, ba);
 
     PortStats sa = a.stats(), sb = b.stats();
     EXPECT_EQ(sa.tx_frames, 2000u);
@@ -310,14 +317,7 @@ TEST_P(XdpPortTest, MultiBufferFramesArriveByteExact)
         ab.push_back(roce_frame(a.info(), b.info(), i, len));
     }
     for (uint32_t i = 0; i < 200; i++) ba.push_back(roce_frame(b.info(), a.info(), i, i % 2 ? 4174 : 4096));
-    auto t0 = Clock::now();
-    auto got = transfer(a, b, ab);
-    double s = std::chrono::duration<double>(Clock::now() - t0).count();
-    EXPECT_EQ(got.size(), ab.size());
-    EXPECT_EQ(first_mismatch(ab, got), -1);
-    std::printf("[ info     ] 2000 frames A->B in %.1f ms\n", s * 1e3);
-    got = transfer(b, a, ba);
-    EXPECT_EQ(first_mismatch(ba, got), -1);
+    both_ways_byte_exact(a, b, ab, ba);
     EXPECT_EQ(b.stats().rx_dropped_kernel, 0u);
     EXPECT_EQ(a.stats().tx_errors, 0u);
 }
