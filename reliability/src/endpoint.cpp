@@ -83,11 +83,16 @@ uint64_t Endpoint::chunk_len(uint64_t len, uint32_t c) const
     return std::min<uint64_t>(geo_.chunk_bytes, len - uint64_t{c} * geo_.chunk_bytes);
 }
 
-sdr_mr* Endpoint::reg(std::vector<uint8_t>& buf, uint64_t bytes)
+// Maps and registers a parity buffer; nullptr after fail() says why.
+sdr_mr* Endpoint::reg(Region& buf, uint64_t bytes, const char* what)
 {
-    if (bytes == 0) return nullptr;
-    buf.assign(bytes, 0);
-    return sdr_mr_reg(ctx_, buf.data(), bytes, SDR_ACCESS_REMOTE_WRITE);
+    if (!buf.map(bytes)) {
+        fail(std::string(what) + ": cannot map " + std::to_string(bytes) + " bytes for parity");
+        return nullptr;
+    }
+    sdr_mr* mr = sdr_mr_reg(ctx_, buf.data(), bytes, SDR_ACCESS_REMOTE_WRITE);
+    if (!mr) fail(std::string(what) + ": cannot register the parity buffer: " + sdr_last_error());
+    return mr;
 }
 
 // A message and its parity must each fit one SDR slot of the peer.
@@ -113,8 +118,8 @@ int Endpoint::send(const void* buf, uint64_t len, uint32_t lkey, uint64_t* id)
     t.len = len;
     t.lkey = lkey;
     if (l.parity && cfg_.compute) {
-        t.parity_mr = reg(t.parity_buf, uint64_t{l.parity} * geo_.chunk_bytes);
-        if (!t.parity_mr) return fail(std::string("reliable send: cannot register the parity buffer: ") + sdr_last_error());
+        t.parity_mr = reg(t.parity_buf, uint64_t{l.parity} * geo_.chunk_bytes, "reliable send");
+        if (!t.parity_mr) return SDR_ERROR;
     }
     uint64_t now = sdr_now_ns(ctx_);
     *id = tx_.post(now, len);
@@ -132,8 +137,8 @@ int Endpoint::recv(void* buf, uint64_t len, uint32_t lkey, uint64_t* id)
     r.len = len;
     r.lkey = lkey;
     if (l.parity) {  // registered also without compute: the NIC needs a place to put parity
-        r.parity_mr = reg(r.parity_buf, uint64_t{l.parity} * geo_.chunk_bytes);
-        if (!r.parity_mr) return fail(std::string("reliable recv: cannot register the parity buffer: ") + sdr_last_error());
+        r.parity_mr = reg(r.parity_buf, uint64_t{l.parity} * geo_.chunk_bytes, "reliable recv");
+        if (!r.parity_mr) return SDR_ERROR;
     }
     uint64_t now = sdr_now_ns(ctx_);
     *id = rx_.post(now, len);

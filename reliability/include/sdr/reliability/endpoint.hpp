@@ -10,6 +10,7 @@
 #include <sdr/reliability/codec.hpp>
 #include <sdr/reliability/config.hpp>
 #include <sdr/reliability/engine.hpp>
+#include <sdr/reliability/region.hpp>
 
 #include <deque>
 #include <functional>
@@ -56,7 +57,7 @@ private:
         uint32_t lkey = 0;
         sdr_send_handle *data = nullptr, *parity = nullptr;
         bool opened = false, ended = false, data_done = false, parity_done = false;
-        std::vector<uint8_t> parity_buf;
+        Region parity_buf;
         sdr_mr* parity_mr = nullptr;
         std::optional<MessageStats> result;
     };
@@ -67,7 +68,7 @@ private:
         sdr_recv_handle *data = nullptr, *parity = nullptr;
         uint8_t *data_bits = nullptr, *parity_bits = nullptr;
         bool posted = false;
-        std::vector<uint8_t> parity_buf;
+        Region parity_buf;
         sdr_mr* parity_mr = nullptr;
         std::optional<MessageStats> result;
     };
@@ -83,7 +84,7 @@ private:
     void rebuild(uint64_t seq, uint32_t sub);
     void deliver(const Action& a);
     void drain_actions(uint64_t now);
-    sdr_mr* reg(std::vector<uint8_t>& buf, uint64_t bytes);
+    sdr_mr* reg(Region& buf, uint64_t bytes, const char* what);
     uint64_t chunk_len(uint64_t len, uint32_t c) const;
 
     sdr_context* ctx_;
