@@ -8,10 +8,6 @@
 
 namespace sdr::emu {
 
-// Preamble + start delimiter (8), inter-frame gap (12) and FCS (4): the wire time of a frame
-// is (frame + 24) bytes, so goodput figures compare with real Ethernet.
-static constexpr uint32_t kWireOverheadBytes = 24;
-
 // ---- the send port of one NIC -------------------------------------------------------------
 
 class SimFabric::Port final : public SimTarget {

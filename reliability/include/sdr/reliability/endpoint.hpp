@@ -102,13 +102,13 @@ private:
     std::vector<uint8_t> zero_, scratch_;
 };
 
+// Thread-local text of the last SDR_ERROR returned by this room (sdr_rel_last_error in C).
+const char* last_error();
+
 // Run endpoints of one simulated fabric until done() holds: progress each, then sleep in
 // virtual time (sdr_sim_wait) until the earliest deadline or host-visible event. false if
 // nothing can happen any more (no deadline, no event pending) or virtual time passes
 // limit_ns before done().
-// Thread-local text of the last SDR_ERROR returned by this room (sdr_rel_last_error in C).
-const char* last_error();
-
 bool drive(sdr_context* ctx, std::initializer_list<Endpoint*> eps, const std::function<bool()>& done,
            uint64_t limit_ns = kNever);
 

@@ -1,0 +1,123 @@
+#include "message_run.hpp"
+
+#include <sdr/emu/fabric.hpp>
+#include <sdr/emu/wire.hpp>
+#include <sdr/reliability/endpoint.hpp>
+#include <sdr_sim.h>
+
+#include <sys/mman.h>
+
+#include <stdexcept>
+
+namespace sdr::exp {
+
+namespace {
+
+uint32_t log2_ceil(uint64_t v)
+{
+    uint32_t l = 0;
+    while ((uint64_t{1} << l) < v) l++;
+    return l;
+}
+
+// Four slots of the largest message (data and EC parity are separate SDR messages, and the
+// previous sample's may still be retiring), chunk and MTU from the link.
+sdr_qp_attr qp_attr(const LinkSetup& l)
+{
+    uint32_t slot_log = std::max(log2_ceil(l.max_bytes), log2_ceil(l.chunk_bytes));
+    return sdr_qp_attr{log2_ceil(l.chunk_bytes), slot_log + 2, 2, static_cast<sdr_mtu>(log2_ceil(l.mtu) - 6), 1, 1, 0};
+}
+
+WorldConfig world_config(const LinkSetup& l)
+{
+    WorldConfig w;
+    w.channels = l.channels;
+    w.fabric.link.bandwidth_gbps = l.bw_gbps;
+    w.fabric.link.rtt_ms = l.rtt_ms;
+    w.fabric.link.impairment.loss = l.drop;
+    w.fabric.payload = false;
+    w.fabric.seed = l.seed;
+    w.qp = qp_attr(l);
+    return w;
+}
+
+}  // namespace
+
+double MessageRun::wire_overhead_bytes()
+{
+    return static_cast<double>(emu::wire::frame_bytes_write_imm(0) + emu::kWireOverheadBytes);
+}
+
+MessageRun::MessageRun(const LinkSetup& link) : link_(link), world_(std::make_unique<SimWorld>(world_config(link)))
+{
+    // Payload-free: the NICs never touch message memory, so untouched anonymous pages stand in
+    // for the buffers (no resident memory, even at GiB sizes).
+    span_ = link.max_bytes;
+    for (void** p : {&src_, &dst_}) {
+        *p = mmap(nullptr, span_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (*p == MAP_FAILED) throw std::runtime_error("cannot map " + std::to_string(span_) + " bytes");
+    }
+    lkey_[0] = world_->lkey(0, src_, span_);
+    lkey_[1] = world_->lkey(1, dst_, span_);
+}
+
+MessageRun::~MessageRun()
+{
+    world_.reset();  // deregisters before the memory goes
+    munmap(src_, span_);
+    munmap(dst_, span_);
+}
+
+uint64_t MessageRun::packets() const { return world_->fabric().packets_delivered(); }
+
+Sample MessageRun::run(rel::Config cfg, uint64_t bytes)
+{
+    Sample s;
+    if (bytes == 0 || bytes > span_) {
+        s.error = "message of " + std::to_string(bytes) + " bytes: outside 1.." + std::to_string(span_);
+        return s;
+    }
+    cfg.compute = false;
+    cfg.rtt_ms = link_.rtt_ms;
+    cfg.bw_gbps = link_.bw_gbps;
+    const sdr_qp_attr qa = qp_attr(link_);
+    std::string err;
+    auto tx = rel::Endpoint::create(world_->ctx(0), world_->qp(0), qa, cfg, &err);
+    auto rx = tx ? rel::Endpoint::create(world_->ctx(1), world_->qp(1), qa, cfg, &err) : nullptr;
+    if (!rx) {
+        s.error = err;
+        return s;
+    }
+    uint64_t rid = 0, sid = 0;
+    if (rx->recv(dst_, bytes, lkey_[1], &rid) != SDR_SUCCESS) {
+        s.error = rel::last_error();
+        return s;
+    }
+    sdr_context* ctx = world_->ctx(0);
+    const uint64_t cts_ready = sdr_now_ns(ctx) + static_cast<uint64_t>(link_.rtt_ms * 1e6);
+    rel::drive(ctx, {tx.get(), rx.get()}, [] { return false; }, cts_ready);
+    if (tx->send(src_, bytes, lkey_[0], &sid) != SDR_SUCCESS) {
+        s.error = rel::last_error();
+        return s;
+    }
+    rel::MessageStats ts, rs;
+    bool tx_done = false, rx_done = false;
+    bool live = rel::drive(ctx, {tx.get(), rx.get()}, [&] {
+        tx_done = tx_done || tx->send_result(sid, &ts) == SDR_SUCCESS;
+        rx_done = rx_done || rx->recv_result(rid, &rs) == SDR_SUCCESS;
+        return tx_done && rx_done;
+    });
+    if (!live) {
+        s.error = "stalled: nothing left to happen before the message ended";
+        return s;
+    }
+    s.ok = ts.ok && rs.ok;
+    s.error = !ts.ok ? ts.error : rs.error;
+    s.completion_ms = static_cast<double>(ts.done_ns - ts.post_ns) / 1e6;
+    s.retransmitted = ts.retransmitted_chunks;
+    s.decoded = rs.decoded_chunks;
+    s.fallbacks = rs.fallbacks;
+    return s;
+}
+
+}  // namespace sdr::exp

@@ -1,0 +1,57 @@
+// One reliable message at a time over a simulated long-haul link, payload-free, for sweeps:
+// the whole stack (reliability engines and binding, C-level SDR API, firmware, NIC model, link)
+// runs in virtual time; only the bytes are left out (EC is accounted, not computed). One fabric
+// and QP pair serve every sample of a link setting; each sample gets fresh endpoints, so no RTT
+// estimate or loss history carries over between samples.
+#pragma once
+
+#include <sdr/host/sim_world.hpp>
+#include <sdr/reliability/config.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace sdr::exp {
+
+struct LinkSetup {
+    double bw_gbps = 400, rtt_ms = 25;
+    double drop = 0;            // per-packet loss, both directions (data and control)
+    uint32_t mtu = 4096, chunk_bytes = 65536, channels = 8;
+    uint64_t max_bytes = 1ull << 30;  // largest message a sample may send
+    uint64_t seed = 1;
+};
+
+struct Sample {
+    bool ok = false;
+    std::string error;
+    double completion_ms = 0;   // send post to the sender's final ACK
+    uint32_t retransmitted = 0, decoded = 0, fallbacks = 0;
+};
+
+class MessageRun {
+public:
+    // Installs a fresh simulated fabric for this process (one MessageRun at a time).
+    explicit MessageRun(const LinkSetup& link);
+    ~MessageRun();
+    MessageRun(const MessageRun&) = delete;
+    MessageRun& operator=(const MessageRun&) = delete;
+
+    // One message of `bytes` with cfg's scheme; cfg's compute/rtt/bw are set from the link.
+    // The receive is posted one RTT ahead, so the clear-to-send waits at the sender, as when an
+    // application posts buffers before data is due.
+    Sample run(rel::Config cfg, uint64_t bytes);
+    // Frames the fabric has delivered so far (data and control).
+    uint64_t packets() const;
+    // Bytes on the wire per packet beyond its payload (headers, ICRC, preamble, gap, FCS).
+    static double wire_overhead_bytes();
+
+private:
+    LinkSetup link_;
+    std::unique_ptr<SimWorld> world_;
+    void *src_ = nullptr, *dst_ = nullptr;
+    uint64_t span_ = 0;
+    uint32_t lkey_[2] = {};
+};
+
+}  // namespace sdr::exp
