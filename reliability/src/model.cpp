@@ -286,7 +286,7 @@ bool validate(const Params& P, std::string* err)
     if (P.mtu < 256 || P.mtu > 4096 || (P.mtu & (P.mtu - 1)))
         return fail("mtu: must be a power of two in 256..4096, got " + std::to_string(P.mtu));
     if (P.chunk_bytes < P.mtu)
-        return fail("chunk_bytes: must be >= mtu (" + std::to_string(P.mtu) + "), got " + std::to_string(P.chunk_bytes));
+        return fail("chunk_bytes: must be >= the MTU (" + std::to_string(P.mtu) + "), got " + std::to_string(P.chunk_bytes));
     if (!(P.drop >= 0 && P.drop < 1)) return fail("drop: must be in [0, 1), got " + num(P.drop));
     if (!(P.bw_gbps > 0 && std::isfinite(P.bw_gbps)))
         return fail("bw_gbps: must be > 0 and finite, got " + num(P.bw_gbps));
