@@ -48,6 +48,13 @@ bool SimFabric::progress(uint64_t max_events)
         return !sim_.idle();
     }
     if (sim_.idle()) return false;
+    // A poll moves the clock by at most one slice when nothing is due sooner. Jumping straight
+    // to a far event would carry the polling host past its own deadlines (an RTO due before a
+    // packet lands 12 ms later); a busy-polling host still gets there, a slice per poll.
+    if (sim_.next_time() > sim_.now() + kProgressSlicePs) {
+        sim_.run_until(sim_.now() + kProgressSlicePs);
+        return true;
+    }
     SimTime until = sim_.next_time() + kProgressSlicePs;
     for (uint64_t n = 0; n < max_events && !sim_.idle() && sim_.next_time() <= until; n++) sim_.step();
     return true;

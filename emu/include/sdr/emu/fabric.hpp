@@ -105,8 +105,9 @@ public:
     Nic* nic_by_ip(uint32_t ip);
     static NicAddress address_of(uint32_t index);
 
-    // Run up to max_events events within kProgressSlicePs of virtual time (wall clock: all
-    // events already due); false if nothing is pending.
+    // Run up to max_events events within kProgressSlicePs of virtual time, moving the clock by
+    // at most one slice when nothing is due sooner (wall clock: all events already due); false
+    // if nothing is pending.
     static constexpr SimTime kProgressSlicePs = 10'000'000;  // 10 us
     bool progress(uint64_t max_events = 4096);
     void run_until_idle();
