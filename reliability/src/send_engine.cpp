@@ -13,10 +13,14 @@ SendEngine::SendEngine(const Config& c, const Geometry& g, uint32_t incarnation)
 {
 }
 
+// The paper's RTO = RTT·(1+α) on a steady path; a jittery one stretches it to SRTT + 4·RTTVAR
+// (RFC 6298) instead of adding the two, which made the first sample (RTTVAR = RTT/2) give 5 RTT
+// for α = 2. The ACK interval covers the receiver's pacing of ACKs.
 uint64_t SendEngine::rto_ns() const
 {
-    double guard = cfg_.ack_interval_ns() + (rtt_sampled_ ? 4 * rttvar_ : 0);
-    return static_cast<uint64_t>(srtt_ * (1 + cfg_.alpha) + guard);
+    double rto = srtt_ * (1 + cfg_.alpha);
+    if (rtt_sampled_) rto = std::max(rto, srtt_ + 4 * rttvar_);
+    return static_cast<uint64_t>(rto + cfg_.ack_interval_ns());
 }
 
 uint64_t SendEngine::post(uint64_t now, uint64_t bytes)
