@@ -65,6 +65,9 @@ PoolResult run_pool(size_t tasks, unsigned jobs, const TaskFn& fn, const std::fu
         w.pid = fork();
         if (w.pid < 0) return {false, std::string("fork: ") + strerror(errno), {}};
         if (w.pid == 0) {
+            // Hold no parent end of any worker's socket, or that worker never sees EOF.
+            for (auto& o : ws)
+                if (o.fd >= 0) close(o.fd);
             close(sv[0]);
             worker(sv[1], fn);
         }
@@ -107,8 +110,8 @@ PoolResult run_pool(size_t tasks, unsigned jobs, const TaskFn& fn, const std::fu
             }
         }
     }
+    for (auto& w : ws) close(w.fd);  // EOF: the workers exit
     for (auto& w : ws) {
-        close(w.fd);
         int st = 0;
         waitpid(w.pid, &st, 0);
         if (r.ok && !(WIFEXITED(st) && WEXITSTATUS(st) == 0))
