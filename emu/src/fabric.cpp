@@ -301,14 +301,21 @@ SimLink* SimFabric::link(uint32_t src, uint32_t dst)
     if (it != links_.end()) return it->second.get();
     Nic* d = find_nic(dst);
     if (!d) return nullptr;
-    // Each direction gets its own stream, derived from the fabric seed and the pair.
-    uint64_t seed = params_.seed * 0x9E3779B97F4A7C15ull ^ (k * 0xD1B54A32D192ED03ull);
     LinkParams lp = params_.link;
     if (auto d_imp = params_.directed.find({src, dst}); d_imp != params_.directed.end()) lp.impairment = d_imp->second;
-    auto l = std::make_unique<SimLink>(*this, *d, src, lp, seed);
+    auto l = std::make_unique<SimLink>(*this, *d, src, lp, link_seed(k));
     SimLink* raw = l.get();
     links_.emplace(k, std::move(l));
     return raw;
+}
+
+// Each direction gets its own stream, derived from the fabric seed and the pair.
+uint64_t SimFabric::link_seed(uint64_t pair) const { return params_.seed * 0x9E3779B97F4A7C15ull ^ (pair * 0xD1B54A32D192ED03ull); }
+
+void SimFabric::reseed(uint64_t seed)
+{
+    params_.seed = seed;
+    for (auto& [pair, l] : links_) l->reseed(link_seed(pair));
 }
 
 uint64_t SimFabric::packets_delivered() const

@@ -63,6 +63,7 @@ public:
     SimLink(SimFabric& fabric, Nic& dst, uint32_t src_index, const LinkParams& p, uint64_t seed);
     void send(SimTime leaves, const PacketMeta& m, uint8_t* frame, uint32_t frame_len);
     void fire(SimTime now, uint64_t arg) override;
+    void reseed(uint64_t seed) { imp_.reseed(seed); }
     uint64_t delivered() const { return delivered_; }
     uint64_t dropped() const { return dropped_; }
     uint64_t duplicated() const { return duplicated_; }
@@ -131,6 +132,9 @@ public:
     SimLink* link(uint32_t src, uint32_t dst);
     const std::vector<DropRecord>& drop_log() const { return drops_; }
     uint64_t packets_delivered() const;
+    // Restart every link's random stream as if the fabric had been created with `seed`: runs
+    // that reseed alike see the same losses for the same packet sequence (paired comparisons).
+    void reseed(uint64_t seed);
 
     // NicExecutor
     uint64_t now_ns() override { return sim_.now() / kPsPerNs; }
@@ -150,6 +154,7 @@ public:
 private:
     friend class SimLink;
     SimTime wall_ps() const;
+    uint64_t link_seed(uint64_t pair) const;
     void sleep_until(SimTime t) const;
     uint64_t host_events() const;
     class Port;

@@ -44,6 +44,12 @@ public:
     explicit Impairment(const ImpairmentParams& p) : p_(p), rng_(p.seed) {}
     ImpairmentVerdict decide();
     const ImpairmentParams& params() const { return p_; }
+    // Start the random stream afresh, as if created with this seed.
+    void reseed(uint64_t seed)
+    {
+        rng_ = Rng(seed);
+        bad_ = false;
+    }
 
 private:
     ImpairmentParams p_;
