@@ -20,7 +20,8 @@ void usage(FILE* f)
     Params d;
     std::fprintf(f,
                  "usage: sdr-model [--size BYTES] [--chunk BYTES] [--mtu BYTES] [--bw-gbps G] [--rtt-ms R]\n"
-                 "                 [--drop P] [--rto-rtts X] [--k K] [--m M] [--beta B] [--header-bytes H] [--json]\n"
+                 "                 [--drop P] [--rto-rtts X] [--k K] [--m M] [--beta B] [--header-bytes H]\n"
+                 "                 [--packet-memory] [--json]\n"
                  "Expected completion of one message under Selective Repeat and Erasure Coding (the paper's\n"
                  "analytic model), beside the lossless ideal. BYTES take K/M/G suffixes (KiB/MiB/GiB).\n"
                  "  --size BYTES        message size (%llu MiB)\n"
@@ -33,6 +34,8 @@ void usage(FILE* f)
                  "  --k K, --m M        EC code: k data + m parity chunks, k + m <= 255 (%u, %u)\n"
                  "  --beta B            EC fallback waits B*RTT after injection before NACKing (%g)\n"
                  "  --header-bytes H    wire bytes per packet added to injection time (%g)\n"
+                 "  --packet-memory     a repeat of a chunk needs only its still-missing packets (SDR's\n"
+                 "                      per-packet bitmap); default: the paper's whole-chunk repeats\n"
                  "  --json              one JSON object instead of the table\n",
                  (unsigned long long)(d.size_bytes >> 20), d.chunk_bytes >> 10, d.mtu, d.bw_gbps, d.rtt_ms, d.drop,
                  d.rto_rtts, d.k, d.m, d.beta, d.header_bytes);
@@ -89,8 +92,8 @@ Params parse(int argc, char** argv, bool* json)
             usage(stdout);
             std::exit(0);
         }
-        if (a == "--json") {
-            *json = true;
+        if (a == "--json" || a == "--packet-memory") {
+            (a == "--json" ? *json : P.packet_memory) = true;
             continue;
         }
         if (a.rfind("--", 0) != 0) bad("unexpected argument '" + a + "'");
@@ -140,14 +143,15 @@ std::string json_num(double v)
 void print_json(const Params& P, const Result& r)
 {
     std::printf("{\"size_bytes\":%llu,\"chunk_bytes\":%u,\"mtu\":%u,\"bw_gbps\":%s,\"rtt_ms\":%s,\"drop\":%s,"
-                "\"rto_rtts\":%s,\"k\":%u,\"m\":%u,\"beta\":%s,\"header_bytes\":%s,\"chunks\":%llu,"
+                "\"rto_rtts\":%s,\"k\":%u,\"m\":%u,\"beta\":%s,\"header_bytes\":%s,\"packet_memory\":%s,\"chunks\":%llu,"
                 "\"packets_per_chunk\":%u,\"t_inj_us\":%s,\"p_chunk\":%s,\"sr_exact\":%s,\"e_t_sr_ms\":%s,"
                 "\"e_t_sr_nack_ms\":%s,\"p_mds\":%s,\"p_xor\":%s,\"p_fallback\":%s,\"p_fallback_mds\":%s,"
                 "\"p_fallback_xor\":%s,\"e_t_ec_ms\":%s,\"e_t_ec_mds_ms\":%s,\"e_t_ec_xor_ms\":%s,\"ideal_ms\":%s,"
                 "\"ideal_ec_ms\":%s,\"sr_ec_ratio\":%s}\n",
                 (unsigned long long)P.size_bytes, P.chunk_bytes, P.mtu, json_num(P.bw_gbps).c_str(),
                 json_num(P.rtt_ms).c_str(), json_num(P.drop).c_str(), json_num(P.rto_rtts).c_str(), P.k, P.m,
-                json_num(P.beta).c_str(), json_num(P.header_bytes).c_str(), (unsigned long long)r.chunks,
+                json_num(P.beta).c_str(), json_num(P.header_bytes).c_str(), P.packet_memory ? "true" : "false",
+                (unsigned long long)r.chunks,
                 packets_per_chunk(P), json_num(r.t_inj_us).c_str(), json_num(r.p_chunk).c_str(),
                 r.sr_exact ? "true" : "false", json_num(r.e_t_sr_ms).c_str(), json_num(r.e_t_sr_nack_ms).c_str(),
                 json_num(r.p_mds).c_str(), json_num(r.p_xor).c_str(), json_num(r.p_fallback_mds).c_str(),

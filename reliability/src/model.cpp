@@ -25,11 +25,18 @@ uint64_t parity_chunks(const Params& P)
 }
 
 // A chunk at level n has had n transmissions by now, so it is through with probability 1 - p^n.
-// log_f(n) = log(1 - p^n) and step(n) = log_f(n + 1) - log_f(n), what a chunk moving up from level n
-// adds to log prod F. Tabulated on demand: the sweep reaches levels in increasing order.
+// A chunk at level n has had n transmissions by now. It is through with probability 1 - p^n
+// (paper: a whole chunk is resent, p per try) or, with packet memory, (1 - P^n)^N (each of its N
+// packets must have arrived once in n tries). log_f(n) = log P(through by level n) and step(n) =
+// log_f(n + 1) - log_f(n), what a chunk moving up from level n adds to log prod F. Tabulated on
+// demand: the sweep reaches levels in increasing order.
 class Levels {
 public:
-    explicit Levels(double p) : log_p_(std::log(p)), one_minus_p_(1 - p) {}
+    Levels(double p, double P, uint32_t N, bool packet_memory)
+        : log_p_(std::log(packet_memory ? P : p)), one_minus_p_(1 - (packet_memory ? P : p)),
+          per_(packet_memory ? N : 1)
+    {
+    }
     double log_f(uint64_t n)
     {
         grow(n);
@@ -42,18 +49,19 @@ public:
     }
 
 private:
+    // With packet memory the per-packet terms are the paper's chunk terms at p = P, N times over.
     void grow(uint64_t n)
     {
         while (log_f_.size() <= n) {
             double q = static_cast<double>(log_f_.size());
             double pn = std::exp(q * log_p_);
-            log_f_.push_back(std::log1p(-pn));
+            log_f_.push_back(per_ * std::log1p(-pn));
             // log((1 - p^(n+1)) / (1 - p^n)), without subtracting two nearly equal logs.
-            step_.push_back(std::log1p(pn * one_minus_p_ / -std::expm1(q * log_p_)));
+            step_.push_back(per_ * std::log1p(pn * one_minus_p_ / -std::expm1(q * log_p_)));
         }
     }
 
-    double log_p_, one_minus_p_;
+    double log_p_, one_minus_p_, per_;
     // Level 0 (never sent) is never reached: the sweep starts once every chunk has been sent.
     std::vector<double> log_f_{-HUGE_VAL}, step_{HUGE_VAL};
 };
@@ -66,12 +74,12 @@ private:
 // of a round the events of the rounds in flight repeat with period T, each period adding the same
 // amount to log prod F, so whole periods are summed as a geometric series: the cost is per round
 // (times the rounds in flight, n*T/O + 1), not per event.
-double expected_max_s(uint64_t n, double T, double O, double p)
+double expected_max_s(uint64_t n, double T, double O, double p, double P, uint32_t N, bool packet_memory)
 {
     const double nT = static_cast<double>(n) * T;
     if (p <= 0) return nT;
     if (p >= kMaxChunkDrop) return HUGE_VAL;
-    Levels lv(p);
+    Levels lv(p, P, N, packet_memory);
     auto at = [&](uint64_t q, uint64_t e) { return static_cast<double>(q) * O - static_cast<double>(n - 1 - e) * T; };
     // Events of round q at or before s: floor() up to rounding, `at` has the last word, so no event
     // is counted twice or skipped.
@@ -213,13 +221,50 @@ double e_t_sr_chunks_s(const Params& P, double n_chunks)
     double T = t_inj_s(P), O = P.rto_rtts * rtt_s(P) + T, p = chunk_drop(P);
     if (p >= kMaxChunkDrop) return HUGE_VAL;
     double lo = std::floor(n_chunks), hi = std::ceil(n_chunks);
-    auto e_max = [&](double n) { return n > 0 ? expected_max_s(static_cast<uint64_t>(n), T, O, p) : 0; };
+    auto e_max = [&](double n) {
+        return n > 0 ? expected_max_s(static_cast<uint64_t>(n), T, O, p, P.drop, packets_per_chunk(P), P.packet_memory) : 0;
+    };
     double at_lo = e_max(lo);
     double e = lo == hi ? at_lo : at_lo + (n_chunks - lo) * (e_max(hi) - at_lo);
     return e + rtt_s(P);
 }
 
 double e_t_sr_s(const Params& P) { return e_t_sr_chunks_s(P, static_cast<double>(chunks(P))); }
+
+// log P(max_i X_i <= t): chunk i has had n_i(t) = floor((t - i*T)/O) + 1 transmissions by t; the
+// chunks sharing a level j form one run of consecutive i, so the sum costs one term per level.
+static double log_cdf_max(uint64_t M, double T, double O, Levels& lv, double t)
+{
+    if (t < static_cast<double>(M) * T) return -INFINITY;
+    double sum = 0;
+    for (uint64_t j = 1;; j++) {
+        double hi = std::floor((t - static_cast<double>(j - 1) * O) / T);
+        if (hi < 1) break;
+        double lo = std::max(1.0, std::floor((t - static_cast<double>(j) * O) / T) + 1);
+        double count = std::min(static_cast<double>(M), hi) - lo + 1;
+        if (count > 0) sum += count * lv.log_f(j);
+    }
+    return sum;
+}
+
+double t_sr_quantile_s(const Params& P, double q)
+{
+    const double p = chunk_drop(P);
+    if (p >= kMaxChunkDrop) return INFINITY;
+    const uint64_t M = chunks(P);
+    const double T = t_inj_s(P), O = P.rto_rtts * rtt_s(P) + T, log_q = std::log(q);
+    if (p <= 0) return static_cast<double>(M) * T + rtt_s(P);
+    Levels lv(p, P.drop, packets_per_chunk(P), P.packet_memory);
+    double lo = static_cast<double>(M) * T, hi = lo;
+    if (log_cdf_max(M, T, O, lv, lo) >= log_q) return lo + rtt_s(P);
+    while (log_cdf_max(M, T, O, lv, hi) < log_q) hi += O;
+    // The cdf is a step function: bisect to well below a microsecond.
+    for (int i = 0; i < 64 && hi - lo > 1e-9; i++) {
+        double mid = (lo + hi) / 2;
+        (log_cdf_max(M, T, O, lv, mid) >= log_q ? hi : lo) = mid;
+    }
+    return hi + rtt_s(P);
+}
 
 double p_mds(double p, uint32_t k, uint32_t m) { return std::exp(log_p_ec(p, k, m, Code::Mds)); }
 

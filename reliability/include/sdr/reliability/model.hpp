@@ -21,6 +21,11 @@ struct Params {
     uint32_t k = 32, m = 8;        // EC code
     double beta = 0.5;             // EC fallback: wait beta*RTT after injection before NACKing (FTO = M/BW + beta*RTT)
     double header_bytes = 0;       // per-packet wire overhead added to injection time (paper: 0; our simulator: pass its real overhead)
+    // The paper's model resends a chunk whole and loses it with p again. SDR's per-packet bitmap
+    // keeps what arrived, so a repeat completes the chunk unless one of its still-missing packets
+    // is lost again: P(chunk incomplete after r sends) = 1 - (1 - P^r)^N instead of p^r. Equal
+    // for r = 1; true here gives what our implementation does.
+    bool packet_memory = false;
 };
 
 uint32_t packets_per_chunk(const Params&);   // N = ceil(chunk / mtu)
@@ -33,6 +38,9 @@ double t_inj_s(const Params&);               // T_INJ = (chunk + N*header_bytes)
 // +infinity when 1 - p < 1e-6 (its cost grows as 1/(1 - p); such a chunk needs a million rounds).
 bool sr_exact(const Params&);                // M*T_INJ <= RTO: no retransmission waits behind first sends
 double e_t_sr_s(const Params&);              // E[T_SR]
+// Quantile q of T_SR (e.g. 0.999): P(max_i X_i <= t) = prod_i P(X_i <= t), the smallest t where it
+// reaches q, plus RTT. +infinity where E[T_SR] is.
+double t_sr_quantile_s(const Params&, double q);
 // E[T_SR] of a message of n_chunks chunks (of the Params' chunk size): n = 0 gives RTT; a fractional
 // n interpolates linearly between floor(n) and ceil(n) chunks.
 double e_t_sr_chunks_s(const Params&, double n_chunks);
