@@ -242,7 +242,9 @@ void RecvEngine::send_nack_failed(uint64_t now, Msg& m)
     if (!m.fallback) m.st_out.fallbacks = failed_subs;
     m.fallback = true;
     send_ctrl(n);
-    m.nack_at = now + rto();
+    // Named again once its repair had time to land (as sr-nack does), not after a whole RTO: a
+    // repair lost once more would otherwise cost 3 RTT per round, the tail of EC at high loss.
+    m.nack_at = now + static_cast<uint64_t>(cfg_.rtt_ms * 1.25e6 + cfg_.ack_interval_ns());
 }
 
 // sr-nack: a chunk missing behind a later arrival, for longer than the reordering allowance,
