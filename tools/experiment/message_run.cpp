@@ -20,11 +20,13 @@ uint32_t log2_ceil(uint64_t v)
     return l;
 }
 
-// Four slots of the largest message (data and EC parity are separate SDR messages, and the
-// previous sample's may still be retiring), chunk and MTU from the link.
+// Four slots (data and EC parity are separate SDR messages, and the previous sample's may still
+// be retiring), each holding the largest message or the parity of one submessage of any code
+// (m < 256 chunks: a small message's m parity chunks can outweigh its data), chunk and MTU from
+// the link.
 sdr_qp_attr qp_attr(const LinkSetup& l)
 {
-    uint32_t slot_log = std::max(log2_ceil(l.max_bytes), log2_ceil(l.chunk_bytes));
+    uint32_t slot_log = std::max(log2_ceil(l.max_bytes), log2_ceil(l.chunk_bytes) + 8);
     return sdr_qp_attr{log2_ceil(l.chunk_bytes), slot_log + 2, 2, static_cast<sdr_mtu>(log2_ceil(l.mtu) - 6), 1, 1, 0};
 }
 
@@ -70,13 +72,14 @@ MessageRun::~MessageRun()
 
 uint64_t MessageRun::packets() const { return world_->fabric().packets_delivered(); }
 
-Sample MessageRun::run(rel::Config cfg, uint64_t bytes)
+Sample MessageRun::run(rel::Config cfg, uint64_t bytes, uint64_t seed)
 {
     Sample s;
     if (bytes == 0 || bytes > span_) {
         s.error = "message of " + std::to_string(bytes) + " bytes: outside 1.." + std::to_string(span_);
         return s;
     }
+    world_->fabric().reseed(seed);
     cfg.compute = false;
     cfg.rtt_ms = link_.rtt_ms;
     cfg.bw_gbps = link_.bw_gbps;

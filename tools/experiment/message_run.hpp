@@ -39,8 +39,10 @@ public:
 
     // One message of `bytes` with cfg's scheme; cfg's compute/rtt/bw are set from the link.
     // The receive is posted one RTT ahead, so the clear-to-send waits at the sender, as when an
-    // application posts buffers before data is due.
-    Sample run(rel::Config cfg, uint64_t bytes);
+    // application posts buffers before data is due. The links' random streams restart from
+    // `seed`: samples of different schemes with the same seed meet the same losses as far as
+    // their packet sequences agree (paired comparison), and identical configurations the same.
+    Sample run(rel::Config cfg, uint64_t bytes, uint64_t seed);
     // Frames the fabric has delivered so far (data and control).
     uint64_t packets() const;
     // Bytes on the wire per packet beyond its payload (headers, ICRC, preamble, gap, FCS).
