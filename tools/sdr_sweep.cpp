@@ -370,8 +370,10 @@ int main(int argc, char** argv)
             double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
             auto [model_ms, kind] = model_of(cfg, l, size);
             if (sc.automatic) kind = "none";
-            emit(fmt("%llu,%.3g,%s,%u,%u,", (unsigned long long)size, l.drop, sc.label.c_str(),
-                     sdr::rel::is_ec(cfg.scheme) ? cfg.k : 0, sdr::rel::is_ec(cfg.scheme) ? cfg.m : 0) +
+            // auto's code varies by point: k, m stay 0 (one series), `chosen` says what it picked.
+            const bool coded = sdr::rel::is_ec(cfg.scheme) && !sc.automatic;
+            emit(fmt("%llu,%.3g,%s,%u,%u,", (unsigned long long)size, l.drop, sc.label.c_str(), coded ? cfg.k : 0,
+                     coded ? cfg.m : 0) +
                  stats_cols(n, failed, ms) +
                  fmt(",%llu,%.6f,%.3f,%.3f,%.6f,%s,%.6f,%s,%.3f,%llu", (unsigned long long)fb_samples, static_cast<double>(fb_samples) / n,
                      static_cast<double>(retx) / n, static_cast<double>(decoded) / n, model_ms, kind,
