@@ -209,6 +209,9 @@ void RecvEngine::send_ack(uint64_t now, Msg& m, uint8_t flags)
         if (held(m.have, cum + i)) set_bit(a.bits, i);
     a.newest = m.newest;
     a.ack_delay_us = static_cast<uint32_t>(std::min<uint64_t>((now - m.newest_ns) / 1000, UINT32_MAX));
+    // The FINAL ACK goes out twice: losing it costs the sender an RTO and a probe (4 RTT, the
+    // whole p99.9 of EC at 0.1 % loss); a second 48-byte datagram squares that probability.
+    if (flags & kAckFinal) send_ctrl(a);
     send_ctrl(a);
     m.last_ack = now;
     m.dirty = false;
