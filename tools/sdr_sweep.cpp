@@ -26,7 +26,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -296,15 +295,17 @@ std::string stats_cols(uint32_t samples, uint64_t failed, const std::vector<doub
                st.p999, st.min, st.max);
 }
 
+// Progress counts simulated bytes, not samples: a 1 GiB sample costs 8192 of 128 KiB, so only
+// bytes make the time left an estimate.
 void progress_bar(uint64_t done, uint64_t total, double secs)
 {
     const int width = 40;
     double f = total ? static_cast<double>(done) / static_cast<double>(total) : 1;
     int fill = static_cast<int>(f * width);
     double eta = f > 0 ? secs / f - secs : 0;
-    std::fprintf(stderr, "\r[%.*s%*s] %5.1f%%  %llu/%llu samples  %.0f s, ~%.0f s left ", fill,
+    std::fprintf(stderr, "\r[%.*s%*s] %5.1f%% of %.0f GiB simulated  %.0f s, ~%.0f s left ", fill,
                  "########################################", width - fill, "", 100 * f,
-                 (unsigned long long)done, (unsigned long long)total, secs, eta);
+                 static_cast<double>(total) / (1 << 30), secs, eta);
 }
 
 }  // namespace
@@ -327,13 +328,21 @@ int main(int argc, char** argv)
         return static_cast<uint32_t>(std::min<uint64_t>(o.samples, std::max<uint64_t>(o.min_samples, o.bytes_per_point / size)));
     };
     const size_t msg_tasks = sz.size() * dr.size(), ar_tasks = nodes.size() * dr.size();
-    uint64_t total = 0;
-    for (uint64_t s : sz) total += uint64_t{samples_for(s)} * schemes.size() * dr.size();
-    total += uint64_t{o.ar_samples} * ar_schemes.size() * ar_tasks;
+    // Work in simulated bytes: a message sample moves its size, an Allreduce sample 2(N-1)
+    // segments of bytes/N on each of N links.
+    uint64_t total = 0, samples = 0;
+    for (uint64_t s : sz) {
+        total += uint64_t{samples_for(s)} * schemes.size() * dr.size() * s;
+        samples += uint64_t{samples_for(s)} * schemes.size() * dr.size();
+    }
+    for (uint32_t n : nodes) {
+        total += uint64_t{o.ar_samples} * ar_schemes.size() * dr.size() * o.ar_bytes * 2 * (n - 1);
+        samples += uint64_t{o.ar_samples} * ar_schemes.size() * dr.size();
+    }
     if (mkdir(o.out.c_str(), 0755) != 0 && errno != EEXIST) bad("cannot create " + o.out + ": " + strerror(errno));
     std::fprintf(stderr, "sdr_sweep: messages %zu sizes x %zu drops x %zu schemes; allreduce %zu node counts x %zu drops x %zu schemes; %llu samples on %u jobs\n",
                  sz.size(), dr.size(), schemes.size(), nodes.size(), dr.size(), ar_schemes.size(),
-                 (unsigned long long)total, o.jobs);
+                 (unsigned long long)samples, o.jobs);
 
     auto message_task = [&](size_t index, const auto& emit, const auto& tick) {
         const uint64_t size = sz[index % sz.size()];
@@ -365,7 +374,7 @@ int main(int argc, char** argv)
                 fb_samples += r.fallbacks > 0;
                 retx += r.retransmitted;
                 decoded += r.decoded;
-                tick(1);
+                tick(size);
             }
             double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
             auto [model_ms, kind] = model_of(cfg, l, size);
@@ -408,7 +417,7 @@ int main(int argc, char** argv)
                 if (r.ok) ms.push_back(r.completion_ms);
                 else failed++, err = r.error;
                 packets += r.packets;
-                tick(1);
+                tick(o.ar_bytes * 2 * (n - 1));
             }
             double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
             // The model's bound with the round's transfer counted to delivery (our rounds wait for
@@ -461,7 +470,7 @@ int main(int argc, char** argv)
     if (o.allreduce)
         write(acsv, sdr::exp::kAllreduceHeader, 0, ar_tasks);
     std::printf("sdr_sweep: %llu samples in %.1f s on %u jobs: %.1f M simulated packets (data and control), %.2f M packets/s\n",
-                (unsigned long long)total, wall, o.jobs, packets / 1e6, packets / wall / 1e6);
+                (unsigned long long)samples, wall, o.jobs, packets / 1e6, packets / wall / 1e6);
     if (o.messages) std::printf("%s\n", mcsv.c_str());
     if (o.allreduce) std::printf("%s\n", acsv.c_str());
     std::string err;

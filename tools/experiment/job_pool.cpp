@@ -75,7 +75,7 @@ PoolResult run_pool(size_t tasks, unsigned jobs, const TaskFn& fn, const std::fu
         w.fd = sv[0];
     }
     size_t next = 0, done = 0;
-    uint64_t samples = 0;
+    uint64_t units = 0;
     auto assign = [&](Worker& w) {
         if (next < tasks && write_all(w.fd, std::to_string(next) + "\n")) w.task = static_cast<long>(next++);
         else w.task = -1;
@@ -99,8 +99,8 @@ PoolResult run_pool(size_t tasks, unsigned jobs, const TaskFn& fn, const std::fu
                 std::string line = w.in.substr(0, nl);
                 w.in.erase(0, nl + 1);
                 if (line[0] == '+') {
-                    samples += std::stoull(line.substr(1));
-                    on_progress(samples);
+                    units += std::stoull(line.substr(1));
+                    on_progress(units);
                 } else if (line[0] == 'L') {
                     r.lines[static_cast<size_t>(w.task)].push_back(line.substr(2));
                 } else if (line == "D") {
