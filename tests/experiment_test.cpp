@@ -22,16 +22,8 @@ namespace model = sdr::rel::model;
 
 model::Params params(const LinkSetup& l, uint64_t size, double rto_rtts)
 {
-    model::Params p;
-    p.size_bytes = size;
-    p.chunk_bytes = l.chunk_bytes;
-    p.mtu = l.mtu;
-    p.bw_gbps = l.bw_gbps;
-    p.rtt_ms = l.rtt_ms;
-    p.drop = l.drop;
+    model::Params p = sdr::exp::model_params(l, size, sdr::rel::Config{});
     p.rto_rtts = rto_rtts;
-    p.header_bytes = MessageRun::wire_overhead_bytes();
-    p.packet_memory = true;  // what SDR's per-packet bitmap does
     return p;
 }
 

@@ -220,27 +220,8 @@ std::string code_label(const sdr::rel::Config& c)
     return s;
 }
 
-// The model at a point, in our implementation's terms: packet memory (a repeat needs only the
-// chunk's missing packets), the per-packet wire overhead, the RTO including the receiver's ACK
-// interval, and EC not waiting for the last submessage's parity (its data completes the
-// message): the paper's bound minus that parity's injection.
-sdr::rel::model::Params model_params(const sdr::rel::Config& c, const LinkSetup& l, uint64_t size)
-{
-    sdr::rel::model::Params p;
-    p.size_bytes = size;
-    p.chunk_bytes = l.chunk_bytes;
-    p.mtu = l.mtu;
-    p.bw_gbps = l.bw_gbps;
-    p.rtt_ms = l.rtt_ms;
-    p.drop = l.drop;
-    p.k = c.k;
-    p.m = c.m;
-    p.beta = 0.5 * c.fto_alpha;
-    p.header_bytes = sdr::exp::MessageRun::wire_overhead_bytes();
-    p.packet_memory = true;
-    return p;
-}
-
+// EC does not wait for the last submessage's parity (its data completes the message): the
+// paper's bound less that parity's injection.
 double ec_unwaited_parity_ms(const sdr::rel::model::Params& p)
 {
     namespace model = sdr::rel::model;
@@ -254,7 +235,7 @@ double ec_unwaited_parity_ms(const sdr::rel::model::Params& p)
 std::pair<double, const char*> model_of(const sdr::rel::Config& c, const LinkSetup& l, uint64_t size)
 {
     namespace model = sdr::rel::model;
-    model::Params p = model_params(c, l, size);
+    model::Params p = sdr::exp::model_params(l, size, c);
     switch (c.scheme) {
     case sdr::rel::Scheme::Sr:
         p.rto_rtts = 1 + c.alpha + 1.0 / 64;
@@ -272,7 +253,7 @@ std::pair<double, const char*> model_of(const sdr::rel::Config& c, const LinkSet
 double ideal_of(const sdr::rel::Config& c, const LinkSetup& l, uint64_t size)
 {
     namespace model = sdr::rel::model;
-    model::Params p = model_params(c, l, size);
+    model::Params p = sdr::exp::model_params(l, size, c);
     return sdr::rel::is_ec(c.scheme) ? model::ideal_ec_s(p) * 1e3 - ec_unwaited_parity_ms(p) : model::ideal_s(p) * 1e3;
 }
 

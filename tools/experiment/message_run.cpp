@@ -70,6 +70,23 @@ MessageRun::~MessageRun()
     munmap(dst_, span_);
 }
 
+rel::model::Params model_params(const LinkSetup& l, uint64_t bytes, const rel::Config& cfg)
+{
+    rel::model::Params p;
+    p.size_bytes = bytes;
+    p.chunk_bytes = l.chunk_bytes;
+    p.mtu = l.mtu;
+    p.bw_gbps = l.bw_gbps;
+    p.rtt_ms = l.rtt_ms;
+    p.drop = l.drop;
+    p.k = cfg.k;
+    p.m = cfg.m;
+    p.beta = 0.5 * cfg.fto_alpha;
+    p.header_bytes = MessageRun::wire_overhead_bytes();
+    p.packet_memory = true;
+    return p;
+}
+
 uint64_t MessageRun::packets() const { return world_->fabric().packets_delivered(); }
 
 Sample MessageRun::run(rel::Config cfg, uint64_t bytes, uint64_t seed)

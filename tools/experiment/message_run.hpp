@@ -7,6 +7,7 @@
 
 #include <sdr/host/sim_world.hpp>
 #include <sdr/reliability/config.hpp>
+#include <sdr/reliability/model.hpp>
 
 #include <cstdint>
 #include <memory>
@@ -55,5 +56,10 @@ private:
     uint64_t span_ = 0;
     uint32_t lkey_[2] = {};
 };
+
+// The analytic model's parameters for a message of `bytes` on this link, in our implementation's
+// terms: packet memory (a repeat needs only the chunk's missing packets, as the per-packet bitmap
+// gives) and the per-packet wire overhead; k, m and beta from cfg. rto_rtts is the caller's.
+rel::model::Params model_params(const LinkSetup& link, uint64_t bytes, const rel::Config& cfg);
 
 }  // namespace sdr::exp
