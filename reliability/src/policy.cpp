@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 namespace sdr::rel {
 
@@ -41,10 +42,9 @@ std::vector<SchemeEstimate> estimate_schemes(const PathEstimate& path, uint64_t 
 {
     model::Params p = params(path, bytes, chunk_bytes, mtu, cfg);
     std::vector<SchemeEstimate> v;
-    for (double rto : {1 + cfg.alpha, 1.0}) {
+    for (auto [scheme, rto] : {std::pair{Scheme::Sr, 1 + cfg.alpha}, std::pair{Scheme::SrNack, 1.0}}) {
         p.rto_rtts = rto;
-        v.push_back({rto == 1.0 ? Scheme::SrNack : Scheme::Sr, 0, 0, model::e_t_sr_s(p) * 1e3,
-                     model::t_sr_quantile_s(p, 0.999) * 1e3});
+        v.push_back({scheme, 0, 0, model::e_t_sr_s(p) * 1e3, model::t_sr_quantile_s(p, 0.999) * 1e3});
     }
     for (auto code : {model::Code::Xor, model::Code::Mds})
         v.push_back({code == model::Code::Xor ? Scheme::EcXor : Scheme::EcMds, cfg.k, cfg.m,
