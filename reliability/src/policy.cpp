@@ -1,4 +1,3 @@
-#include <sdr/reliability/model.hpp>
 #include <sdr/reliability/policy.hpp>
 
 #include <algorithm>
@@ -8,23 +7,6 @@
 namespace sdr::rel {
 
 namespace {
-
-model::Params params(const PathEstimate& path, uint64_t bytes, uint32_t chunk_bytes, uint32_t mtu, const Config& cfg)
-{
-    model::Params p;
-    p.size_bytes = bytes;
-    p.chunk_bytes = chunk_bytes;
-    p.mtu = mtu;
-    p.bw_gbps = path.bw_gbps;
-    p.rtt_ms = path.rtt_ms;
-    p.drop = path.drop;
-    p.header_bytes = path.header_bytes;
-    p.k = cfg.k;
-    p.m = cfg.m;
-    p.beta = 0.5 * cfg.fto_alpha;
-    p.packet_memory = true;  // what SDR's per-packet bitmap gives
-    return p;
-}
 
 // EC's tail: with fallback rarer than 1 in 1000 messages, p99.9 is the lossless time; otherwise
 // a fallback round (FTO wait, NACK, repair: (1 + beta) RTT) is in it.
@@ -37,10 +19,28 @@ double ec_p999_s(const model::Params& p, model::Code code)
 
 }  // namespace
 
+model::Params model_params(const PathEstimate& path, uint64_t bytes, uint32_t chunk_bytes, uint32_t mtu,
+                           const Config& cfg)
+{
+    model::Params p;
+    p.size_bytes = bytes;
+    p.chunk_bytes = chunk_bytes;
+    p.mtu = mtu;
+    p.bw_gbps = path.bw_gbps;
+    p.rtt_ms = path.rtt_ms;
+    p.drop = path.drop;
+    p.header_bytes = path.header_bytes;
+    p.k = cfg.k;
+    p.m = cfg.m;
+    p.beta = 0.5 * cfg.fto_alpha;
+    p.packet_memory = true;
+    return p;
+}
+
 std::vector<SchemeEstimate> estimate_schemes(const PathEstimate& path, uint64_t bytes, uint32_t chunk_bytes,
                                              uint32_t mtu, const Config& cfg)
 {
-    model::Params p = params(path, bytes, chunk_bytes, mtu, cfg);
+    model::Params p = model_params(path, bytes, chunk_bytes, mtu, cfg);
     std::vector<SchemeEstimate> v;
     for (auto [scheme, rto] : {std::pair{Scheme::Sr, 1 + cfg.alpha}, std::pair{Scheme::SrNack, 1.0}}) {
         p.rto_rtts = rto;

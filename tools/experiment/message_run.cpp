@@ -3,6 +3,7 @@
 #include <sdr/emu/fabric.hpp>
 #include <sdr/emu/wire.hpp>
 #include <sdr/reliability/endpoint.hpp>
+#include <sdr/reliability/policy.hpp>
 #include <sdr_sim.h>
 
 #include <sys/mman.h>
@@ -72,19 +73,8 @@ MessageRun::~MessageRun()
 
 rel::model::Params model_params(const LinkSetup& l, uint64_t bytes, const rel::Config& cfg)
 {
-    rel::model::Params p;
-    p.size_bytes = bytes;
-    p.chunk_bytes = l.chunk_bytes;
-    p.mtu = l.mtu;
-    p.bw_gbps = l.bw_gbps;
-    p.rtt_ms = l.rtt_ms;
-    p.drop = l.drop;
-    p.k = cfg.k;
-    p.m = cfg.m;
-    p.beta = 0.5 * cfg.fto_alpha;
-    p.header_bytes = MessageRun::wire_overhead_bytes();
-    p.packet_memory = true;
-    return p;
+    return rel::model_params(rel::PathEstimate{l.rtt_ms, l.bw_gbps, l.drop, MessageRun::wire_overhead_bytes()}, bytes,
+                             l.chunk_bytes, l.mtu, cfg);
 }
 
 uint64_t MessageRun::packets() const { return world_->fabric().packets_delivered(); }

@@ -57,9 +57,8 @@ private:
     uint32_t lkey_[2] = {};
 };
 
-// The analytic model's parameters for a message of `bytes` on this link, in our implementation's
-// terms: packet memory (a repeat needs only the chunk's missing packets, as the per-packet bitmap
-// gives) and the per-packet wire overhead; k, m and beta from cfg. rto_rtts is the caller's.
+// rel::model_params (packet memory; k, m, beta from cfg) for this link and its per-packet wire
+// overhead. rto_rtts is the caller's.
 rel::model::Params model_params(const LinkSetup& link, uint64_t bytes, const rel::Config& cfg);
 
 }  // namespace sdr::exp

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <sdr/reliability/config.hpp>
+#include <sdr/reliability/model.hpp>
 
 #include <cstdint>
 #include <vector>
@@ -21,6 +22,12 @@ struct SchemeEstimate {
     uint32_t k = 0, m = 0;      // EC only
     double mean_ms = 0, p999_ms = 0;
 };
+
+// The model's parameters for a message of `bytes` on this path as our implementation behaves:
+// packet memory (a repeat needs only the chunk's missing packets, the per-packet bitmap keeps
+// the rest); k, m and beta (0.5 fto_alpha) from cfg. rto_rtts is the caller's.
+model::Params model_params(const PathEstimate& path, uint64_t bytes, uint32_t chunk_bytes, uint32_t mtu,
+                           const Config& cfg);
 
 // The model's mean and p99.9 of every candidate: sr and sr-nack (RTO from cfg.alpha; the NACK
 // variant repairs after one RTT), ec-xor and ec-mds with cfg.k, cfg.m, and ec-mds with 2m and
