@@ -1,6 +1,7 @@
 /* A C program on the reliability layer's C API (sdr_rel.h): a lossy simulated link (SDR_SIM_*
  * from ctest), one reliable message per scheme named on the command line, each verified
- * byte-exact. Sleeps in virtual time with sdr_sim_wait between deadlines. Exit 0 on success. */
+ * byte-exact. For auto the link's loss is the receiver's drop hint, and both sides must report
+ * the code it picked. Sleeps in virtual time with sdr_sim_wait between deadlines. Exit 0 on success. */
 #include <sdr.h>
 #include <sdr_mr.h>
 #include <sdr_rel.h>
@@ -46,6 +47,7 @@ int main(int argc, char **argv)
         /* the link this run was given (ctest sets both) */
         ra.rtt_ms = getenv("SDR_SIM_RTT_MS") ? atof(getenv("SDR_SIM_RTT_MS")) : 25;
         ra.bw_gbps = getenv("SDR_SIM_BW_GBPS") ? atof(getenv("SDR_SIM_BW_GBPS")) : 100;
+        ra.drop_hint = getenv("SDR_SIM_LOSS") ? atof(getenv("SDR_SIM_LOSS")) : 0;
         struct sdr_rel_endpoint *ea = sdr_rel_endpoint_create(a, qpa, &qa, &ra);
         struct sdr_rel_endpoint *eb = sdr_rel_endpoint_create(b, qpb, &qa, &ra);
         CHECK(ea && eb, "sdr_rel_endpoint_create");
@@ -69,8 +71,17 @@ int main(int argc, char **argv)
         }
         CHECK(ts.ok && rs.ok, ts.ok ? rs.error : ts.error);
         CHECK(memcmp(src, dst, size) == 0, "payload differs");
-        printf("%s: %u chunks in %.3f ms, %u retransmitted, %u decoded, %u fallbacks\n", argv[s], ts.chunks,
-               (ts.done_ns - ts.post_ns) / 1e6, ts.retransmitted_chunks, rs.decoded_chunks, rs.fallbacks);
+        CHECK(ts.scheme == rs.scheme && ts.k == rs.k && ts.m == rs.m && rs.scheme >= SDR_REL_SR &&
+                  rs.scheme <= SDR_REL_EC_MDS && (ra.scheme == SDR_REL_AUTO || rs.scheme == ra.scheme),
+              "the two sides report different codes");
+        struct sdr_rel_path path;
+        CHECK(sdr_rel_path_get(eb, &path) == SDR_SUCCESS && path.samples > 0, "sdr_rel_path_get");
+        static const char *names[] = {"", "sr", "sr-nack", "ec-xor", "ec-mds", "auto"};
+        printf("%s: %s(%u,%u), %u chunks in %.3f ms, %u retransmitted, %u decoded, %u fallbacks; receiver's path: "
+               "RTT %.2f ms, %.0f Gbit/s, drop %.2g from %llu chunks\n",
+               argv[s], names[rs.scheme], rs.k, rs.m, ts.chunks, (ts.done_ns - ts.post_ns) / 1e6,
+               ts.retransmitted_chunks, rs.decoded_chunks, rs.fallbacks, path.rtt_ms, path.bw_gbps, path.drop,
+               (unsigned long long)path.samples);
         sdr_rel_endpoint_destroy(ea);
         sdr_rel_endpoint_destroy(eb);
     }

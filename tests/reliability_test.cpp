@@ -112,7 +112,7 @@ void expect_delivered(const Outcome& o)
     EXPECT_TRUE(o.bytes_equal);
 }
 
-const char* kSchemes[] = {"sr", "sr-nack", "ec-xor:8,2", "ec-mds:8,2"};
+const char* kSchemes[] = {"sr", "sr-nack", "ec-xor:8,2", "ec-mds:8,2", "auto:8,2"};
 
 }  // namespace
 

@@ -202,21 +202,18 @@ Scheme parse_scheme(const Options& o, const std::string& text)
 {
     Scheme s;
     s.cfg.alpha = o.alpha;
-    if (text == "auto") {
-        s.label = "auto";
-        s.automatic = true;
-        return s;
-    }
     std::string err;
     if (!sdr::rel::parse_scheme(text, &s.cfg, &err)) bad("scheme: " + err);
     s.label = sdr::rel::to_string(s.cfg.scheme);
+    s.automatic = s.cfg.scheme == sdr::rel::Scheme::Auto;
     return s;
 }
 
-std::string code_label(const sdr::rel::Config& c)
+// "ec-mds:32/8": a code in one CSV field.
+std::string code_label(const sdr::rel::Code& c)
 {
-    std::string s = sdr::rel::to_string(c.scheme);
-    if (sdr::rel::is_ec(c.scheme)) s += ":" + std::to_string(c.k) + "/" + std::to_string(c.m);
+    std::string s = sdr::rel::to_string(c);
+    std::replace(s.begin(), s.end(), ',', '/');
     return s;
 }
 
@@ -335,14 +332,11 @@ int main(int argc, char** argv)
         const uint32_t n = samples_for(size);
         for (const Scheme& sc : schemes) {
             sdr::rel::Config cfg = sc.cfg;
-            if (sc.automatic) {
-                // The path as a long-running connection would have measured it.
-                sdr::rel::PathEstimate path{l.rtt_ms, l.bw_gbps, l.drop, sdr::exp::MessageRun::wire_overhead_bytes()};
-                auto choice = sdr::rel::choose_scheme(path, size, l.chunk_bytes, l.mtu, cfg);
-                cfg.scheme = choice.scheme;
-                cfg.k = sdr::rel::is_ec(choice.scheme) ? choice.k : cfg.k;
-                cfg.m = sdr::rel::is_ec(choice.scheme) ? choice.m : cfg.m;
-            }
+            // auto is the reliability API's: the receiver picks per message. Each sample has
+            // fresh endpoints, so it is told the drop rate a long-running connection would have
+            // measured.
+            if (sc.automatic) cfg.drop_hint = l.drop;
+            sdr::rel::Code chosen;
             std::vector<double> ms;
             uint64_t failed = 0, fb_samples = 0, retx = 0, decoded = 0;
             std::string err;
@@ -352,12 +346,18 @@ int main(int argc, char** argv)
                 sdr::exp::Sample r = run.run(cfg, size, l.seed * 65537 + s);
                 if (r.ok) ms.push_back(r.completion_ms);
                 else failed++, err = r.error;
+                if (s == 0) chosen = r.code;
+                else if (!(r.code == chosen)) chosen.scheme = sdr::rel::Scheme::Auto;  // varied: "auto"
                 fb_samples += r.fallbacks > 0;
                 retx += r.retransmitted;
                 decoded += r.decoded;
                 tick(size);
             }
             double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
+            if (sc.automatic && chosen.scheme != sdr::rel::Scheme::Auto) {  // the model of what it picked
+                cfg.scheme = chosen.scheme;
+                if (sdr::rel::is_ec(chosen.scheme)) cfg.k = chosen.k, cfg.m = chosen.m;
+            }
             auto [model_ms, kind] = model_of(cfg, l, size);
             if (sc.automatic) kind = "none";
             // auto's code varies by point: k, m stay 0 (one series), `chosen` says what it picked.
@@ -367,7 +367,7 @@ int main(int argc, char** argv)
                  stats_cols(n, failed, ms) +
                  fmt(",%llu,%.6f,%.3f,%.3f,%.6f,%s,%.6f,%s,%.3f,%llu", (unsigned long long)fb_samples, static_cast<double>(fb_samples) / n,
                      static_cast<double>(retx) / n, static_cast<double>(decoded) / n, model_ms, kind,
-                     ideal_of(cfg, l, size), sc.automatic ? code_label(cfg).c_str() : "", wall,
+                     ideal_of(cfg, l, size), sc.automatic ? code_label(chosen).c_str() : "", wall,
                      (unsigned long long)(run.packets() - p0)));
             if (failed)
                 std::fprintf(stderr, "\nsdr_sweep: %s at %llu B, drop %g: %llu samples failed: %s\n", sc.label.c_str(),

@@ -8,7 +8,13 @@
  *
  * The QP must be connected and have send_enable and recv_enable set (data one way, control
  * the other). The n-th send of one side lands in the n-th receive of the other; lengths must
- * match. Both sides must use the same scheme (checked: the send fails with a clear error). */
+ * match. Both sides must use the same scheme (checked: the send fails with a clear error),
+ * or the sender uses auto, which follows whatever the receiver names.
+ *
+ * auto: the receiver picks a code per message (sr, sr-nack, ec-xor:k,m, ec-mds:k,m, 2m or 4m)
+ * from the analytic model on its path estimate — the RTT (rtt_ms, or the measured SRTT of this
+ * endpoint's own sends), bw_gbps, and the drop rate it measures from arrivals (drop_hint until
+ * then) — and names it in its clear-to-send. stats.scheme/k/m report what a message used. */
 #ifndef SDR_REL_H
 #define SDR_REL_H
 
@@ -21,16 +27,17 @@ extern "C" {
 
 struct sdr_rel_endpoint;
 
-enum sdr_rel_scheme { SDR_REL_SR = 1, SDR_REL_SR_NACK = 2, SDR_REL_EC_XOR = 3, SDR_REL_EC_MDS = 4 };
+enum sdr_rel_scheme { SDR_REL_SR = 1, SDR_REL_SR_NACK = 2, SDR_REL_EC_XOR = 3, SDR_REL_EC_MDS = 4, SDR_REL_AUTO = 5 };
 
 struct sdr_rel_attr {
     enum sdr_rel_scheme scheme;
-    uint32_t k, m;          /* EC: data and parity chunks per submessage */
+    uint32_t k, m;          /* EC: data and parity chunks per submessage; auto: its EC candidates' */
     double rtt_ms;          /* initial RTT estimate (measured from ACKs afterwards) */
     double bw_gbps;         /* link rate: injection-time estimates and EC's fallback timeout */
     double alpha;           /* RTO = RTT * (1 + alpha) */
     uint32_t max_rounds;    /* bound on retransmissions of a chunk, NACK rounds and probes */
     double timeout_ms;      /* per-message global timeout from post; 0 = derived */
+    double drop_hint;       /* auto: per-packet drop rate assumed until one is measured */
 };
 
 struct sdr_rel_stats {
@@ -38,11 +45,20 @@ struct sdr_rel_stats {
     char error[160];        /* why it failed, "" if ok */
     uint64_t bytes, post_ns, done_ns;  /* sdr_now_ns clock */
     uint32_t chunks, retransmitted_chunks, decoded_chunks, fallbacks, rounds;
+    enum sdr_rel_scheme scheme;  /* the code the message used (auto: the one picked) */
+    uint32_t k, m;               /* its k and m if EC, else 0 */
 };
 
-/* sr, RTT 25 ms, 100 Gbit/s, alpha 2, max_rounds 16, derived timeout; k = 32, m = 8. */
+/* What an auto receiver goes by (see above); samples = chunk transmissions the drop estimate
+ * rests on (0: still drop_hint). */
+struct sdr_rel_path {
+    double rtt_ms, bw_gbps, drop;
+    uint64_t samples;
+};
+
+/* sr, RTT 25 ms, 100 Gbit/s, alpha 2, max_rounds 16, derived timeout; k = 32, m = 8; drop_hint 0. */
 void sdr_rel_attr_default(struct sdr_rel_attr *attr);
-/* "sr", "sr-nack", "ec-xor[:k,m]", "ec-mds[:k,m]". SDR_ERROR (attr unchanged) if invalid. */
+/* "sr", "sr-nack", "ec-xor[:k,m]", "ec-mds[:k,m]", "auto[:k,m]". SDR_ERROR (attr unchanged) if invalid. */
 int sdr_rel_attr_parse_scheme(struct sdr_rel_attr *attr, const char *text);
 
 struct sdr_rel_endpoint *sdr_rel_endpoint_create(struct sdr_context *ctx, struct sdr_qp *qp,
@@ -59,6 +75,8 @@ int sdr_rel_recv_poll(struct sdr_rel_endpoint *ep, uint64_t id, struct sdr_rel_s
 /* Do everything due now; *next_deadline_ns (may be NULL) = when to call again at the latest
  * (UINT64_MAX: only on new events). On the simulator, sdr_sim_wait(ctx, deadline) sleeps. */
 int sdr_rel_progress(struct sdr_rel_endpoint *ep, uint64_t *next_deadline_ns);
+/* The endpoint's path estimate (what auto decides on). */
+int sdr_rel_path_get(struct sdr_rel_endpoint *ep, struct sdr_rel_path *path);
 /* Text of the last SDR_ERROR returned by an sdr_rel_* call on this thread. */
 const char *sdr_rel_last_error(void);
 

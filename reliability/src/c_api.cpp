@@ -23,7 +23,7 @@ Config to_config(const sdr_rel_attr& a)
     Config c;
     int s;
     std::memcpy(&s, &a.scheme, sizeof s);  // C callers may store any integer
-    c.scheme = static_cast<Scheme>(s >= 1 && s <= 4 ? s : 0);
+    c.scheme = static_cast<Scheme>(s >= 1 && s <= 5 ? s : 0);
     c.k = a.k;
     c.m = a.m;
     c.rtt_ms = a.rtt_ms;
@@ -31,6 +31,7 @@ Config to_config(const sdr_rel_attr& a)
     c.alpha = a.alpha;
     c.max_rounds = a.max_rounds;
     c.timeout_ms = a.timeout_ms;
+    c.drop_hint = a.drop_hint;
     return c;
 }
 void to_c(const MessageStats& m, sdr_rel_stats* out)
@@ -46,6 +47,9 @@ void to_c(const MessageStats& m, sdr_rel_stats* out)
     out->decoded_chunks = m.decoded_chunks;
     out->fallbacks = m.fallbacks;
     out->rounds = m.rounds;
+    out->scheme = static_cast<sdr_rel_scheme>(m.code.scheme);
+    out->k = m.code.k;
+    out->m = m.code.m;
 }
 int relay(int rc)
 {
@@ -69,6 +73,7 @@ void sdr_rel_attr_default(sdr_rel_attr* a)
     a->alpha = c.alpha;
     a->max_rounds = c.max_rounds;
     a->timeout_ms = c.timeout_ms;
+    a->drop_hint = c.drop_hint;
 }
 
 int sdr_rel_attr_parse_scheme(sdr_rel_attr* a, const char* text)
@@ -135,6 +140,14 @@ int sdr_rel_progress(sdr_rel_endpoint* ep, uint64_t* next)
     if (!ep) return fail("sdr_rel_progress: endpoint is NULL");
     uint64_t t = ep->ep->progress();
     if (next) *next = t;
+    return SDR_SUCCESS;
+}
+
+int sdr_rel_path_get(sdr_rel_endpoint* ep, sdr_rel_path* path)
+{
+    if (!ep || !path) return fail("sdr_rel_path_get: endpoint or path is NULL");
+    PathEstimate e = ep->ep->path_estimate();
+    *path = sdr_rel_path{e.rtt_ms, e.bw_gbps, e.drop, ep->ep->drop_samples()};
     return SDR_SUCCESS;
 }
 

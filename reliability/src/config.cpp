@@ -12,8 +12,16 @@ const char* to_string(Scheme s)
     case Scheme::SrNack: return "sr-nack";
     case Scheme::EcXor: return "ec-xor";
     case Scheme::EcMds: return "ec-mds";
+    case Scheme::Auto: return "auto";
     }
     return "?";
+}
+
+std::string to_string(const Code& c)
+{
+    std::string s = to_string(c.scheme);
+    if (is_ec(c.scheme)) s += ":" + std::to_string(c.k) + "," + std::to_string(c.m);
+    return s;
 }
 
 bool parse_scheme(const std::string& text, Config* cfg, std::string* err)
@@ -28,15 +36,17 @@ bool parse_scheme(const std::string& text, Config* cfg, std::string* err)
     else if (name == "sr-nack") c.scheme = Scheme::SrNack;
     else if (name == "ec-xor") c.scheme = Scheme::EcXor;
     else if (name == "ec-mds") c.scheme = Scheme::EcMds;
+    else if (name == "auto") c.scheme = Scheme::Auto;
     else {
-        *err = "unknown scheme '" + name + "': expected sr, sr-nack, ec-xor[:k,m] or ec-mds[:k,m]";
+        *err = "unknown scheme '" + name + "': expected sr, sr-nack, ec-xor[:k,m], ec-mds[:k,m] or auto[:k,m]";
         return false;
     }
     if (!params.empty()) {
         char* end = nullptr;
         unsigned long k = std::strtoul(params.c_str(), &end, 10);
         unsigned long m = (*end == ',') ? std::strtoul(end + 1, &end, 10) : 0;
-        if (!is_ec(c.scheme)) return *err = "scheme '" + text + "': only ec-xor and ec-mds take parameters", false;
+        if (!is_ec(c.scheme) && c.scheme != Scheme::Auto)
+            return *err = "scheme '" + text + "': only ec-xor, ec-mds and auto take parameters", false;
         if (*end || k == 0 || m == 0) {
             *err = "scheme '" + text + "': parameters are written :k,m with k, m >= 1 (e.g. ec-mds:32,8)";
             return false;
@@ -52,9 +62,12 @@ bool parse_scheme(const std::string& text, Config* cfg, std::string* err)
 
 bool validate(const Config& c, std::string* err)
 {
-    if (c.scheme < Scheme::Sr || c.scheme > Scheme::EcMds) return *err = "scheme is not a Scheme value", false;
+    if (c.scheme < Scheme::Sr || c.scheme > Scheme::Auto) return *err = "scheme is not a Scheme value", false;
     if (is_ec(c.scheme) && !Codec::valid(c.scheme == Scheme::EcXor ? CodeKind::Xor : CodeKind::Mds, c.k, c.m, err))
         return false;
+    if (c.scheme == Scheme::Auto && !Codec::valid(CodeKind::Mds, c.k, c.m, err))  // XOR joins if valid too
+        return *err = "auto: " + *err, false;
+    if (!(c.drop_hint >= 0 && c.drop_hint < 1)) return *err = "drop_hint must lie in [0, 1)", false;
     if (!(c.rtt_ms > 0) || !(c.bw_gbps > 0)) return *err = "rtt_ms and bw_gbps must be positive", false;
     if (!(c.alpha >= 0) || !(c.fto_alpha >= 0) || !(c.reorder_us >= 0) || !(c.ack_interval_us >= 0) ||
         !(c.timeout_ms >= 0))

@@ -43,7 +43,7 @@ std::vector<uint8_t> encode(const CtrlMsg& m)
 
 bool decode(const uint8_t* p, size_t len, CtrlMsg* out)
 {
-    if (len < kCtrlHeaderBytes || p[0] != 1 || p[1] < 1 || p[1] > 5 || p[3] < 1 || p[3] > 4) return false;
+    if (len < kCtrlHeaderBytes || p[0] != 1 || p[1] < 1 || p[1] > 5 || p[3] < 1 || p[3] > 5) return false;
     CtrlMsg m;
     m.type = static_cast<CtrlType>(p[1]);
     m.flags = p[2];

@@ -3,6 +3,8 @@
 #include <sdr_mr.h>
 #include <sdr_sim.h>
 
+#include "engine_util.hpp"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -51,8 +53,11 @@ std::unique_ptr<Endpoint> Endpoint::create(sdr_context* ctx, sdr_qp* qp, const s
         return *err = "the QP has no usable control channel", nullptr;
     g.ctrl_max_bytes = static_cast<uint32_t>(ctrl_max);
     uint64_t slot = 1ull << (attr.max_in_flight_log_bytes - attr.max_log_num_msgs);
-    if (is_ec(cfg.scheme) && (1u << attr.max_log_num_msgs) < 2)
-        return *err = "EC needs at least 2 message slots (data and parity submessages)", nullptr;
+    g.slot_bytes = slot;
+    if ((is_ec(cfg.scheme) || cfg.scheme == Scheme::Auto) && (1u << attr.max_log_num_msgs) < 2)
+        return *err = std::string(is_ec(cfg.scheme) ? "EC" : "auto (which may pick EC)") +
+                      " needs at least 2 message slots (data and parity submessages)",
+               nullptr;
     return std::unique_ptr<Endpoint>(new Endpoint(ctx, qp, cfg, g, slot));
 }
 
@@ -60,8 +65,7 @@ Endpoint::Endpoint(sdr_context* ctx, sdr_qp* qp, const Config& cfg, const Geomet
     : ctx_(ctx), qp_(qp), cfg_(cfg), geo_(g), slot_bytes_(slot_bytes), tx_(cfg, g, new_incarnation()),
       rx_(cfg, g, new_incarnation())
 {
-    if (is_ec(cfg.scheme)) {
-        codec_.emplace(cfg.scheme == Scheme::EcXor ? CodeKind::Xor : CodeKind::Mds, cfg.k, cfg.m);
+    if (is_ec(cfg.scheme) || cfg.scheme == Scheme::Auto) {
         zero_.assign(g.chunk_bytes, 0);
         scratch_.assign(size_t{g.chunk_bytes} * 2, 0);
     }
@@ -95,14 +99,30 @@ sdr_mr* Endpoint::reg(Region& buf, uint64_t bytes, const char* what)
     return mr;
 }
 
-// A message and its parity must each fit one SDR slot of the peer.
-int Endpoint::check_post(const char* what, const void* buf, uint64_t len, const uint64_t* id) const
+Codec& Endpoint::codec(const Code& c)
+{
+    auto key = std::tuple{c.scheme, c.k, c.m};
+    auto it = codecs_.find(key);
+    if (it == codecs_.end())
+        it = codecs_.try_emplace(key, c.scheme == Scheme::EcXor ? CodeKind::Xor : CodeKind::Mds, c.k, c.m).first;
+    return it->second;
+}
+
+PathEstimate Endpoint::path_estimate() const
+{
+    return {tx_.rtt_sampled() ? tx_.srtt_ns() / 1e6 : cfg_.rtt_ms, cfg_.bw_gbps, rx_.drops().packet_drop(),
+            kPacketOverheadBytes};
+}
+
+// A message and its parity must each fit one SDR slot of the peer (auto's sender learns its
+// code from the CTS, and checks the parity then).
+int Endpoint::check_post(const char* what, const void* buf, uint64_t len, const uint64_t* id, const Code& code) const
 {
     if (!id || (!buf && len)) return fail(std::string(what) + ": buf or id is NULL");
     if (len > slot_bytes_)
         return fail(std::string(what) + ": " + std::to_string(len) + " bytes exceed the QP's slot size of " +
                     std::to_string(slot_bytes_) + " bytes");
-    Layout l = Layout::of(cfg_, geo_, len);
+    Layout l = Layout::of(code, geo_, len);
     if (uint64_t{l.parity} * geo_.chunk_bytes > slot_bytes_)
         return fail(std::string(what) + ": the parity of this message (" + std::to_string(l.parity) +
                     " chunks) does not fit one slot");
@@ -111,8 +131,9 @@ int Endpoint::check_post(const char* what, const void* buf, uint64_t len, const 
 
 int Endpoint::send(const void* buf, uint64_t len, uint32_t lkey, uint64_t* id)
 {
-    if (int rc = check_post("reliable send", buf, len, id)) return rc;
-    Layout l = Layout::of(cfg_, geo_, len);
+    const Code code = cfg_.scheme == Scheme::Auto ? Code{Scheme::Auto} : fixed_code(cfg_);
+    if (int rc = check_post("reliable send", buf, len, id, code)) return rc;
+    Layout l = Layout::of(code, geo_, len);
     TxState t;
     t.buf = static_cast<const uint8_t*>(buf);
     t.len = len;
@@ -130,9 +151,11 @@ int Endpoint::send(const void* buf, uint64_t len, uint32_t lkey, uint64_t* id)
 
 int Endpoint::recv(void* buf, uint64_t len, uint32_t lkey, uint64_t* id)
 {
-    if (int rc = check_post("reliable recv", buf, len, id)) return rc;
-    Layout l = Layout::of(cfg_, geo_, len);
+    const Code code = rx_.choose_code(len, path_estimate().rtt_ms);
+    if (int rc = check_post("reliable recv", buf, len, id, code)) return rc;
+    Layout l = Layout::of(code, geo_, len);
     RxState r;
+    r.code = code;
     r.buf = static_cast<uint8_t*>(buf);
     r.len = len;
     r.lkey = lkey;
@@ -141,7 +164,7 @@ int Endpoint::recv(void* buf, uint64_t len, uint32_t lkey, uint64_t* id)
         if (!r.parity_mr) return SDR_ERROR;
     }
     uint64_t now = sdr_now_ns(ctx_);
-    *id = rx_.post(now, len);
+    *id = rx_.post(now, len, code);
     rxs_.emplace(*id, std::move(r));
     drain_actions(now);
     return SDR_SUCCESS;
@@ -182,15 +205,28 @@ bool Endpoint::idle() const
 
 // ---- sender actions ----------------------------------------------------------------------
 
-bool Endpoint::try_start(Action& a)
+// Opens the message's SDR streams. An auto send learnt its code from the CTS: its parity buffer
+// is registered here, and if that fails the streams still open (the receiver posted for them)
+// and close empty, and *error says why.
+bool Endpoint::try_start(Action& a, std::string* error)
 {
     TxState& t = txs_.at(a.seq);
+    const Code* code = tx_.code(a.seq);
+    const bool two = tx_.streams(a.seq) == 2;  // as many as the receiver posted, even on a mismatch
     sdr_send_start_wr w{};
     w.opcode = SDR_WR_WRITE;
     if (!t.data && sdr_streaming_send_start(qp_, &w, &t.data) != SDR_SUCCESS) return false;
-    if (is_ec(cfg_.scheme) && !t.parity && sdr_streaming_send_start(qp_, &w, &t.parity) != SDR_SUCCESS) return false;
+    if (two && !t.parity && sdr_streaming_send_start(qp_, &w, &t.parity) != SDR_SUCCESS) return false;
     t.opened = true;
-    t.parity_done = !is_ec(cfg_.scheme);
+    t.parity_done = !two;
+    if (a.ok && is_ec(code->scheme) && cfg_.compute && !t.parity_mr) {
+        Layout l = Layout::of(*code, geo_, t.len);
+        t.parity_mr = reg(t.parity_buf, uint64_t{l.parity} * geo_.chunk_bytes, "reliable send");
+        if (!t.parity_mr) {
+            *error = last_error();
+            a.ok = false;
+        }
+    }
     if (!a.ok) closing_.push_back(a.seq);  // opened only to keep the order: close at once, empty
     return true;
 }
@@ -213,7 +249,8 @@ bool Endpoint::try_parity(Action& a)
 {
     TxState& t = txs_.at(a.seq);
     if (t.ended) return true;
-    const uint32_t k = cfg_.k, m = cfg_.m, C = geo_.chunk_bytes;
+    const Code code = *tx_.code(a.seq);
+    const uint32_t k = code.k, m = code.m, C = geo_.chunk_bytes;
     uint8_t* par = t.parity_buf.data() + uint64_t{a.first} * m * C;
     if (cfg_.compute && a.count != UINT32_MAX) {  // encode once, even if posting is retried
         const uint8_t* data[256];
@@ -229,7 +266,7 @@ bool Endpoint::try_parity(Action& a)
             } else data[j] = t.buf + uint64_t{c} * C;
         }
         for (uint32_t i = 0; i < m; i++) parity[i] = par + uint64_t{i} * C;
-        codec_->encode(data, parity, C);
+        codec(code).encode(data, parity, C);
         a.count = UINT32_MAX;
     }
     sdr_send_continue_wr w{};
@@ -283,7 +320,7 @@ bool Endpoint::try_post(uint64_t seq)
         size_t n;
         if (r.len) sdr_recv_bitmap_get(r.data, &r.data_bits, &n);
     }
-    if (is_ec(cfg_.scheme) && !r.parity) {
+    if (is_ec(r.code.scheme) && !r.parity) {
         sdr_recv_wr w{};
         w.max_length = static_cast<uint32_t>(r.parity_buf.size());
         if (r.parity_mr) sdr_mr_lkey_get(r.parity_mr, &w.lkey);
@@ -300,7 +337,7 @@ void Endpoint::rebuild(uint64_t seq, uint32_t sub)
 {
     if (!cfg_.compute) return;  // accounted by the engine, not computed
     RxState& r = rxs_.at(seq);
-    const uint32_t k = cfg_.k, m = cfg_.m, C = geo_.chunk_bytes;
+    const uint32_t k = r.code.k, m = r.code.m, C = geo_.chunk_bytes;
     uint32_t chunks = static_cast<uint32_t>((r.len + C - 1) / C);
     bool present[512] = {};
     uint8_t* frag[512] = {};
@@ -327,7 +364,7 @@ void Endpoint::rebuild(uint64_t seq, uint32_t sub)
         present[k + i] = (r.parity_bits[p >> 3] >> (p & 7)) & 1;
         frag[k + i] = r.parity_buf.data() + uint64_t{p} * C;
     }
-    codec_->decode(present, frag, C);
+    codec(r.code).decode(present, frag, C);
     if (short_chunk >= 0 && !present[short_chunk]) {
         uint32_t c = sub * k + static_cast<uint32_t>(short_chunk);
         std::memcpy(r.buf + uint64_t{c} * C, scratch_.data(), chunk_len(r.len, c));
@@ -386,11 +423,12 @@ void Endpoint::drain_actions(uint64_t now)
             Action& s = start_q_.front();
             TxState& t = txs_.at(s.seq);
             bool ghost = !s.ok && t.result.has_value();
-            if (!try_start(s)) break;
+            std::string error;
+            if (!try_start(s, &error)) break;
             uint64_t seq = s.seq;
             start_q_.pop_front();
             if (ghost) t.data_done = t.parity_done = false;
-            tx_.on_started(now, seq);
+            tx_.on_started(now, seq, error);
             any = true;
         }
         while (!data_q_.empty()) {

@@ -8,6 +8,10 @@
 
 namespace sdr::rel {
 
+// Wire bytes a packet carries beyond its payload: 78 of RoCEv2 headers + ICRC and 24 of
+// Ethernet preamble, gap and FCS.
+inline constexpr double kPacketOverheadBytes = 102;
+
 double wire_ns_per_byte(const Config& c, const Geometry& g);
 uint64_t message_timeout_ns(const Config& c, uint64_t rto_ns, double ns_per_byte, uint64_t bytes);
 

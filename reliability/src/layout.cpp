@@ -1,8 +1,8 @@
-#include <sdr/reliability/engine.hpp>
+#include "engine_util.hpp"
 
 namespace sdr::rel {
 
-Layout Layout::of(const Config& c, const Geometry& g, uint64_t bytes)
+Layout Layout::of(const Code& c, const Geometry& g, uint64_t bytes)
 {
     Layout l;
     l.bytes = bytes;
@@ -14,11 +14,9 @@ Layout Layout::of(const Config& c, const Geometry& g, uint64_t bytes)
     return l;
 }
 
-// Wire time per payload byte: each MTU packet also carries 78 bytes of RoCEv2 headers + ICRC
-// and 24 of Ethernet preamble, gap and FCS.
 double wire_ns_per_byte(const Config& c, const Geometry& g)
 {
-    return 8.0 / c.bw_gbps * (g.mtu + 102.0) / g.mtu;
+    return 8.0 / c.bw_gbps * (g.mtu + kPacketOverheadBytes) / g.mtu;
 }
 
 uint64_t message_timeout_ns(const Config& c, uint64_t rto_ns, double ns_per_byte, uint64_t bytes)

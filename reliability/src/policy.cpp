@@ -47,7 +47,7 @@ std::vector<SchemeEstimate> estimate_schemes(const PathEstimate& path, uint64_t 
         v.push_back({scheme, 0, 0, model::e_t_sr_s(p) * 1e3, model::t_sr_quantile_s(p, 0.999) * 1e3});
     }
     for (auto code : {model::Code::Xor, model::Code::Mds})
-        v.push_back({code == model::Code::Xor ? Scheme::EcXor : Scheme::EcMds, cfg.k, cfg.m,
+        if (code == model::Code::Mds || cfg.m <= cfg.k) v.push_back({code == model::Code::Xor ? Scheme::EcXor : Scheme::EcMds, cfg.k, cfg.m,
                      model::e_t_ec_s(p, code) * 1e3, ec_p999_s(p, code) * 1e3});
     // Stronger MDS codes: below the bandwidth-delay product their parity costs microseconds
     // against a round trip, and they keep a lossy path's tail free of fallbacks.
@@ -59,10 +59,8 @@ std::vector<SchemeEstimate> estimate_schemes(const PathEstimate& path, uint64_t 
     return v;
 }
 
-SchemeEstimate choose_scheme(const PathEstimate& path, uint64_t bytes, uint32_t chunk_bytes, uint32_t mtu,
-                             const Config& cfg)
+SchemeEstimate pick_scheme(const std::vector<SchemeEstimate>& v)
 {
-    auto v = estimate_schemes(path, bytes, chunk_bytes, mtu, cfg);
     double best_mean = INFINITY, best_tail = INFINITY;
     for (const auto& e : v) {
         best_mean = std::min(best_mean, e.mean_ms);
@@ -73,6 +71,12 @@ SchemeEstimate choose_scheme(const PathEstimate& path, uint64_t bytes, uint32_t 
         double sa = score(a), sb = score(b);
         return sa != sb ? sa < sb : a.mean_ms < b.mean_ms;
     });
+}
+
+SchemeEstimate choose_scheme(const PathEstimate& path, uint64_t bytes, uint32_t chunk_bytes, uint32_t mtu,
+                             const Config& cfg)
+{
+    return pick_scheme(estimate_schemes(path, bytes, chunk_bytes, mtu, cfg));
 }
 
 }  // namespace sdr::rel

@@ -9,7 +9,10 @@
 namespace sdr::rel {
 
 RecvEngine::RecvEngine(const Config& c, const Geometry& g, uint32_t incarnation)
-    : cfg_(c), geo_(g), inc_(incarnation), ns_per_byte_(wire_ns_per_byte(c, g)) {}
+    : cfg_(c), geo_(g), inc_(incarnation), ns_per_byte_(wire_ns_per_byte(c, g)),
+      drops_(c.drop_hint, g.packets_per_chunk())
+{
+}
 
 uint64_t RecvEngine::rto() const
 {
@@ -18,16 +21,33 @@ uint64_t RecvEngine::rto() const
 
 uint32_t RecvEngine::fit_bits() const { return static_cast<uint32_t>((geo_.ctrl_max_bytes - kCtrlHeaderBytes) * 8); }
 
-uint64_t RecvEngine::post(uint64_t now, uint64_t bytes)
+Code RecvEngine::choose_code(uint64_t bytes, double rtt_ms) const
+{
+    if (cfg_.scheme != Scheme::Auto) return fixed_code(cfg_);
+    PathEstimate path{rtt_ms, cfg_.bw_gbps, drops_.packet_drop(), kPacketOverheadBytes};
+    Config c = cfg_;
+    c.rtt_ms = rtt_ms;
+    auto v = estimate_schemes(path, bytes, geo_.chunk_bytes, geo_.mtu, c);
+    std::erase_if(v, [&](const SchemeEstimate& e) {
+        return is_ec(e.scheme) && uint64_t{Layout::of({e.scheme, e.k, e.m}, geo_, bytes).parity} * geo_.chunk_bytes >
+                                      geo_.slot_bytes;
+    });
+    SchemeEstimate e = pick_scheme(v);  // sr and sr-nack always remain
+    return {e.scheme, e.k, e.m};
+}
+
+uint64_t RecvEngine::post(uint64_t now, uint64_t bytes, const Code& code)
 {
     Msg m;
     m.seq = next_seq_++;
-    m.lay = Layout::of(cfg_, geo_, bytes);
+    m.code = code;
+    m.lay = Layout::of(code, geo_, bytes);
     m.deadline = now + 2 * message_timeout_ns(cfg_, rto(), ns_per_byte_, bytes);
     m.st_out.id = m.seq;
     m.st_out.bytes = bytes;
     m.st_out.post_ns = now;
     m.st_out.chunks = m.lay.chunks;
+    m.st_out.code = code;
     Action a{Action::PostRecv};
     a.seq = m.seq;
     out_.push(a);
@@ -71,9 +91,9 @@ void RecvEngine::send_cts(uint64_t now, Msg& m)
 {
     CtrlMsg c;
     c.type = CtrlType::Cts;
-    c.scheme = cfg_.scheme;
-    c.k = static_cast<uint8_t>(cfg_.k);
-    c.m = static_cast<uint8_t>(cfg_.m);
+    c.scheme = m.code.scheme;
+    c.k = static_cast<uint8_t>(m.code.k);
+    c.m = static_cast<uint8_t>(m.code.m);
     c.seq = m.seq;
     c.length = m.lay.bytes;
     send_ctrl(c);
@@ -92,7 +112,7 @@ void RecvEngine::on_posted(uint64_t now, uint64_t seq)
     m->sub_parity.assign(m->lay.submessages, 0);
     m->sub_ok.assign(m->lay.submessages, 0);
     m->is_touched.assign(m->lay.submessages, 0);
-    if (cfg_.scheme == Scheme::SrNack) {
+    if (m->code.scheme == Scheme::SrNack) {
         m->hole_since.assign(m->lay.chunks, kNever);
         m->named_at.assign(m->lay.chunks, 0);
     }
@@ -105,12 +125,12 @@ void RecvEngine::on_posted(uint64_t now, uint64_t seq)
 
 bool RecvEngine::sub_decodable(const Msg& m, uint32_t s) const
 {
-    uint32_t first = s * cfg_.k, n = std::min(cfg_.k, m.lay.chunks - first);
-    if (cfg_.scheme == Scheme::EcMds)  // chunks past the message end are known zeros
-        return (cfg_.k - n) + m.sub_data[s] + m.sub_parity[s] >= cfg_.k;
-    for (uint32_t i = 0; i < cfg_.m; i++) {
-        uint32_t lost = !held(m.parity_have, s * cfg_.m + i);
-        for (uint32_t j = i; j < n; j += cfg_.m) lost += !held(m.have, first + j);
+    const uint32_t k = m.code.k, first = s * k, n = std::min(k, m.lay.chunks - first);
+    if (m.code.scheme == Scheme::EcMds)  // chunks past the message end are known zeros
+        return (k - n) + m.sub_data[s] + m.sub_parity[s] >= k;
+    for (uint32_t i = 0; i < m.code.m; i++) {
+        uint32_t lost = !held(m.parity_have, s * m.code.m + i);
+        for (uint32_t j = i; j < n; j += m.code.m) lost += !held(m.have, first + j);
         if (lost > 1) return false;
     }
     return true;
@@ -122,7 +142,7 @@ void RecvEngine::check_submessages(Msg& m)
     for (uint32_t s : m.touched) {
         m.is_touched[s] = 0;
         if (m.sub_ok[s]) continue;
-        uint32_t first = s * cfg_.k, n = std::min(cfg_.k, m.lay.chunks - first);
+        uint32_t first = s * m.code.k, n = std::min(m.code.k, m.lay.chunks - first);
         bool whole = m.sub_data[s] == n;
         if (!whole && !sub_decodable(m, s)) continue;
         if (!whole) {
@@ -148,7 +168,9 @@ void RecvEngine::on_bitmap(uint64_t now, uint64_t seq, const uint8_t* data_bits,
 {
     Msg* m = find(seq);
     if (!m || m->st != St::Active) return;
-    const bool ec = is_ec(cfg_.scheme);
+    const bool ec = is_ec(m->code.scheme);
+    const uint32_t k = m->code.k, pm = m->code.m;
+    uint64_t sent_to = 0;  // past the furthest send position that arrived
     auto touch = [&](uint32_t s) {
         if (!m->is_touched[s]) {
             m->is_touched[s] = 1;
@@ -163,17 +185,22 @@ void RecvEngine::on_bitmap(uint64_t now, uint64_t seq, const uint8_t* data_bits,
         m->newest = c;
         m->newest_ns = now;
         if (ec) {
-            m->sub_data[c / cfg_.k]++;
-            touch(c / cfg_.k);
+            m->sub_data[c / k]++;
+            touch(c / k);
+            sent_to = std::max(sent_to, uint64_t{c / k} * (k + pm) + c % k + 1);
+        } else {
+            sent_to = std::max(sent_to, uint64_t{c} + 1);
         }
     });
     if (ec && parity_bits)
         take_new_bits(parity_bits, m->lay.parity, m->parity_have, [&](uint32_t c) {
             m->any = true;
-            m->sub_parity[c / cfg_.m]++;
-            touch(c / cfg_.m);
+            m->sub_parity[c / pm]++;
+            touch(c / pm);
+            sent_to = std::max(sent_to, uint64_t{c / pm} * (k + pm) + k + c % pm + 1);
         });
-    if (m->any && m->nack_at == kNever && cfg_.scheme == Scheme::SrNack)
+    if (sent_to > m->judged_to) judge_losses(*m, sent_to);  // before decoding fills chunks in
+    if (m->any && m->nack_at == kNever && m->code.scheme == Scheme::SrNack)
         m->nack_at = now + static_cast<uint64_t>(cfg_.ack_interval_ns());
     if (m->any && m->fto_at == kNever && ec)
         m->fto_at = now + static_cast<uint64_t>(double(m->lay.bytes + uint64_t{m->lay.parity} * geo_.chunk_bytes) *
@@ -189,12 +216,42 @@ void RecvEngine::on_bitmap(uint64_t now, uint64_t seq, const uint8_t* data_bits,
     }
 }
 
+// Drop meter: the sender injects a message in send positions (SR: chunk c at c; EC: each
+// submessage's k data chunks, then its m parity chunks). A position behind one that has arrived,
+// and still empty, lost its first transmission. Judged once each, so repeats (which arrive
+// behind) never count; a lost tail chunk whose repeat is the first arrival there is missed, and
+// a packet reordered behind a later chunk counts as lost.
+void RecvEngine::judge_losses(Msg& m, uint64_t to)
+{
+    const uint32_t k = m.code.k, pm = m.code.m;
+    uint64_t judged = 0, lost = 0;
+    for (uint64_t pos = m.judged_to; pos < to; pos++) {
+        if (!is_ec(m.code.scheme)) {
+            judged++;
+            lost += !held(m.have, static_cast<uint32_t>(pos));
+            continue;
+        }
+        const uint64_t s = pos / (k + pm), r = pos % (k + pm);
+        if (r < k) {
+            const uint64_t c = s * k + r;
+            if (c >= m.lay.chunks) continue;  // the last submessage is short
+            judged++;
+            lost += !held(m.have, static_cast<uint32_t>(c));
+        } else {
+            judged++;
+            lost += !held(m.parity_have, static_cast<uint32_t>(s * pm + r - k));
+        }
+    }
+    m.judged_to = to;
+    drops_.add(judged, lost);
+}
+
 void RecvEngine::send_ack(uint64_t now, Msg& m, uint8_t flags)
 {
     CtrlMsg a;
     a.type = CtrlType::Ack;
     a.flags = flags;
-    a.scheme = cfg_.scheme;
+    a.scheme = m.code.scheme;
     a.seq = m.seq;
     uint32_t cum = 0;
     if (flags & kAckFinal) {
@@ -231,7 +288,7 @@ void RecvEngine::send_nack_failed(uint64_t now, Msg& m)
         }
     CtrlMsg n;
     n.type = CtrlType::Nack;
-    n.scheme = cfg_.scheme;
+    n.scheme = m.code.scheme;
     n.seq = m.seq;
     n.base = first_missing;
     n.nbits = std::min(m.lay.chunks - first_missing, fit_bits());
@@ -240,7 +297,7 @@ void RecvEngine::send_nack_failed(uint64_t now, Msg& m)
     for (uint32_t s = 0; s < m.lay.submessages; s++) failed_subs += !m.sub_ok[s];
     for (uint32_t i = 0; i < n.nbits; i++) {
         uint32_t c = first_missing + i;
-        if (!held(m.have, c) && !m.sub_ok[c / cfg_.k]) set_bit(n.bits, i);
+        if (!held(m.have, c) && !m.sub_ok[c / m.code.k]) set_bit(n.bits, i);
     }
     if (!m.fallback) m.st_out.fallbacks = failed_subs;
     m.fallback = true;
@@ -271,7 +328,7 @@ void RecvEngine::scan_holes(uint64_t now, Msg& m)
     for (size_t i = 0; i < named.size();) {  // as many NACKs as the list needs
         CtrlMsg n;
         n.type = CtrlType::Nack;
-        n.scheme = cfg_.scheme;
+        n.scheme = m.code.scheme;
         n.seq = m.seq;
         n.base = named[i];
         uint32_t span = std::min(fit_bits(), m.highest - n.base);
@@ -324,7 +381,7 @@ void RecvEngine::on_ctrl(uint64_t now, const CtrlMsg& c)
         }
         if (m->st != St::Active) return;
         m->sender_seen = true;
-        if (is_ec(cfg_.scheme) && !m->fallback) send_nack_failed(now, *m);  // injection is over
+        if (is_ec(m->code.scheme) && !m->fallback) send_nack_failed(now, *m);  // injection is over
         else send_ack(now, *m, 0);
     } else if (c.type == CtrlType::Abort && m && m->st != St::Done) {
         deliver(now, *m, false, "the sender abandoned the message (see its error)");
@@ -345,12 +402,12 @@ void RecvEngine::on_timer(uint64_t now)
         if (m.st != St::Active) continue;
         if (!m.any && !m.sender_seen && now >= m.cts_at + rto()) send_cts(now, m);  // CTS may be lost
         if (m.dirty && now >= m.last_ack + static_cast<uint64_t>(cfg_.ack_interval_ns())) send_ack(now, m, 0);
-        if (cfg_.scheme == Scheme::SrNack && m.any && now >= m.nack_at) {
+        if (m.code.scheme == Scheme::SrNack && m.any && now >= m.nack_at) {
             scan_holes(now, m);
             m.nack_at = now + static_cast<uint64_t>(cfg_.ack_interval_ns());
         }
-        if (is_ec(cfg_.scheme) && !m.fallback && now >= m.fto_at) send_nack_failed(now, m);
-        else if (is_ec(cfg_.scheme) && m.fallback && now >= m.nack_at) send_nack_failed(now, m);
+        if (is_ec(m.code.scheme) && !m.fallback && now >= m.fto_at) send_nack_failed(now, m);
+        else if (is_ec(m.code.scheme) && m.fallback && now >= m.nack_at) send_nack_failed(now, m);
     }
 }
 
@@ -363,8 +420,8 @@ uint64_t RecvEngine::next_deadline() const
         t = std::min(t, m.deadline);
         if (!m.any && !m.sender_seen) t = std::min(t, m.cts_at + rto());
         if (m.dirty) t = std::min(t, m.last_ack + ack);
-        if (cfg_.scheme == Scheme::SrNack && m.any) t = std::min(t, m.nack_at);
-        if (is_ec(cfg_.scheme)) t = std::min(t, m.fallback ? m.nack_at : m.fto_at);
+        if (m.code.scheme == Scheme::SrNack && m.any) t = std::min(t, m.nack_at);
+        if (is_ec(m.code.scheme)) t = std::min(t, m.fallback ? m.nack_at : m.fto_at);
     }
     return t;
 }

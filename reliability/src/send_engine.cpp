@@ -3,6 +3,8 @@
 // probes a silent receiver, and bounds everything with rounds and a global timeout.
 #include "engine_util.hpp"
 
+#include <sdr/reliability/codec.hpp>
+
 #include <algorithm>
 #include <cmath>
 
@@ -27,12 +29,14 @@ uint64_t SendEngine::post(uint64_t now, uint64_t bytes)
 {
     Msg m;
     m.seq = next_seq_++;
-    m.lay = Layout::of(cfg_, geo_, bytes);
+    m.code = cfg_.scheme == Scheme::Auto ? Code{Scheme::Auto} : fixed_code(cfg_);
+    m.lay = Layout::of(m.code, geo_, bytes);  // auto: data chunks only, until the CTS names the code
     m.deadline = now + message_timeout_ns(cfg_, rto_ns(), ns_per_byte_, bytes);
     m.st_out.id = m.seq;
     m.st_out.bytes = bytes;
     m.st_out.post_ns = now;
     m.st_out.chunks = m.lay.chunks;
+    m.st_out.code = m.code;
     uint64_t seq = m.seq;
     msgs_.emplace(seq, std::move(m));
     // The receiver may have posted (and given CTS) before the application sent.
@@ -49,6 +53,18 @@ SendEngine::Msg* SendEngine::find(uint64_t seq)
 {
     auto it = msgs_.find(seq);
     return it == msgs_.end() ? nullptr : &it->second;
+}
+
+const Code* SendEngine::code(uint64_t seq) const
+{
+    auto it = msgs_.find(seq);
+    return it == msgs_.end() ? nullptr : &it->second.code;
+}
+
+uint32_t SendEngine::streams(uint64_t seq) const
+{
+    auto it = msgs_.find(seq);
+    return it != msgs_.end() && it->second.peer_ec ? 2 : 1;
 }
 
 const MessageStats* SendEngine::stats(uint64_t seq) const
@@ -88,13 +104,13 @@ void SendEngine::emit_data(uint64_t now, Msg& m, uint32_t first, uint32_t count,
     a.first = first;
     a.count = count;
     out_.push(a);
-    const bool sr = !is_ec(cfg_.scheme) || retransmit;  // EC arms timers only for repairs
+    const bool ec = is_ec(m.code.scheme), sr = !ec || retransmit;  // EC arms timers only for repairs
     for (uint32_t c = first; c < first + count; c++) {
         uint64_t len = chunk_len(m.lay, geo_.chunk_bytes, c);
         m.sent_ns[c] = inject(now, len);
         if (m.tx_count[c] < UINT16_MAX) m.tx_count[c]++;
         if (retransmit) m.st_out.retransmitted_chunks++;
-        else if (!is_ec(cfg_.scheme)) outstanding_ += len;
+        else if (!ec) outstanding_ += len;
         if (sr && !m.acked[c]) {
             m.rto_at[c] = m.sent_ns[c] + rto_ns();
             m.next_rto = std::min(m.next_rto, m.rto_at[c]);
@@ -119,16 +135,17 @@ void SendEngine::pump(uint64_t now)
     }
     for (auto& [seq, m] : msgs_) {
         if (m.st != St::Sending) continue;
-        if (is_ec(cfg_.scheme)) {
+        const bool ec = is_ec(m.code.scheme);
+        if (ec) {
             for (; m.next_new < m.lay.submessages; m.next_new++) {
-                uint32_t first = m.next_new * cfg_.k;
-                emit_data(now, m, first, std::min(cfg_.k, m.lay.chunks - first), false);
+                uint32_t first = m.next_new * m.code.k;
+                emit_data(now, m, first, std::min(m.code.k, m.lay.chunks - first), false);
                 Action p{Action::Parity};
                 p.seq = m.seq;
                 p.first = m.next_new;
-                p.count = cfg_.m;
+                p.count = m.code.m;
                 out_.push(p);
-                inject(now, uint64_t{cfg_.m} * geo_.chunk_bytes);
+                inject(now, uint64_t{m.code.m} * geo_.chunk_bytes);
             }
         } else {
             uint32_t first = m.next_new;
@@ -141,28 +158,32 @@ void SendEngine::pump(uint64_t now)
             }
             if (m.next_new > first) emit_data(now, m, first, m.next_new - first, false);
         }
-        if (m.next_new == (is_ec(cfg_.scheme) ? m.lay.submessages : m.lay.chunks) && m.probe_at == kNever)
+        if (m.next_new == (ec ? m.lay.submessages : m.lay.chunks) && m.probe_at == kNever)
             arm_probe(now, m);
     }
 }
 
-void SendEngine::on_started(uint64_t now, uint64_t seq)
+void SendEngine::on_started(uint64_t now, uint64_t seq, const std::string& error)
 {
     Msg* m = find(seq);
     if (m && m->ghost) {  // failed before CTS; its SDR messages were opened empty: tell the receiver
         CtrlMsg ab;
         ab.type = CtrlType::Abort;
-        ab.scheme = cfg_.scheme;
+        ab.scheme = m->code.scheme;
         ab.seq = seq;
         send_ctrl(ab);
         m->ghost = false;
         return;
     }
     if (!m || m->st != St::Starting) return;
+    if (!error.empty() && !m->mismatch) {
+        m->mismatch = true;
+        m->mismatch_why = error;
+    }
     if (m->mismatch) {
         CtrlMsg ab;
         ab.type = CtrlType::Abort;
-        ab.scheme = cfg_.scheme;
+        ab.scheme = m->code.scheme;
         ab.seq = seq;
         send_ctrl(ab);
         m->st = St::Sending;
@@ -187,7 +208,7 @@ void SendEngine::mark_acked(Msg& m, uint32_t c)
     m.acked[c] = 1;
     m.rto_at[c] = 0;
     m.acked_count++;
-    if (!is_ec(cfg_.scheme) && m.tx_count[c]) outstanding_ -= chunk_len(m.lay, geo_.chunk_bytes, c);
+    if (!is_ec(m.code.scheme) && m.tx_count[c]) outstanding_ -= chunk_len(m.lay, geo_.chunk_bytes, c);
 }
 
 void SendEngine::on_ack(uint64_t now, Msg& m, const CtrlMsg& a)
@@ -222,7 +243,7 @@ void SendEngine::on_nack(uint64_t now, Msg& m, const CtrlMsg& n)
     if (m.st != St::Sending) return;
     m.probes = 0;
     if (m.probe_at != kNever) arm_probe(now, m);
-    if (is_ec(cfg_.scheme) && m.st_out.fallbacks == 0) m.st_out.fallbacks = 1;
+    if (is_ec(m.code.scheme) && m.st_out.fallbacks == 0) m.st_out.fallbacks = 1;
     m.st_out.rounds++;
     uint32_t run = 0, first = 0;
     auto flush = [&] {
@@ -262,16 +283,7 @@ void SendEngine::on_ctrl(uint64_t now, const CtrlMsg& c)
         if (m->cts || (m->st != St::WaitCts && !m->ghost)) break;
         m->cts = true;
         m->peer = c.from;
-        if (c.scheme != cfg_.scheme || (is_ec(cfg_.scheme) && (c.k != cfg_.k || c.m != cfg_.m))) {
-            m->mismatch = true;
-            m->mismatch_why = std::string("the receiver uses scheme ") + to_string(c.scheme) +
-                              (is_ec(c.scheme) ? "(" + std::to_string(c.k) + "," + std::to_string(c.m) + ")" : "") +
-                              ", this sender " + to_string(cfg_.scheme);
-        } else if (c.length != m->lay.bytes) {
-            m->mismatch = true;
-            m->mismatch_why = "the receive posted for message " + std::to_string(c.seq) + " holds " +
-                              std::to_string(c.length) + " bytes, the send has " + std::to_string(m->lay.bytes);
-        }
+        check_cts(*m, c);
         pump(now);
         break;
     case CtrlType::Ack: on_ack(now, *m, c); break;
@@ -280,10 +292,40 @@ void SendEngine::on_ctrl(uint64_t now, const CtrlMsg& c)
     }
 }
 
+// The receiver's code and length against this send: a fixed sender needs the same code, an
+// auto sender adopts the receiver's if it can (a valid code whose parity fits one SDR message).
+void SendEngine::check_cts(Msg& m, const CtrlMsg& c)
+{
+    const Code theirs{c.scheme, is_ec(c.scheme) ? c.k : 0u, is_ec(c.scheme) ? c.m : 0u};
+    m.peer_ec = is_ec(theirs.scheme);
+    std::string why;
+    if (cfg_.scheme != Scheme::Auto) {
+        if (!(theirs == m.code)) why = "the receiver uses scheme " + to_string(theirs) + ", this sender " + to_string(m.code);
+    } else if (theirs.scheme == Scheme::Auto) {
+        why = "the receiver's clear-to-send names no code";
+    } else if (is_ec(theirs.scheme) &&
+               !Codec::valid(theirs.scheme == Scheme::EcXor ? CodeKind::Xor : CodeKind::Mds, theirs.k, theirs.m, &why)) {
+        why = "the receiver picked " + to_string(theirs) + ": " + why;
+    } else if (Layout l = Layout::of(theirs, geo_, m.lay.bytes); uint64_t{l.parity} * geo_.chunk_bytes > geo_.slot_bytes) {
+        why = "the receiver picked " + to_string(theirs) + ", whose parity does not fit one SDR message of this QP";
+    } else {
+        m.code = theirs;
+        m.lay = l;
+    }
+    if (why.empty() && c.length != m.lay.bytes)
+        why = "the receive posted for message " + std::to_string(c.seq) + " holds " + std::to_string(c.length) +
+              " bytes, the send has " + std::to_string(m.lay.bytes);
+    if (!why.empty()) {
+        m.mismatch = true;
+        m.mismatch_why = why;
+    }
+    m.st_out.code = m.code;
+}
+
 void SendEngine::finish(uint64_t now, Msg& m, bool ok, const std::string& err)
 {
     if (m.st == St::Done) return;
-    if (m.st == St::Sending && !is_ec(cfg_.scheme) && !m.acked.empty())
+    if (m.st == St::Sending && !is_ec(m.code.scheme) && !m.acked.empty())
         for (uint32_t c = 0; c < m.lay.chunks; c++)
             if (!m.acked[c] && m.tx_count[c]) outstanding_ -= chunk_len(m.lay, geo_.chunk_bytes, c);
     Action a{Action::Finish};
@@ -354,7 +396,7 @@ void SendEngine::on_timer(uint64_t now)
             }
             CtrlMsg r;
             r.type = CtrlType::Req;
-            r.scheme = cfg_.scheme;
+            r.scheme = m.code.scheme;
             r.seq = m.seq;
             r.length = m.lay.bytes;
             send_ctrl(r);

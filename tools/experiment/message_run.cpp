@@ -127,6 +127,7 @@ Sample MessageRun::run(rel::Config cfg, uint64_t bytes, uint64_t seed)
     s.retransmitted = ts.retransmitted_chunks;
     s.decoded = rs.decoded_chunks;
     s.fallbacks = rs.fallbacks;
+    s.code = rs.code;
     return s;
 }
 

@@ -28,6 +28,7 @@ struct Sample {
     std::string error;
     double completion_ms = 0;   // send post to the sender's final ACK
     uint32_t retransmitted = 0, decoded = 0, fallbacks = 0;
+    rel::Code code;             // what the message was sent with (auto: what the receiver picked)
 };
 
 class MessageRun {
@@ -38,7 +39,8 @@ public:
     MessageRun(const MessageRun&) = delete;
     MessageRun& operator=(const MessageRun&) = delete;
 
-    // One message of `bytes` with cfg's scheme; cfg's compute/rtt/bw are set from the link.
+    // One message of `bytes` with cfg's scheme; cfg's compute/rtt/bw are set from the link
+    // (for auto, cfg.drop_hint is the caller's: fresh endpoints have measured nothing).
     // The receive is posted one RTT ahead, so the clear-to-send waits at the sender, as when an
     // application posts buffers before data is due. The links' random streams restart from
     // `seed`: samples of different schemes with the same seed meet the same losses as far as

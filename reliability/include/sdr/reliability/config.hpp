@@ -9,14 +9,23 @@ namespace sdr::rel {
 // sr: Selective Repeat, per-chunk RTO = RTT·(1+α). sr-nack: the receiver names lost chunks
 // (holes behind later arrivals) and the sender repeats them at once; the RTO remains as a
 // backup for tail losses. ec-xor / ec-mds: k data + m parity chunks per submessage, SR repair
-// of what the code cannot rebuild.
-enum class Scheme : uint8_t { Sr = 1, SrNack = 2, EcXor = 3, EcMds = 4 };
+// of what the code cannot rebuild. auto: the receiver picks one of those per message from the
+// analytic model and its path estimate (policy.hpp) and announces it in the clear-to-send.
+enum class Scheme : uint8_t { Sr = 1, SrNack = 2, EcXor = 3, EcMds = 4, Auto = 5 };
 const char* to_string(Scheme s);
 inline bool is_ec(Scheme s) { return s == Scheme::EcXor || s == Scheme::EcMds; }
 
+// What one message is sent with: a fixed scheme and, for EC, its k and m (0 otherwise).
+struct Code {
+    Scheme scheme = Scheme::Sr;
+    uint32_t k = 0, m = 0;
+    bool operator==(const Code&) const = default;
+};
+std::string to_string(const Code& c);  // "sr", "ec-mds:32,8"
+
 struct Config {
     Scheme scheme = Scheme::Sr;
-    uint32_t k = 32, m = 8;       // EC only
+    uint32_t k = 32, m = 8;       // EC; auto: the code its EC candidates start from
     double rtt_ms = 25;           // initial RTT estimate; the sender measures it from ACKs
     double bw_gbps = 100;         // link rate: injection-time estimates and the FTO
     double alpha = 2;             // RTO = RTT·(1+α)
@@ -27,17 +36,26 @@ struct Config {
     uint32_t max_rounds = 16;     // bound on retransmissions of a chunk, NACK rounds, probes
     double timeout_ms = 0;        // per message, from post; 0 = derived (see README)
     bool compute = true;          // false: payload-free simulation — EC accounted, not computed
+    double drop_hint = 0;         // auto: per-packet drop rate assumed until the receiver has measured one
 
     double ack_interval_ns() const { return ack_interval_us > 0 ? ack_interval_us * 1e3 : rtt_ms * 1e6 / 64; }
 };
 
-// "sr", "sr-nack", "ec-xor", "ec-mds", optionally ":k,m" after the EC ones ("ec-mds:32,8").
+// The code of a fixed scheme (k, m kept for EC only); auto has none until the receiver picks.
+inline Code fixed_code(const Config& c)
+{
+    return {c.scheme, is_ec(c.scheme) ? c.k : 0, is_ec(c.scheme) ? c.m : 0};
+}
+
+// "sr", "sr-nack", "ec-xor", "ec-mds", "auto", optionally ":k,m" after the EC ones and auto
+// ("ec-mds:32,8").
 bool parse_scheme(const std::string& text, Config* cfg, std::string* err);
 // Every field in range (EC codes ISA-L supports, positive times); false + err otherwise.
 bool validate(const Config& cfg, std::string* err);
 
 struct MessageStats {
     uint64_t id = 0, bytes = 0;
+    Code code;                         // what the message was sent with (auto: what was picked)
     bool ok = false;
     std::string error;                 // why it failed
     uint64_t post_ns = 0, done_ns = 0; // completion: sender = final ACK, receiver = data whole

@@ -17,7 +17,10 @@
 // an earlier one (both restart at seq 0): a sender takes ACK/NACK only from the receiver
 // incarnation whose CTS it followed, a receiver takes REQ/ABORT only if addressed to it.
 //
-// CTS (receiver → sender): receive `seq` of `length` bytes is posted; scheme/k/m must match.
+// scheme: 1 sr, 2 sr-nack, 3 ec-xor, 4 ec-mds, 5 auto (only from a sender that has no CTS yet).
+// CTS (receiver → sender): receive `seq` of `length` bytes is posted with code scheme/k/m (never
+//      auto: an auto receiver names the code it picked); a fixed sender must use the same one,
+//      an auto sender adopts it.
 // ACK (receiver → sender): progress of `seq`; flags FINAL (whole, delivered) or FAILED.
 // NACK (receiver → sender): repeat the chunks listed.
 // REQ (sender → receiver): "where is seq?" — answered by an ACK (FINAL from history if done);

@@ -10,6 +10,7 @@
 #include <sdr/reliability/codec.hpp>
 #include <sdr/reliability/config.hpp>
 #include <sdr/reliability/engine.hpp>
+#include <sdr/reliability/policy.hpp>
 #include <sdr/reliability/region.hpp>
 
 #include <deque>
@@ -19,6 +20,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace sdr::rel {
@@ -49,6 +51,11 @@ public:
     bool idle() const;
     const Config& config() const { return cfg_; }
     double srtt_ms() const { return tx_.srtt_ns() / 1e6; }
+    // What auto's receiver goes by: the RTT (this endpoint's own sends' SRTT once measured,
+    // else the configured one), the configured bandwidth, and the drop rate it has measured.
+    PathEstimate path_estimate() const;
+    // Chunk transmissions the drop estimate rests on (0: it is still the configured hint).
+    uint64_t drop_samples() const { return rx_.drops().judged(); }
 
 private:
     struct TxState {
@@ -65,6 +72,7 @@ private:
         uint8_t* buf = nullptr;
         uint64_t len = 0;
         uint32_t lkey = 0;
+        Code code;
         sdr_recv_handle *data = nullptr, *parity = nullptr;
         uint8_t *data_bits = nullptr, *parity_bits = nullptr;
         bool posted = false;
@@ -74,9 +82,9 @@ private:
     };
 
     Endpoint(sdr_context* ctx, sdr_qp* qp, const Config& cfg, const Geometry& g, uint64_t slot_bytes);
-    int check_post(const char* what, const void* buf, uint64_t len, const uint64_t* id) const;
+    int check_post(const char* what, const void* buf, uint64_t len, const uint64_t* id, const Code& code) const;
     void execute(Action& a);
-    bool try_start(Action& a);
+    bool try_start(Action& a, std::string* error);
     bool try_data(Action& a);
     bool try_parity(Action& a);
     bool try_close(TxState& t);
@@ -85,6 +93,7 @@ private:
     void deliver(const Action& a);
     void drain_actions(uint64_t now);
     sdr_mr* reg(Region& buf, uint64_t bytes, const char* what);
+    Codec& codec(const Code& c);
     uint64_t chunk_len(uint64_t len, uint32_t c) const;
 
     sdr_context* ctx_;
@@ -94,7 +103,7 @@ private:
     uint64_t slot_bytes_;
     SendEngine tx_;
     RecvEngine rx_;
-    std::optional<Codec> codec_;
+    std::map<std::tuple<Scheme, uint32_t, uint32_t>, Codec> codecs_;  // per code met, made on first use
     std::map<uint64_t, TxState> txs_;
     std::map<uint64_t, RxState> rxs_;
     std::deque<Action> start_q_, data_q_, post_q_, ctrl_q_;

@@ -6,6 +6,8 @@
 
 #include <sdr/reliability/config.hpp>
 #include <sdr/reliability/ctrl_msg.hpp>
+#include <sdr/reliability/drop_meter.hpp>
+#include <sdr/reliability/policy.hpp>
 
 #include <cstdint>
 #include <deque>
@@ -23,6 +25,8 @@ struct Geometry {
     uint32_t chunk_bytes = 65536;
     uint32_t mtu = 4096;
     uint32_t ctrl_max_bytes = 4096;
+    uint64_t slot_bytes = UINT64_MAX;  // largest SDR message (a message's data, or its parity)
+    uint32_t packets_per_chunk() const { return (chunk_bytes + mtu - 1) / mtu; }
 };
 
 // What the engines ask the binding to do.
@@ -77,7 +81,7 @@ struct Layout {
     uint32_t chunks = 0;       // data chunks
     uint32_t submessages = 0;  // EC: ceil(chunks / k)
     uint32_t parity = 0;       // EC: submessages * m
-    static Layout of(const Config& c, const Geometry& g, uint64_t bytes);
+    static Layout of(const Code& c, const Geometry& g, uint64_t bytes);
 };
 
 class SendEngine {
@@ -86,23 +90,33 @@ public:
     SendEngine(const Config& c, const Geometry& g, uint32_t incarnation);
     uint64_t post(uint64_t now, uint64_t bytes);  // returns the message's seq
     void on_ctrl(uint64_t now, const CtrlMsg& m);
-    void on_started(uint64_t now, uint64_t seq);  // the binding opened the SDR message(s)
+    // The binding opened the SDR message(s); a nonempty error fails the message (they are
+    // closed empty).
+    void on_started(uint64_t now, uint64_t seq, const std::string& error = {});
+    // The message's code: the configured one, or for auto the receiver's once its CTS came.
+    const Code* code(uint64_t seq) const;
+    // SDR messages the receiver posted for seq (EC: data and parity), known from its CTS: a
+    // send that fails on a mismatch still opens (and closes empty) that many, to keep the order.
+    uint32_t streams(uint64_t seq) const;
     void on_timer(uint64_t now);
     uint64_t next_deadline() const;
     bool poll_action(Action* out) { return out_.poll(out); }
     const MessageStats* stats(uint64_t seq) const;  // kept until forget()
     void forget(uint64_t seq);
     double srtt_ns() const { return srtt_; }
+    bool rtt_sampled() const { return rtt_sampled_; }
     uint64_t rto_ns() const;
 
 private:
     enum class St : uint8_t { WaitCts, Starting, Sending, Done };
     struct Msg {
         uint64_t seq = 0;
+        Code code;
         Layout lay;
         St st = St::WaitCts;
         bool cts = false, mismatch = false;
         bool ghost = false;  // failed while waiting for CTS; must still open its SDR messages
+        bool peer_ec = false;  // the CTS named an EC code: the receiver posted data and parity
         uint32_t peer = 0;   // receiver incarnation from the CTS
         std::string mismatch_why;
         uint64_t deadline = 0;
@@ -128,6 +142,7 @@ private:
     void send_ctrl(const CtrlMsg& c) { out_.ctrl(c, inc_, peer_of(c.seq)); }
     uint32_t peer_of(uint64_t seq);
     void arm_probe(uint64_t now, Msg& m);
+    void check_cts(Msg& m, const CtrlMsg& c);
 
     Config cfg_;
     Geometry geo_;
@@ -147,7 +162,11 @@ private:
 class RecvEngine {
 public:
     RecvEngine(const Config& c, const Geometry& g, uint32_t incarnation);
-    uint64_t post(uint64_t now, uint64_t bytes);
+    // The code a receive of `bytes` gets: the configured one, or for auto the policy's choice
+    // on the path {rtt_ms, the configured bandwidth, the measured drop rate} among the codes
+    // whose parity fits one SDR message.
+    Code choose_code(uint64_t bytes, double rtt_ms) const;
+    uint64_t post(uint64_t now, uint64_t bytes, const Code& code);
     void on_posted(uint64_t now, uint64_t seq);  // the binding posted the SDR receive(s)
     // The live bitmaps the binding read (data chunks; parity chunks for EC, else nullptr).
     void on_bitmap(uint64_t now, uint64_t seq, const uint8_t* data_bits, const uint8_t* parity_bits);
@@ -159,11 +178,13 @@ public:
     void forget(uint64_t seq);
     // Messages whose bitmaps the binding should read (posted, not over).
     std::vector<uint64_t> active() const;
+    const DropMeter& drops() const { return drops_; }
 
 private:
     enum class St : uint8_t { WaitPost, Active, Done };
     struct Msg {
         uint64_t seq = 0;
+        Code code;
         Layout lay;
         St st = St::WaitPost;
         uint64_t posted_ns = 0, deadline = 0;
@@ -177,6 +198,7 @@ private:
         uint32_t newest = 0;
         uint64_t newest_ns = 0, last_ack = 0, cts_at = 0, fto_at = kNever, nack_at = kNever;
         uint32_t peer = 0;  // sender incarnation, once a REQ named it
+        uint64_t judged_to = 0;  // drop meter: send positions before this are judged
         std::vector<uint64_t> hole_since, named_at;  // sr-nack
         MessageStats st_out;
     };
@@ -192,6 +214,7 @@ private:
     uint64_t rto() const;
     uint32_t fit_bits() const;
     bool sub_decodable(const Msg& m, uint32_t s) const;
+    void judge_losses(Msg& m, uint64_t to);
 
     Config cfg_;
     Geometry geo_;
@@ -200,6 +223,7 @@ private:
     uint64_t next_seq_ = 0;
     std::map<uint64_t, Msg> msgs_;
     std::map<uint64_t, bool> history_;  // seq → ok, for REQs about finished messages
+    DropMeter drops_;
     Outbox out_;
 };
 

@@ -30,10 +30,14 @@ model::Params model_params(const PathEstimate& path, uint64_t bytes, uint32_t ch
                            const Config& cfg);
 
 // The model's mean and p99.9 of every candidate: sr and sr-nack (RTO from cfg.alpha; the NACK
-// variant repairs after one RTT), ec-xor and ec-mds with cfg.k, cfg.m, and ec-mds with 2m and
-// 4m parity chunks (k + m <= 255).
+// variant repairs after one RTT), ec-xor (if m <= k) and ec-mds with cfg.k, cfg.m, and ec-mds
+// with 2m and 4m parity chunks (k + m <= 255).
 std::vector<SchemeEstimate> estimate_schemes(const PathEstimate& path, uint64_t bytes, uint32_t chunk_bytes,
                                              uint32_t mtu, const Config& cfg);
+
+// The estimate whose worse ratio to the best estimate of v, in mean or in p99.9, is smallest
+// (v not empty).
+SchemeEstimate pick_scheme(const std::vector<SchemeEstimate>& v);
 
 // The candidate whose worse ratio to the best candidate, in mean or in p99.9, is smallest: a
 // scheme that wins the mean by a hair but loses the tail by a round trip is not chosen.
