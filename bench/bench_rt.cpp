@@ -168,9 +168,13 @@ Sdr sdr_run(const Testbed& tb, const std::string& kind, uint32_t workers, uint32
 {
     const std::string tool = SDR_WRITE_BW, p = " -p " + std::to_string(port);
     const std::string w = " --workers " + std::to_string(workers);
-    Child server("ip netns exec " + tb.ns(1) + " " + tool + " -d " + kind + ":" + tb.ns(1) + p + w + " --core 1 --json");
+    // Core 0 belongs to the client's polling thread (the sending core, which carries the veth's
+    // work both ways); everything else of both sides, applications and workers, runs on core 1.
+    const std::string app = std::thread::hardware_concurrency() >= 2 ? " --app-core 1" : "";
+    Child server("ip netns exec " + tb.ns(1) + " " + tool + " -d " + kind + ":" + tb.ns(1) + p + w +
+                 " --core 1" + app + " --json");
     Child client("ip netns exec " + tb.ns(0) + " " + tool + " -d " + kind + ":" + tb.ns(0) + p + w +
-               " --core 0 --json -s 1M -w 100 -n " + std::to_string(iters) + " " + Testbed::ip(1));
+                 " --core 0" + app + " --json -s 1M -w 100 -n " + std::to_string(iters) + " " + Testbed::ip(1));
     int cs, ss;
     std::string cout = client.finish(&cs), sout = server.finish(&ss);
     Sdr r;

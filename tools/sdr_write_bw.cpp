@@ -10,7 +10,10 @@
 #include <sdr_oob.h>
 #include <sdr_sim.h>
 
+#include <sched.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -28,6 +31,7 @@ struct Options {
     uint64_t size = 1 << 20;
     uint32_t iters = 1000, warmup = 100, in_flight = 8, mtu = 4096, chunk = 65536, channels = 4;
     int timeout_ms = 10000;
+    int app_core = -1;
     bool json = false, verify = false;
 };
 
@@ -79,6 +83,8 @@ void usage(FILE* f)
                  "      --pcap FILE, --snaplen N  capture this NIC's frames (data cut at N bytes; 0 whole)\n"
                  "      --core N, --busy-poll     pin / never sleep the NIC's polling thread\n"
                  "      --workers N, --worker-cores LIST  DPA workers on N dedicated threads (0: inline)\n"
+                 "      --app-core N      pin this program's own threads (and unpinned workers) to core N,\n"
+                 "                        keeping them off the polling thread's core\n"
                  "      --xdp-mode auto|native|generic  how xdp: attaches its program\n"
                  "      --timeout-ms T    bootstrap timeout (10000)\n"
                  "      --json            one JSON object instead of the table\n"
@@ -143,6 +149,7 @@ Options parse(int argc, char** argv)
         else if (a == "--chunk") o.chunk = static_cast<uint32_t>(num(256, 1u << 30));
         else if (a == "-c" || a == "--channels") o.channels = static_cast<uint32_t>(num(1, 16));
         else if (a == "--timeout-ms") o.timeout_ms = static_cast<int>(num(1, 1u << 30));
+        else if (a == "--app-core") o.app_core = static_cast<int>(num(0, CPU_SETSIZE - 1));
         else die("unknown option " + a + " (see --help)");
     }
     if (o.device.empty()) die("-d DEVICE is required (raw:IFNAME or xdp:IFNAME; see --help)");
@@ -436,5 +443,12 @@ int run_client(const Options& o)
 int main(int argc, char** argv)
 {
     Options o = parse(argc, argv);
+    // Before the device opens: threads it starts without a core of their own inherit this mask.
+    if (o.app_core >= 0) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(o.app_core, &set);
+        if (sched_setaffinity(0, sizeof set, &set)) die("--app-core " + std::to_string(o.app_core) + ": " + std::strerror(errno));
+    }
     return o.server.empty() ? run_server(o) : run_client(o);
 }
