@@ -52,17 +52,16 @@ std::unique_ptr<Endpoint> Endpoint::create(sdr_context* ctx, sdr_qp* qp, const s
     if (sdr_ctrl_max_size_get(qp, &ctrl_max) != SDR_SUCCESS || ctrl_max < kCtrlHeaderBytes + 8)
         return *err = "the QP has no usable control channel", nullptr;
     g.ctrl_max_bytes = static_cast<uint32_t>(ctrl_max);
-    uint64_t slot = 1ull << (attr.max_in_flight_log_bytes - attr.max_log_num_msgs);
-    g.slot_bytes = slot;
+    g.slot_bytes = 1ull << (attr.max_in_flight_log_bytes - attr.max_log_num_msgs);
     if ((is_ec(cfg.scheme) || cfg.scheme == Scheme::Auto) && (1u << attr.max_log_num_msgs) < 2)
         return *err = std::string(is_ec(cfg.scheme) ? "EC" : "auto (which may pick EC)") +
                       " needs at least 2 message slots (data and parity submessages)",
                nullptr;
-    return std::unique_ptr<Endpoint>(new Endpoint(ctx, qp, cfg, g, slot));
+    return std::unique_ptr<Endpoint>(new Endpoint(ctx, qp, cfg, g));
 }
 
-Endpoint::Endpoint(sdr_context* ctx, sdr_qp* qp, const Config& cfg, const Geometry& g, uint64_t slot_bytes)
-    : ctx_(ctx), qp_(qp), cfg_(cfg), geo_(g), slot_bytes_(slot_bytes), tx_(cfg, g, new_incarnation()),
+Endpoint::Endpoint(sdr_context* ctx, sdr_qp* qp, const Config& cfg, const Geometry& g)
+    : ctx_(ctx), qp_(qp), cfg_(cfg), geo_(g), tx_(cfg, g, new_incarnation()),
       rx_(cfg, g, new_incarnation())
 {
     if (is_ec(cfg.scheme) || cfg.scheme == Scheme::Auto) {
@@ -119,11 +118,11 @@ PathEstimate Endpoint::path_estimate() const
 int Endpoint::check_post(const char* what, const void* buf, uint64_t len, const uint64_t* id, const Code& code) const
 {
     if (!id || (!buf && len)) return fail(std::string(what) + ": buf or id is NULL");
-    if (len > slot_bytes_)
+    if (len > geo_.slot_bytes)
         return fail(std::string(what) + ": " + std::to_string(len) + " bytes exceed the QP's slot size of " +
-                    std::to_string(slot_bytes_) + " bytes");
+                    std::to_string(geo_.slot_bytes) + " bytes");
     Layout l = Layout::of(code, geo_, len);
-    if (uint64_t{l.parity} * geo_.chunk_bytes > slot_bytes_)
+    if (uint64_t{l.parity} * geo_.chunk_bytes > geo_.slot_bytes)
         return fail(std::string(what) + ": the parity of this message (" + std::to_string(l.parity) +
                     " chunks) does not fit one slot");
     return SDR_SUCCESS;

@@ -81,7 +81,7 @@ private:
         std::optional<MessageStats> result;
     };
 
-    Endpoint(sdr_context* ctx, sdr_qp* qp, const Config& cfg, const Geometry& g, uint64_t slot_bytes);
+    Endpoint(sdr_context* ctx, sdr_qp* qp, const Config& cfg, const Geometry& g);
     int check_post(const char* what, const void* buf, uint64_t len, const uint64_t* id, const Code& code) const;
     void execute(Action& a);
     bool try_start(Action& a, std::string* error);
@@ -100,7 +100,6 @@ private:
     sdr_qp* qp_;
     Config cfg_;
     Geometry geo_;
-    uint64_t slot_bytes_;
     SendEngine tx_;
     RecvEngine rx_;
     std::map<std::tuple<Scheme, uint32_t, uint32_t>, Codec> codecs_;  // per code met, made on first use
