@@ -42,17 +42,21 @@ struct Result {
     std::string reference_name;
     double target = 0;     // 0 if none
     double ratio_target = 0;  // the least value / baseline wanted; 0 if none
+    // value / baseline measured pairwise (each run against the baseline measured beside it),
+    // then summarised; when set, it is the ratio printed and judged. 0: value / baseline.
+    double paired_ratio = 0;
 };
 
 inline void print(const std::vector<Result>& rs, bool json)
 {
     for (const auto& r : rs) {
-        double ratio = r.baseline > 0 ? r.value / r.baseline : 0;
+        double ratio = r.paired_ratio > 0 ? r.paired_ratio : r.baseline > 0 ? r.value / r.baseline : 0;
+        const char* ratio_name = r.paired_ratio > 0 ? "paired ratio" : "ratio";
         if (json) {
             std::printf("{\"name\":\"%s\",\"value\":%.6g,\"unit\":\"%s\"", r.name.c_str(), r.value, r.unit.c_str());
             if (r.baseline > 0)
-                std::printf(",\"baseline\":%.6g,\"baseline_name\":\"%s\",\"ratio\":%.4f", r.baseline,
-                            r.baseline_name.c_str(), ratio);
+                std::printf(",\"baseline\":%.6g,\"baseline_name\":\"%s\",\"ratio\":%.4f%s", r.baseline,
+                            r.baseline_name.c_str(), ratio, r.paired_ratio > 0 ? ",\"ratio_paired\":true" : "");
             if (r.reference > 0)
                 std::printf(",\"reference\":%.6g,\"reference_name\":\"%s\",\"reference_ratio\":%.3f", r.reference,
                             r.reference_name.c_str(), r.value / r.reference);
@@ -63,7 +67,7 @@ inline void print(const std::vector<Result>& rs, bool json)
             std::printf("}\n");
         } else {
             std::printf("%-34s %10.2f %-8s", r.name.c_str(), r.value, r.unit.c_str());
-            if (r.baseline > 0) std::printf(" | %s %.2f, ratio %.3f", r.baseline_name.c_str(), r.baseline, ratio);
+            if (r.baseline > 0) std::printf(" | %s %.2f, %s %.3f", r.baseline_name.c_str(), r.baseline, ratio_name, ratio);
             if (r.reference > 0) std::printf(" | %s %.2f (x%.1f)", r.reference_name.c_str(), r.reference, r.value / r.reference);
             if (r.target > 0) std::printf(" | target >= %.0f: %s", r.target, r.value >= r.target ? "PASS" : "MISS");
             if (r.ratio_target > 0)

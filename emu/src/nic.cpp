@@ -394,6 +394,17 @@ bool Nic::hal_tx_post(hal_worker*, const hal_tx_wqe& wqe)
     return true;
 }
 
+// Reads the next packet's payload ahead, as a NIC's DMA engine does, while this one is
+// encoded: every packet's payload starts a new page, where the hardware prefetcher loses the
+// stream, so without this the copy into the frame waits on cache misses (PLATFORM-NOTES:
+// measured on AF_XDP). Only a registered range is touched.
+void Nic::prefetch_payload(const hal_tx_wqe& w) const
+{
+    if (!w.length || !mr_covers(w.lkey, w.local_addr, w.length)) return;
+    const char* a = reinterpret_cast<const char*>(w.local_addr);
+    for (uint32_t off = 0; off < w.length; off += 64) __builtin_prefetch(a + off, 0, 3);
+}
+
 bool Nic::tx_next(TxPacket* out)
 {
     if (ctrl_next_ != ctrl_head_) {  // control datagrams go first
@@ -410,6 +421,7 @@ bool Nic::tx_next(TxPacket* out)
     if (!sq_count_) return false;
     SqEntry e = sq_ring_[sq_tail_++ & (sq_ring_.size() - 1)];
     sq_count_--;
+    if (sq_count_) prefetch_payload(sq_ring_[sq_tail_ & (sq_ring_.size() - 1)].wqe);
     TransportQp& q = qps_[e.qp];
     const hal_tx_wqe& w = e.wqe;
     *out = TxPacket{};

@@ -25,6 +25,10 @@ constexpr uint64_t kPcapFlushNs = 100'000'000;
 constexpr uint64_t kSpinBeforeDeadlineNs = 100'000;
 constexpr uint64_t kMaxSleepNs = 10'000'000;
 constexpr uint32_t kTxBudget = 256;  // packets per round, so receiving is never starved
+// Frames go to the kernel in batches this small: it copies each frame out of its buffer, and
+// 32 frames (about 130 KB) are still in L2 when it does; after 256 they were not (measured on
+// AF_XDP: the kernel's copy took half again as long).
+constexpr uint32_t kTxFlushEvery = 32;
 
 uint64_t mono_ns()
 {
@@ -283,6 +287,7 @@ bool RtNic::transmit(uint64_t now)
             }
         }
         nic_->tx_done(pk);  // local completion: the frame is handed to the port
+        if (i % kTxFlushEvery == kTxFlushEvery - 1) port_->tx_flush();
     }
     if (!shaper_.empty()) {
         size_t before = shaper_.counters().held_frames;

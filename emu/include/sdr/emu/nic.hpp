@@ -191,6 +191,7 @@ public:
     uint64_t fw_counter(uint32_t counter) const;
 
 private:
+    void prefetch_payload(const hal_tx_wqe& w) const;
     struct MemoryRegion {
         uint8_t* addr = nullptr;
         uint64_t len = 0;
