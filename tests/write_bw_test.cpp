@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <tuple>
 
 using namespace sdr::test;
 
@@ -30,20 +31,24 @@ const std::string kTool = SDR_WRITE_BW;
 
 }  // namespace
 
-class WriteBw : public ::testing::TestWithParam<const char*> {};
+// Port kind, and DPA worker threads on each side (0: the handlers run on the polling thread).
+class WriteBw : public ::testing::TestWithParam<std::tuple<const char*, int>> {};
 
 TEST_P(WriteBw, ServerAndClientAcrossNamespacesUnderLoss)
 {
     if (auto why = netns_unavailable(); !why.empty()) GTEST_SKIP() << why;
-    const std::string kind = GetParam();
-    Testbed tb(std::string("sdrbw") + kind[0]);
+    const std::string kind = std::get<0>(GetParam());
+    const int workers = std::get<1>(GetParam());
+    const std::string tag = kind + "_w" + std::to_string(workers);
+    Testbed tb(std::string("sdrbw") + kind[0] + std::to_string(workers));
     ASSERT_TRUE(tb.ok());
-    const std::string pcap = "/tmp/sdr_write_bw_" + std::to_string(getpid()) + "_" + kind + ".pcap";
-    const std::string port = std::to_string(18600 + (getpid() % 1000) + (kind == "xdp"));
-    Child server("ip netns exec " + tb.ns(1) + " " + kTool + " -d " + kind + ":" + tb.ns(1) + " -p " + port +
+    const std::string pcap = "/tmp/sdr_write_bw_" + std::to_string(getpid()) + "_" + tag + ".pcap";
+    const std::string port = std::to_string(18600 + (getpid() % 250) * 4 + (kind == "xdp") * 2 + (workers > 0));
+    const std::string w = " --workers " + std::to_string(workers);
+    Child server("ip netns exec " + tb.ns(1) + " " + kTool + " -d " + kind + ":" + tb.ns(1) + " -p " + port + w +
                  " --verify --json --pcap " + pcap + " --snaplen 128 --timeout-ms 20000");
     // 1 % loss on what the client sends; 60 messages of 1 MiB + 1 B (a one-byte last chunk).
-    Child client("ip netns exec " + tb.ns(0) + " " + kTool + " -d " + kind + ":" + tb.ns(0) + " -p " + port +
+    Child client("ip netns exec " + tb.ns(0) + " " + kTool + " -d " + kind + ":" + tb.ns(0) + " -p " + port + w +
                  " -s 1048577 -n 50 -w 10 -q 4 --loss 0.01 --seed 11 --json --timeout-ms 20000 " + Testbed::ip(1));
     int cs, ss;
     std::string cout = client.finish(&cs), sout = server.finish(&ss);
@@ -75,8 +80,11 @@ TEST_P(WriteBw, ServerAndClientAcrossNamespacesUnderLoss)
     if (!::testing::Test::HasFailure()) std::remove(pcap.c_str());
 }
 
-INSTANTIATE_TEST_SUITE_P(Ports, WriteBw, ::testing::Values("raw", "xdp"),
-                         [](const auto& info) { return std::string(info.param); });
+INSTANTIATE_TEST_SUITE_P(Ports, WriteBw, ::testing::Combine(::testing::Values("raw", "xdp"), ::testing::Values(0, 2)),
+                         [](const auto& info) {
+                             const int w = std::get<1>(info.param);
+                             return std::string(std::get<0>(info.param)) + (w ? "_" + std::to_string(w) + "_worker_threads" : "");
+                         });
 
 // No namespaces needed: the client gives up before it opens a device.
 TEST(WriteBwErrors, AbsentServerIsAClearErrorAfterTheTimeout)

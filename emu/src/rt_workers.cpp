@@ -2,9 +2,12 @@
 
 #include <pthread.h>
 
-#include <chrono>
 
 namespace sdr::emu {
+
+namespace {
+constexpr uint32_t kSpinRounds = 4000;  // a few microseconds of an empty ring before sleeping
+}
 
 RtWorkers::RtWorkers(Nic& nic, uint32_t threads, const std::vector<int>& cores, std::function<void()> on_events)
     : nic_(nic), on_events_(std::move(on_events))
@@ -19,7 +22,20 @@ RtWorkers::RtWorkers(Nic& nic, uint32_t threads, const std::vector<int>& cores, 
 RtWorkers::~RtWorkers()
 {
     stop_ = true;
-    for (auto& l : lanes_) l->thread.join();
+    for (auto& l : lanes_) {
+        l->asleep = true;  // so ring() wakes it whatever it is doing
+        ring(*l);
+        l->thread.join();
+    }
+}
+
+// Wakes the lane's worker if it sleeps. Only the first post after it fell asleep pays for the
+// system call.
+void RtWorkers::ring(Lane& l)
+{
+    if (!l.asleep.load(std::memory_order_seq_cst) || !l.asleep.exchange(false)) return;
+    l.bell.fetch_add(1);
+    l.bell.notify_one();
 }
 
 void RtWorkers::post(uint32_t worker, const hal_cqe& cqe)
@@ -28,10 +44,15 @@ void RtWorkers::post(uint32_t worker, const hal_cqe& cqe)
     uint64_t h = l.head.load(std::memory_order_relaxed);
     if (h - l.tail.load(std::memory_order_acquire) == kRing) {
         full_waits_++;
-        while (h - l.tail.load(std::memory_order_acquire) == kRing) {}
+        ring(l);
+        // The worker may share this core: give it the core rather than spin against it.
+        while (h - l.tail.load(std::memory_order_acquire) == kRing) std::this_thread::yield();
     }
     l.ring[h % kRing] = Item{worker, cqe};
-    l.head.store(h + 1, std::memory_order_release);  // publishes the item and the payload placed before it
+    // Publishes the item and the payload placed before it. Sequentially consistent with the
+    // worker's "asleep, then check head": one of the two sees the other.
+    l.head.store(h + 1, std::memory_order_seq_cst);
+    ring(l);
 }
 
 void RtWorkers::run(Lane& l, int core)
@@ -46,9 +67,12 @@ void RtWorkers::run(Lane& l, int core)
     while (!stop_.load(std::memory_order_relaxed)) {
         uint64_t t = l.tail.load(std::memory_order_relaxed), h = l.head.load(std::memory_order_acquire);
         if (t == h) {
-            // Spin a while (packets come in trains), then nap: a worker with nothing to do
-            // must not take a core from the polling thread on a small machine.
-            if (++idle_rounds > 2000) std::this_thread::sleep_for(std::chrono::microseconds(20));
+            if (++idle_rounds < kSpinRounds) continue;
+            uint32_t bell = l.bell.load();
+            l.asleep.store(true, std::memory_order_seq_cst);
+            if (l.head.load(std::memory_order_seq_cst) == t && !stop_.load()) l.bell.wait(bell);
+            l.asleep.store(false, std::memory_order_relaxed);
+            idle_rounds = 0;
             continue;
         }
         idle_rounds = 0;

@@ -3,6 +3,10 @@
 // through a single-producer ring; the worker thread runs the firmware's receive handler (which
 // touches only firmware receive state, with atomics, and its own hal_worker). Channel c runs on
 // thread c mod threads. Send completions, doorbells and timers stay on the polling thread.
+//
+// An idle worker spins briefly (packets come in trains), then blocks until the polling thread
+// rings its bell: on a machine with fewer cores than threads, a worker that spins or naps in
+// a loop takes the core from the polling thread it shares it with.
 #pragma once
 
 #include <sdr/emu/nic.hpp>
@@ -39,9 +43,12 @@ private:
         std::vector<Item> ring = std::vector<Item>(kRing);
         alignas(64) std::atomic<uint64_t> head{0};  // next to write (producer)
         alignas(64) std::atomic<uint64_t> tail{0};  // next to read (consumer)
+        alignas(64) std::atomic<bool> asleep{false};  // the worker waits on bell
+        std::atomic<uint32_t> bell{0};
         std::thread thread;
     };
     void run(Lane& lane, int core);
+    static void ring(Lane& lane);
 
     Nic& nic_;
     std::function<void()> on_events_;
