@@ -67,7 +67,9 @@ void RtWorkers::run(Lane& l, int core)
     while (!stop_.load(std::memory_order_relaxed)) {
         uint64_t t = l.tail.load(std::memory_order_relaxed), h = l.head.load(std::memory_order_acquire);
         if (t == h) {
-            if (++idle_rounds < kSpinRounds) continue;
+            // Only a worker on a core of its own spins: one that shares a core would spin against
+            // the polling thread that has to run for any work to arrive.
+            if (core >= 0 && ++idle_rounds < kSpinRounds) continue;
             uint32_t bell = l.bell.load();
             l.asleep.store(true, std::memory_order_seq_cst);
             if (l.head.load(std::memory_order_seq_cst) == t && !stop_.load()) l.bell.wait(bell);

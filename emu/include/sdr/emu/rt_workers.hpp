@@ -4,9 +4,9 @@
 // touches only firmware receive state, with atomics, and its own hal_worker). Channel c runs on
 // thread c mod threads. Send completions, doorbells and timers stay on the polling thread.
 //
-// An idle worker spins briefly (packets come in trains), then blocks until the polling thread
-// rings its bell: on a machine with fewer cores than threads, a worker that spins or naps in
-// a loop takes the core from the polling thread it shares it with.
+// An idle worker pinned to a core spins briefly (packets come in trains), then blocks until the
+// polling thread rings its bell; an unpinned one blocks at once. On a machine with fewer cores
+// than threads, a worker that spins or naps in a loop takes the core from the polling thread.
 #pragma once
 
 #include <sdr/emu/nic.hpp>
