@@ -223,7 +223,7 @@ int main(int argc, char** argv)
 {
     bool json = false, smoke = false;
     double seconds = 2;
-    int reps = 3;
+    int reps = 5;
     std::vector<std::string> kinds = {"raw", "xdp"};
     for (int i = 1; i < argc; i++) {
         std::string a = argv[i];

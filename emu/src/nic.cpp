@@ -397,7 +397,7 @@ bool Nic::hal_tx_post(hal_worker*, const hal_tx_wqe& wqe)
 // Reads the next packet's payload ahead, as a NIC's DMA engine does, while this one is
 // encoded: each payload starts a new page, where the hardware prefetcher loses the stream, and
 // the kernel's traffic on the sending core has evicted the message by then. perf on AF_XDP: the
-// copy into the frame fell from 5.7-6.5 % of the sending core to 4.0-5.0 %. Only a registered
+// copy into the frame fell from 5.7-6.5 % of the sending core to 3.9-5.0 %. Only a registered
 // range is touched.
 void Nic::prefetch_payload(const hal_tx_wqe& w) const
 {
