@@ -270,12 +270,13 @@ int main(int argc, char** argv)
             Ceiling c = raw_ceiling(tb, kind, seconds);
             if (!c.error.empty()) {
                 std::fprintf(stderr, "bench_rt: %s ceiling: %s\n", kind.c_str(), c.error.c_str());
-                std::exit(1);
+                return false;
             }
             ceil_pps.push_back(c.pps);
             mode = c.mode;
+            return true;
         };
-        ceiling();
+        if (!ceiling()) return 1;
         for (int round = 0; round < reps; round++) {
             std::vector<double> g(worker_counts.size());
             for (size_t i = 0; i < worker_counts.size(); i++) {
@@ -286,7 +287,7 @@ int main(int argc, char** argv)
                 }
                 g[i] = s.goodput_gbps;
             }
-            ceiling();
+            if (!ceiling()) return 1;
             const double around = (ceil_pps[round] + ceil_pps[round + 1]) / 2 * kPayload * 8 / 1e9;
             for (size_t i = 0; i < worker_counts.size(); i++) {
                 gbps[i].push_back(g[i]);

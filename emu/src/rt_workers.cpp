@@ -2,7 +2,6 @@
 
 #include <pthread.h>
 
-
 namespace sdr::emu {
 
 namespace {
