@@ -19,6 +19,11 @@ uint64_t RecvEngine::rto() const
     return static_cast<uint64_t>(cfg_.rtt_ms * 1e6 * (1 + cfg_.alpha) + cfg_.ack_interval_ns());
 }
 
+// How long a named chunk's repair gets to land before it is named again: 1.25 RTT, since a
+// repeat queued behind other repeats arrives later than one RTT, and naming it again sooner only
+// duplicates it. Far shorter than an RTO, which a repair lost once more would otherwise cost.
+uint64_t RecvEngine::renack_ns() const { return static_cast<uint64_t>(cfg_.rtt_ms * 1.25e6 + cfg_.ack_interval_ns()); }
+
 uint32_t RecvEngine::fit_bits() const { return static_cast<uint32_t>((geo_.ctrl_max_bytes - kCtrlHeaderBytes) * 8); }
 
 Code RecvEngine::choose_code(uint64_t bytes, double rtt_ms) const
@@ -304,16 +309,15 @@ void RecvEngine::send_nack_failed(uint64_t now, Msg& m)
     send_ctrl(n);
     // Named again once its repair had time to land (as sr-nack does), not after a whole RTO: a
     // repair lost once more would otherwise cost 3 RTT per round, the tail of EC at high loss.
-    m.nack_at = now + static_cast<uint64_t>(cfg_.rtt_ms * 1.25e6 + cfg_.ack_interval_ns());
+    m.nack_at = now + renack_ns();
 }
 
 // sr-nack: a chunk missing behind a later arrival, for longer than the reordering allowance,
-// is named; it is named again only after 1.25 RTT (a repeat queued behind other repeats arrives
-// later than one RTT; naming it again then only duplicates it).
+// is named; it is named again only after renack_ns().
 void RecvEngine::scan_holes(uint64_t now, Msg& m)
 {
     const uint64_t hold = static_cast<uint64_t>(cfg_.reorder_us * 1e3);
-    const uint64_t again = static_cast<uint64_t>(cfg_.rtt_ms * 1.25e6 + cfg_.ack_interval_ns());
+    const uint64_t again = renack_ns();
     std::vector<uint32_t> named;
     for (uint32_t c = 0; c + 1 < m.highest; c++) {
         if (held(m.have, c)) continue;

@@ -212,6 +212,7 @@ private:
     void send_ctrl(const CtrlMsg& c) { out_.ctrl(c, inc_, peer_of(c.seq)); }
     uint32_t peer_of(uint64_t seq);
     uint64_t rto() const;
+    uint64_t renack_ns() const;
     uint32_t fit_bits() const;
     bool sub_decodable(const Msg& m, uint32_t s) const;
     void judge_losses(Msg& m, uint64_t to);
