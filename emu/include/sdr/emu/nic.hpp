@@ -108,6 +108,10 @@ public:
     uint32_t index() const { return index_; }
     const NicAddress& address() const { return addr_; }
     bool payload() const { return payload_; }
+    // Read each next packet's payload ahead while the current frame is encoded (see tx_next).
+    // It pays only where frames are built from user memory on a real port: the real-time NIC
+    // turns it on; the simulator never pays for memory it does not read.
+    void set_tx_prefetch(bool on) { tx_prefetch_ = on && payload_; }
     uint32_t num_workers() const { return static_cast<uint32_t>(workers_.size()); }
     NicExecutor* executor() const { return exec_; }
     // Change the number of DPA workers; only while no transport QP lives.
@@ -245,6 +249,7 @@ private:
     uint32_t index_;
     NicAddress addr_;
     bool payload_;
+    bool tx_prefetch_ = false;
     NicExecutor* exec_;
     std::vector<std::unique_ptr<hal_worker>> workers_;
     std::vector<MemoryRegion> mrs_;
