@@ -49,6 +49,9 @@ namespace {
 
 constexpr uint32_t kPayload = 4096;
 constexpr double kTargetRatio = 0.8;
+// The floor CI holds a smoke run to (one short round, so noisier than the target's 5 rounds):
+// about half of the 0.83-0.95 measured, so a halving fails (bench/README.md, "Floors").
+constexpr double kFloorRatio = 0.5;
 
 double now_s()
 {
@@ -311,10 +314,10 @@ int main(int argc, char** argv)
                             list(ratios[i], 1).c_str());
             bench::Result r = result(name, g, "Gbit/s", ceil_gbps, base + " ceiling", kTargetRatio);
             r.paired_ratio = median(ratios[i]);
+            r.floor = kFloorRatio;
             rs.push_back(r);
             rs.push_back(result(name + " Mpps", g * 1e9 / 8 / kPayload / 1e6, "Mpps", pps / 1e6, base + " ceiling"));
         }
     }
-    bench::print(rs, json);
-    return 0;
+    return bench::finish(rs, json);
 }
