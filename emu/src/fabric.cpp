@@ -163,7 +163,7 @@ void SimLink::push_late(const InFlight& f)
 
 void SimLink::send(SimTime leaves, const PacketMeta& m, uint8_t* frame, uint32_t frame_len)
 {
-    ImpairmentVerdict v = imp_.decide();
+    ImpairmentVerdict v = imp_.none() ? ImpairmentVerdict{} : imp_.decide();
     if (v.drop) {
         dropped_++;
         if (fabric_.params_.drop_log)

@@ -14,6 +14,7 @@ void hal_window_write64(hal_worker* w, const hal_window* win, uint64_t word, uin
     auto* p = reinterpret_cast<uint64_t*>(win->host_addr) + word;
     __atomic_store_n(p, value, __ATOMIC_RELEASE);
     w->window_writes++;
+    if (w->nic) w->nic->note_host_event();
 }
 
 void hal_window_add64(hal_worker* w, const hal_window* win, uint64_t word, uint64_t value)
@@ -25,6 +26,7 @@ void hal_window_add64(hal_worker* w, const hal_window* win, uint64_t word, uint6
     auto* p = reinterpret_cast<uint64_t*>(win->host_addr) + word;
     __atomic_fetch_add(p, value, __ATOMIC_ACQ_REL);
     w->window_writes++;
+    if (w->nic) w->nic->note_host_event();
 }
 
 bool hal_tx_post(hal_worker* w, const hal_tx_wqe* wqe) { return w->nic->hal_tx_post(w, *wqe); }

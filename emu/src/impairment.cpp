@@ -1,5 +1,7 @@
 #include <sdr/emu/impairment.hpp>
 
+#include <cmath>
+
 namespace sdr::emu {
 
 static uint64_t splitmix64(uint64_t& x)
@@ -30,18 +32,32 @@ uint64_t Rng::next()
     return r;
 }
 
+uint64_t Impairment::threshold(double p)
+{
+    if (!(p > 0.0)) return 0;
+    if (p >= 1.0) return 1ull << 53;
+    return static_cast<uint64_t>(std::ceil(p * 0x1p53));
+}
+
+Impairment::Impairment(const ImpairmentParams& p)
+    : p_(p), rng_(p.seed), t_loss_(threshold(p.loss)), t_good_bad_(threshold(p.ge_p_good_bad)),
+      t_bad_good_(threshold(p.ge_p_bad_good)), t_loss_bad_(threshold(p.ge_loss_bad)),
+      t_reorder_(threshold(p.reorder)), t_duplicate_(threshold(p.duplicate))
+{
+    none_ = !t_loss_ && !t_good_bad_ && !t_reorder_ && !t_duplicate_;
+}
+
 ImpairmentVerdict Impairment::decide()
 {
     ImpairmentVerdict v;
-    if (p_.ge_p_good_bad > 0.0) {
-        bad_ = bad_ ? !rng_.chance(p_.ge_p_bad_good) : rng_.chance(p_.ge_p_good_bad);
-        if (bad_ && rng_.chance(p_.ge_loss_bad)) v.drop = true;
+    if (t_good_bad_) {
+        bad_ = bad_ ? !chance(t_bad_good_) : chance(t_good_bad_);
+        if (bad_ && chance(t_loss_bad_)) v.drop = true;
     }
-    if (rng_.chance(p_.loss)) v.drop = true;
+    if (chance(t_loss_)) v.drop = true;
     if (v.drop) return v;
-    if (rng_.chance(p_.reorder) && p_.reorder_max_ps)
-        v.extra_delay_ps = 1 + rng_.next() % p_.reorder_max_ps;
-    v.duplicate = rng_.chance(p_.duplicate);
+    if (chance(t_reorder_) && p_.reorder_max_ps) v.extra_delay_ps = 1 + rng_.next() % p_.reorder_max_ps;
+    v.duplicate = chance(t_duplicate_);
     return v;
 }
 

@@ -40,7 +40,6 @@ uint64_t PortCounters::rx_drops_total() const
 // Keys carry an index and a per-NIC tag byte, so a key of another NIC or a stale index is
 // recognisably wrong rather than silently valid.
 static uint32_t make_key(uint32_t index, uint32_t nic) { return ((index + 1) << 8) | (0x40 + (nic & 0x3f)); }
-static uint32_t key_index(uint32_t key) { return (key >> 8) - 1; }
 
 Nic::Nic(uint32_t index, NicAddress addr, uint32_t num_workers, bool payload, NicExecutor* exec)
     : index_(index), addr_(addr), payload_(payload), exec_(exec)
@@ -92,14 +91,6 @@ bool Nic::mr_dereg(uint32_t lkey)
             if (e.lkey == lkey) e = RootEntry{};
     mrs_[i] = MemoryRegion{};
     return true;
-}
-
-bool Nic::mr_covers(uint32_t lkey, uint64_t addr, uint64_t len) const
-{
-    uint32_t i = key_index(lkey);
-    if (lkey == 0 || i >= mrs_.size() || mrs_[i].lkey != lkey) return false;
-    uint64_t base = reinterpret_cast<uint64_t>(mrs_[i].addr);
-    return addr >= base && len <= mrs_[i].len && addr - base <= mrs_[i].len - len;
 }
 
 void* Nic::nic_alloc(size_t bytes)
@@ -158,6 +149,7 @@ uint32_t Nic::root_key_create(uint32_t nslots, uint64_t slot_bytes)
     RootKey rk;
     rk.rkey = make_key(static_cast<uint32_t>(root_keys_.size()), index_);
     rk.slot_bytes = slot_bytes;
+    if (slot_bytes > 1 && (slot_bytes & (slot_bytes - 1)) == 0) rk.slot_shift = static_cast<uint32_t>(__builtin_ctzll(slot_bytes));
     rk.entries.resize(nslots);
     root_keys_.push_back(std::move(rk));
     return root_keys_.back().rkey;
@@ -248,7 +240,14 @@ void Nic::respond(const PacketMeta& m, const uint8_t* payload)
     if (m.opcode != wire::kOpUcWriteOnlyImm) return drop(RxDrop::WrongOpcode, &qp);
     RootKey* rk = (m.rkey == qp.rkey && qp.rkey) ? root_key(m.rkey) : nullptr;
     if (!rk) return drop(RxDrop::UnknownKey, &qp);
-    uint64_t slot = m.va / rk->slot_bytes, off = m.va % rk->slot_bytes;
+    uint64_t slot, off;
+    if (rk->slot_shift) {  // SDR's slots are powers of two: no division per packet
+        slot = m.va >> rk->slot_shift;
+        off = m.va & (rk->slot_bytes - 1);
+    } else {
+        slot = m.va / rk->slot_bytes;
+        off = m.va % rk->slot_bytes;
+    }
     if (slot >= rk->entries.size()) return drop(RxDrop::OutOfBounds, &qp);
     const RootEntry& e = rk->entries[slot];
     if (!e.addr) {
@@ -271,7 +270,7 @@ void Nic::respond(const PacketMeta& m, const uint8_t* payload)
     cqe.status = HAL_CQE_OK;
     // The channel's DPA worker drains its CQ: at once (the simulator charges no handler time),
     // or on its own thread if the executor runs workers on dedicated cores.
-    if (!exec_->dispatch_rx_cqe(qp.channel, cqe)) run_rx_cqe(qp.channel, cqe);
+    if (!(cqe_dispatch_ && exec_->dispatch_rx_cqe(qp.channel, cqe))) run_rx_cqe(qp.channel, cqe);
 }
 
 void Nic::run_rx_cqe(uint32_t worker, const hal_cqe& cqe)
@@ -353,13 +352,7 @@ void Nic::ctrl_receive(const PacketMeta& m, const uint8_t* payload)
     q.len[i] = m.dma_len;
     q.head++;
     port_.rx_ctrl++;
-}
-
-uint64_t Nic::host_events() const
-{
-    uint64_t n = port_.rx_ctrl;
-    for (const auto& w : workers_) n += w->window_writes;
-    return n;
+    note_host_event();
 }
 
 // ---- send engine -------------------------------------------------------------------------
@@ -421,31 +414,33 @@ bool Nic::tx_next(TxPacket* out)
         return true;
     }
     if (!sq_count_) return false;
-    SqEntry e = sq_ring_[sq_tail_++ & (sq_ring_.size() - 1)];
+    const size_t mask = sq_ring_.size() - 1;
+    const SqEntry& e = sq_ring_[sq_tail_++ & mask];  // stays put: nothing posts until tx_done
     sq_count_--;
-    if (tx_prefetch_ && sq_count_) prefetch_payload(sq_ring_[sq_tail_ & (sq_ring_.size() - 1)].wqe);
+    if (tx_prefetch_ && sq_count_) prefetch_payload(sq_ring_[sq_tail_ & mask].wqe);
     TransportQp& q = qps_[e.qp];
     const hal_tx_wqe& w = e.wqe;
-    *out = TxPacket{};
+    // Every field is written here (no zeroing of the whole packet first): this runs per packet.
     out->qp = e.qp;
     out->cookie = w.cookie;
     out->signaled = w.signaled;
-    if (!q.live || (w.length && !mr_covers(w.lkey, w.local_addr, w.length))) {
-        out->local_error = true;  // local protection error: nothing goes on the wire
-        return true;
-    }
-    out->meta.opcode = wire::kOpUcWriteOnlyImm;
-    out->meta.dest_qp = q.remote_qpn;
-    out->meta.psn = q.psn;
+    out->ctrl = false;
+    out->local_error = !q.live || (w.length && !mr_covers(w.lkey, w.local_addr, w.length));
+    if (out->local_error) return true;  // local protection error: nothing goes on the wire
+    PacketMeta& m = out->meta;
+    m.opcode = wire::kOpUcWriteOnlyImm;
+    m.dest_qp = q.remote_qpn;
+    m.psn = q.psn;
     q.psn = (q.psn + 1) & 0xFFFFFF;
-    out->meta.va = w.remote_va;
-    out->meta.rkey = w.rkey;
-    out->meta.dma_len = w.length;
-    out->meta.imm = w.imm;
+    m.va = w.remote_va;
+    m.rkey = w.rkey;
+    m.dma_len = w.length;
+    m.imm = w.imm;
+    m.qkey = m.src_qp = 0;
+    // Flow entropy per transport QP, as RoCEv2 NICs derive the UDP source port.
+    m.udp_src_port = static_cast<uint16_t>(0xC000 | ((kQpnBase + e.qp) & 0x3FFF));
     out->remote_ip = q.remote_ip;
     out->remote_mac = q.remote_mac;
-    // Flow entropy per transport QP, as RoCEv2 NICs derive the UDP source port.
-    out->meta.udp_src_port = static_cast<uint16_t>(0xC000 | ((kQpnBase + e.qp) & 0x3FFF));
     out->payload = reinterpret_cast<const uint8_t*>(w.local_addr);
     return true;
 }

@@ -107,6 +107,7 @@ std::unique_ptr<RtNic> RtNic::open(const std::string& kind, const std::string& i
     }
     r->nic_ = std::make_unique<Nic>(0, r->port_->info().addr, num_workers, true, r.get());
     r->nic_->set_tx_prefetch(true);
+    r->nic_->set_cqe_dispatch(p.worker_threads != 0);
     if (p.worker_threads)
         r->workers_ = std::make_unique<RtWorkers>(*r->nic_, std::min(p.worker_threads, num_workers), p.worker_cores,
                                                   [raw = r.get()] { raw->notify_host(); });

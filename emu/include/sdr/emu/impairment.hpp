@@ -41,8 +41,11 @@ struct ImpairmentVerdict {
 
 class Impairment {
 public:
-    explicit Impairment(const ImpairmentParams& p) : p_(p), rng_(p.seed) {}
+    explicit Impairment(const ImpairmentParams& p);
     ImpairmentVerdict decide();
+    // No probability is set: every verdict is "deliver as is" and draws nothing from the
+    // stream, so a caller may skip decide() and the run stays the same.
+    bool none() const { return none_; }
     const ImpairmentParams& params() const { return p_; }
     // Start the random stream afresh, as if created with this seed.
     void reseed(uint64_t seed)
@@ -52,9 +55,15 @@ public:
     }
 
 private:
+    // Rng::chance(p) without a float per packet: uniform() < p exactly when the top 53 bits
+    // of the draw are below ceil(p * 2^53); 0 when p <= 0 (no draw).
+    static uint64_t threshold(double p);
+    bool chance(uint64_t t) { return t && (rng_.next() >> 11) < t; }
     ImpairmentParams p_;
     Rng rng_;
     bool bad_ = false;
+    bool none_;
+    uint64_t t_loss_, t_good_bad_, t_bad_good_, t_loss_bad_, t_reorder_, t_duplicate_;
 };
 
 }  // namespace sdr::emu

@@ -9,6 +9,7 @@
 #include <sdr/firmware/fw.h>
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -112,6 +113,9 @@ public:
     // It pays only where frames are built from user memory on a real port: the real-time NIC
     // turns it on; the simulator never pays for memory it does not read.
     void set_tx_prefetch(bool on) { tx_prefetch_ = on && payload_; }
+    // Offer each receive CQE to the executor (NicExecutor::dispatch_rx_cqe) before running its
+    // handler inline: for executors with worker threads. Off, no virtual call per packet.
+    void set_cqe_dispatch(bool on) { cqe_dispatch_ = on; }
     uint32_t num_workers() const { return static_cast<uint32_t>(workers_.size()); }
     NicExecutor* executor() const { return exec_; }
     // Change the number of DPA workers; only while no transport QP lives.
@@ -120,8 +124,16 @@ public:
     // Memory regions: lkey 0 is never valid.
     uint32_t mr_reg(void* addr, size_t len);
     bool mr_dereg(uint32_t lkey);
-    // true if [addr, addr+len) lies inside the region of lkey
-    bool mr_covers(uint32_t lkey, uint64_t addr, uint64_t len) const;
+    // true if [addr, addr+len) lies inside the region of lkey (inline: the send engine checks
+    // every packet's source)
+    bool mr_covers(uint32_t lkey, uint64_t addr, uint64_t len) const
+    {
+        uint32_t i = key_index(lkey);
+        if (lkey == 0 || i >= mrs_.size() || mrs_[i].lkey != lkey) return false;
+        const MemoryRegion& r = mrs_[i];
+        uint64_t base = reinterpret_cast<uint64_t>(r.addr);
+        return addr >= base && len <= r.len && addr - base <= r.len - len;
+    }
 
     // NIC memory for firmware state (zeroed, 64-byte aligned); counted.
     void* nic_alloc(size_t bytes);
@@ -175,8 +187,10 @@ public:
     int64_t ctrl_recv(uint32_t handle, void* buf, size_t cap);
 
     // Events a polling host could notice: host-window writes by the firmware and received
-    // control datagrams. A virtual-time waiter stops when this changes.
-    uint64_t host_events() const;
+    // control datagrams. A virtual-time waiter stops when this changes. One counter, read per
+    // delivered packet by the simulator's run-ahead, written by whichever thread made the event.
+    uint64_t host_events() const { return host_events_.load(std::memory_order_acquire); }
+    void note_host_event() { host_events_.fetch_add(1, std::memory_order_release); }
 
     // Host → firmware: a send doorbell for SDR QP qp_index.
     void doorbell(uint32_t qp_index);
@@ -208,6 +222,7 @@ private:
     };
     struct RootKey {
         uint32_t rkey = 0;
+        uint32_t slot_shift = 0;  // log2(slot_bytes) when a power of two, else 0
         uint64_t slot_bytes = 0;
         std::vector<RootEntry> entries;
     };
@@ -239,6 +254,8 @@ private:
         std::array<uint8_t, kCtrlMaxBytes> data;
     };
 
+    // The table index a key names (make_key, nic.cpp).
+    static uint32_t key_index(uint32_t key) { return (key >> 8) - 1; }
     RootKey* root_key(uint32_t rkey);
     void ctrl_receive(const PacketMeta& m, const uint8_t* payload);
     void respond(const PacketMeta& m, const uint8_t* payload);  // the UC responder
@@ -250,6 +267,7 @@ private:
     NicAddress addr_;
     bool payload_;
     bool tx_prefetch_ = false;
+    bool cqe_dispatch_ = false;
     NicExecutor* exec_;
     std::vector<std::unique_ptr<hal_worker>> workers_;
     std::vector<MemoryRegion> mrs_;
@@ -264,6 +282,7 @@ private:
     fw_device* fw_ = nullptr;
     uint64_t nic_mem_bytes_ = 0;
     PortCounters port_;
+    std::atomic<uint64_t> host_events_{0};
 };
 
 }  // namespace sdr::emu
