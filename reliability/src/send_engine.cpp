@@ -6,6 +6,7 @@
 #include <sdr/reliability/codec.hpp>
 
 #include <algorithm>
+#include <functional>
 #include <cmath>
 
 namespace sdr::rel {
@@ -114,6 +115,8 @@ void SendEngine::emit_data(uint64_t now, Msg& m, uint32_t first, uint32_t count,
         if (sr && !m.acked[c]) {
             m.rto_at[c] = m.sent_ns[c] + rto_ns();
             m.next_rto = std::min(m.next_rto, m.rto_at[c]);
+            m.rto_heap.emplace_back(m.rto_at[c], c);
+            std::push_heap(m.rto_heap.begin(), m.rto_heap.end(), std::greater<>());
         }
     }
 }
@@ -340,6 +343,7 @@ void SendEngine::finish(uint64_t now, Msg& m, bool ok, const std::string& err)
     m.st_out.done_ns = now;
     m.sent_ns = {};
     m.rto_at = {};
+    m.rto_heap = {};
     m.tx_count = {};
     m.acked = {};
     pump(now);  // a window may have opened
@@ -361,22 +365,31 @@ void SendEngine::on_timer(uint64_t now)
         }
         if (m.st != St::Sending) continue;
         if (now >= m.next_rto) {
-            uint64_t next = kNever;
+            // The due chunks in chunk order, repeated as runs of consecutive chunks. A chunk
+            // past max_rounds fails the message; runs before it (not the one it ends) went out.
+            auto& heap = m.rto_heap;
+            due_.clear();
+            while (!heap.empty() && heap.front().first <= now) {
+                auto [t, c] = heap.front();
+                std::pop_heap(heap.begin(), heap.end(), std::greater<>());
+                heap.pop_back();
+                if (m.rto_at[c] == t) due_.push_back(c);
+            }
+            std::sort(due_.begin(), due_.end());
+            due_.erase(std::unique(due_.begin(), due_.end()), due_.end());
             uint32_t run = 0, first = 0;
             bool failed = false;
-            for (uint32_t c = 0; c < m.lay.chunks; c++) {
-                bool due = m.rto_at[c] && m.rto_at[c] <= now;
-                if (due && m.tx_count[c] > cfg_.max_rounds) {
-                    failed = true;
-                    break;
-                }
-                if (due) {
-                    if (!run) first = c;
-                    run++;
-                } else if (run) {
+            for (uint32_t c : due_) {
+                if (run && c != first + run) {
                     emit_data(now, m, first, run, true);
                     run = 0;
                 }
+                if (m.tx_count[c] > cfg_.max_rounds) {
+                    failed = true;
+                    break;
+                }
+                if (!run) first = c;
+                run++;
             }
             if (failed) {
                 finish(now, m, false, "a chunk was lost more than max_rounds (" + std::to_string(cfg_.max_rounds) +
@@ -385,9 +398,11 @@ void SendEngine::on_timer(uint64_t now)
             }
             if (run) emit_data(now, m, first, run, true);
             m.st_out.rounds++;
-            for (uint32_t c = 0; c < m.lay.chunks; c++)
-                if (m.rto_at[c]) next = std::min(next, m.rto_at[c]);
-            m.next_rto = next;
+            while (!heap.empty() && m.rto_at[heap.front().second] != heap.front().first) {
+                std::pop_heap(heap.begin(), heap.end(), std::greater<>());
+                heap.pop_back();
+            }
+            m.next_rto = heap.empty() ? kNever : heap.front().first;
         }
         if (now >= m.probe_at) {
             if (++m.probes > cfg_.max_rounds) {

@@ -127,11 +127,16 @@ private:
         uint32_t next_new = 0;           // SR: next chunk never sent; EC: next submessage
         uint32_t acked_count = 0;
         uint64_t next_rto = kNever;      // lower bound of the earliest rto_at
+        // (rto_at, chunk) of every armed timer, earliest on top; an entry whose rto_at has
+        // changed since (acknowledged, re-armed) is stale and skipped. Finding the due chunks
+        // costs their number, not a scan of the message (O(chunks) per lost chunk before).
+        std::vector<std::pair<uint64_t, uint32_t>> rto_heap;
         uint64_t probe_at = kNever;
         uint32_t probes = 0;
         MessageStats st_out;
     };
     Msg* find(uint64_t seq);
+    std::vector<uint32_t> due_;  // on_timer's scratch: chunks whose timer expired
     void pump(uint64_t now);
     void emit_data(uint64_t now, Msg& m, uint32_t first, uint32_t count, bool retransmit);
     uint64_t inject(uint64_t now, uint64_t bytes);  // estimated end of injection of these bytes
