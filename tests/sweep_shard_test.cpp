@@ -270,11 +270,11 @@ TEST(ShardAssignment, EveryPointOnceDeterministicAndBalanced)
         // Greedy by cost, largest first: no shard above the mean by more than one point.
         EXPECT_LE(*std::max_element(load.begin(), load.end()), total / n + largest) << n << " shards";
     }
-    // At 3 shards the default sweep splits within 10 % of even.
+    // At 3 shards the default sweep's estimated cost splits within 1 % of even.
     auto shard = sdr::exp::assign_shards(cost, 3);
     std::vector<uint64_t> load(3, 0);
     for (size_t t = 0; t < g.tasks(); t++) load[shard[t]] += cost[t];
-    EXPECT_LE(*std::max_element(load.begin(), load.end()), total / 3 * 11 / 10);
+    EXPECT_LE(*std::max_element(load.begin(), load.end()), total / 3 * 101 / 100);
     // Ties go to the lower task and the lower shard: equal costs deal round-robin.
     EXPECT_EQ(sdr::exp::assign_shards({5, 5, 5, 5, 5}, 2), (std::vector<uint32_t>{0, 1, 0, 1, 0}));
 }

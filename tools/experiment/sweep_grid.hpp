@@ -52,8 +52,8 @@ struct SweepGrid {
     uint64_t work_bytes(size_t t) const;
     // A task's simulation cost in packet-equivalents, for spreading tasks over shards and jobs:
     // per sample its data packets, EC's parity (m/k more), and a fixed 100 for the sample's set-up
-    // (measured: about 30 us a sample against 0.3 us a packet). Integer arithmetic, so every host
-    // computes the same costs.
+    // (measured: about 20 us a sample against 0.2 us a packet); an Allreduce packet weighs more
+    // (see cost()). Integer arithmetic, so every host computes the same costs.
     uint64_t cost(size_t t) const;
 };
 
