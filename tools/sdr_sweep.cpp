@@ -312,7 +312,8 @@ int run(const SweepOptions& o)
     }
     make_out_dir(o.out);
     // A shard.txt left from an earlier shard run would describe CSVs this run replaces.
-    fs::remove(fs::path(o.out) / sdr::exp::kManifestName);
+    std::error_code ec;
+    fs::remove(fs::path(o.out) / sdr::exp::kManifestName, ec);
     std::string share = o.sharded ? "shard " + std::to_string(o.shard.index) + "/" + std::to_string(o.shard.count) + ": " +
                                         std::to_string(mine.size()) + " of " + std::to_string(g.tasks()) + " points; "
                                   : "";
