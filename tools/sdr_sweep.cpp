@@ -20,13 +20,13 @@
 #include <sdr/reliability/policy.hpp>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <numeric>
 #include <string>
 #include <tuple>
