@@ -2,7 +2,8 @@
 // gives the same CSV rows in the same order (wall_s aside), the same headline summary and the same
 // figure data; the results do not depend on --jobs; the shard assignment covers every point once
 // and spreads the cost; a merge refuses shards of different sweeps, a missing or doubled shard and
-// a shard whose CSV lost or gained rows, naming what is wrong.
+// a shard whose CSV lost or gained rows, naming what is wrong. SDR_SHARD_KEEP=1 keeps the runs'
+// directories (under the test temp dir) to look at.
 #include "child_util.hpp"
 #include "shard.hpp"
 #include "sweep_grid.hpp"
