@@ -4,54 +4,42 @@
 //    ec-xor, ec-mds, auto), with the analytic model's value beside each;
 //  - allreduce: ring Allreduce over 4..8 nodes x drop, per scheme.
 // Writes messages.csv and allreduce.csv, the figures (gnuplot), and prints the headline numbers.
+// --shard I/N runs a fixed share of the grid for one host of many; --merge joins the shards.
 #include "allreduce.hpp"
 #include "job_pool.hpp"
 #include "message_run.hpp"
 #include "plots.hpp"
+#include "shard.hpp"
 #include "stats.hpp"
 #include "summary.hpp"
+#include "sweep_grid.hpp"
+#include "sweep_options.hpp"
 
 #include <sdr/reliability/config.hpp>
 #include <sdr/reliability/model.hpp>
 #include <sdr/reliability/policy.hpp>
 
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
+#include <algorithm>
 #include <chrono>
 #include <cstdarg>
-#include <cstring>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
-#include <sstream>
+#include <functional>
+#include <numeric>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace {
 
+namespace fs = std::filesystem;
 using sdr::exp::LinkSetup;
-
-struct Options {
-    uint64_t size_min = 128ull << 10, size_max = 1ull << 30;
-    double drop_min = 1e-6, drop_max = 1e-2;
-    uint32_t per_decade = 1;
-    std::vector<std::string> schemes = {"sr", "sr-nack", "ec-xor:32,8", "ec-mds:32,8", "auto"};
-    uint32_t samples = 1000, min_samples = 100;
-    uint64_t bytes_per_point = 128ull << 30;  // large messages get fewer samples: equal cost per point
-    uint32_t nodes_min = 4, nodes_max = 8;
-    uint64_t ar_bytes = 64ull << 20;
-    uint32_t ar_samples = 200;
-    std::vector<std::string> ar_schemes = {"sr", "ec-mds:32,8"};
-    bool messages = true, allreduce = true, plots = true, progress = true;
-    LinkSetup link;
-    double alpha = 2;
-    uint64_t seed = 1;
-    unsigned jobs = 0;  // 0: one per core
-    std::string out = "sdr_sweep_out";
-};
+using sdr::exp::SweepGrid;
+using sdr::exp::SweepOptions;
+using Emit = std::function<void(const std::string&)>;
+using Tick = std::function<void(uint64_t)>;
 
 [[noreturn]] void bad(const std::string& msg)
 {
@@ -59,154 +47,10 @@ struct Options {
     std::exit(2);
 }
 
-void usage()
+[[noreturn]] void fail(const std::string& msg)
 {
-    std::printf(
-        "usage: sdr_sweep [--only messages|allreduce] [--sizes MIN:MAX] [--drops MIN:MAX] [--per-decade N]\n"
-        "                 [--schemes S,...] [--samples N] [--min-samples N] [--bytes-per-point B]\n"
-        "                 [--nodes MIN:MAX] [--ar-bytes B] [--ar-samples N] [--ar-schemes S,...]\n"
-        "                 [--bw-gbps G] [--rtt-ms R] [--mtu B] [--chunk B] [--channels N] [--alpha A]\n"
-        "                 [--seed S] [--jobs J] [--out DIR] [--no-plots] [--no-progress]\n"
-        "Simulated long-haul experiments, payload-free. messages: sizes double from MIN to MAX (K, M, G\n"
-        "suffixes), per-packet drops log-spaced N per decade; per point and scheme min(--samples,\n"
-        "max(--min-samples, --bytes-per-point / size)) samples. allreduce: ring Allreduce of --ar-bytes\n"
-        "per node over MIN..MAX nodes at the same drops. Schemes: sr, sr-nack, ec-xor:k,m, ec-mds:k,m,\n"
-        "auto (the model-based choice). Defaults: 128K:1G, 1e-6:1e-2, 1 per decade,\n"
-        "sr,sr-nack,ec-xor:32,8,ec-mds:32,8,auto, 1000 samples (at least 100, 128G per point), nodes\n"
-        "4:8, 64M, 200 samples, sr,ec-mds:32,8; 400 Gbit/s, 25 ms RTT, MTU 4096, 64K chunks,\n"
-        "8 channels, RTO = (1+alpha) RTT with alpha 2, one job per core, output in sdr_sweep_out/.\n");
-}
-
-uint64_t parse_size(const std::string& s)
-{
-    char* end;
-    double v = std::strtod(s.c_str(), &end);
-    std::string suf = end;
-    double mul = suf.empty() ? 1 : suf == "K" ? 1024.0 : suf == "M" ? 1048576.0 : suf == "G" ? 1073741824.0 : -1;
-    if (end == s.c_str() || mul < 0 || v <= 0) bad("bad size '" + s + "' (e.g. 131072, 128K, 1G)");
-    return static_cast<uint64_t>(v * mul);
-}
-
-double parse_num(const std::string& opt, const std::string& s)
-{
-    char* end;
-    double v = std::strtod(s.c_str(), &end);
-    if (end == s.c_str() || *end) bad(opt + " expects a number, got '" + s + "'");
-    return v;
-}
-
-std::pair<std::string, std::string> split(const std::string& s, char c)
-{
-    auto at = s.find(c);
-    if (at == std::string::npos) return {s, s};
-    return {s.substr(0, at), s.substr(at + 1)};
-}
-
-// "sr,ec-mds:32,8": a token of digits is the m of the EC scheme before it.
-std::vector<std::string> scheme_list(const std::string& v)
-{
-    std::vector<std::string> out;
-    std::stringstream ss(v);
-    for (std::string s; std::getline(ss, s, ',');) {
-        if (!s.empty() && s.find_first_not_of("0123456789") == std::string::npos && !out.empty()) out.back() += "," + s;
-        else out.push_back(s);
-    }
-    return out;
-}
-
-Options parse(int argc, char** argv)
-{
-    Options o;
-    for (int i = 1; i < argc; i++) {
-        std::string a = argv[i];
-        if (a == "-h" || a == "--help") {
-            usage();
-            std::exit(0);
-        }
-        if (a == "--no-progress" || a == "--no-plots") {
-            (a == "--no-plots" ? o.plots : o.progress) = false;
-            continue;
-        }
-        if (i + 1 >= argc) bad(a + " needs a value");
-        std::string v = argv[++i];
-        if (a == "--only") {
-            if (v != "messages" && v != "allreduce") bad("--only: messages or allreduce");
-            o.messages = v == "messages";
-            o.allreduce = v == "allreduce";
-        } else if (a == "--sizes") {
-            auto [lo, hi] = split(v, ':');
-            o.size_min = parse_size(lo);
-            o.size_max = parse_size(hi);
-        } else if (a == "--drops") {
-            auto [lo, hi] = split(v, ':');
-            o.drop_min = parse_num(a, lo);
-            o.drop_max = parse_num(a, hi);
-        } else if (a == "--nodes") {
-            auto [lo, hi] = split(v, ':');
-            o.nodes_min = static_cast<uint32_t>(parse_num(a, lo));
-            o.nodes_max = static_cast<uint32_t>(parse_num(a, hi));
-        } else if (a == "--per-decade") o.per_decade = static_cast<uint32_t>(parse_num(a, v));
-        else if (a == "--schemes") o.schemes = scheme_list(v);
-        else if (a == "--ar-schemes") o.ar_schemes = scheme_list(v);
-        else if (a == "--samples") o.samples = static_cast<uint32_t>(parse_num(a, v));
-        else if (a == "--min-samples") o.min_samples = static_cast<uint32_t>(parse_num(a, v));
-        else if (a == "--bytes-per-point") o.bytes_per_point = parse_size(v);
-        else if (a == "--ar-bytes") o.ar_bytes = parse_size(v);
-        else if (a == "--ar-samples") o.ar_samples = static_cast<uint32_t>(parse_num(a, v));
-        else if (a == "--bw-gbps") o.link.bw_gbps = parse_num(a, v);
-        else if (a == "--rtt-ms") o.link.rtt_ms = parse_num(a, v);
-        else if (a == "--mtu") o.link.mtu = static_cast<uint32_t>(parse_num(a, v));
-        else if (a == "--chunk") o.link.chunk_bytes = static_cast<uint32_t>(parse_size(v));
-        else if (a == "--channels") o.link.channels = static_cast<uint32_t>(parse_num(a, v));
-        else if (a == "--alpha") o.alpha = parse_num(a, v);
-        else if (a == "--seed") o.seed = static_cast<uint64_t>(parse_num(a, v));
-        else if (a == "--jobs") o.jobs = static_cast<unsigned>(parse_num(a, v));
-        else if (a == "--out") o.out = v;
-        else bad("unknown option " + a);
-    }
-    if (o.size_min > o.size_max || o.size_max > (1ull << 32)) bad("--sizes: MIN <= MAX <= 4G");
-    if (!(o.drop_min > 0 && o.drop_min <= o.drop_max && o.drop_max < 1)) bad("--drops: 0 < MIN <= MAX < 1");
-    if (o.per_decade < 1 || o.samples < 1 || o.ar_samples < 1) bad("--per-decade and sample counts must be >= 1");
-    if (o.nodes_min < 2 || o.nodes_min > o.nodes_max || o.nodes_max > 64) bad("--nodes: 2 <= MIN <= MAX <= 64");
-    if (o.link.bw_gbps <= 0 || o.link.rtt_ms <= 0) bad("--bw-gbps and --rtt-ms must be > 0");
-    if (o.jobs == 0) o.jobs = static_cast<unsigned>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
-    return o;
-}
-
-std::vector<uint64_t> sizes(const Options& o)
-{
-    std::vector<uint64_t> v;
-    for (uint64_t s = o.size_min; s <= o.size_max; s *= 2) v.push_back(s);
-    return v;
-}
-
-std::vector<double> drops(const Options& o)
-{
-    std::vector<double> v;
-    double lo = std::log10(o.drop_min), hi = std::log10(o.drop_max);
-    for (uint32_t i = 0;; i++) {
-        double e = lo + i / static_cast<double>(o.per_decade);
-        if (e > hi + 1e-9) break;
-        v.push_back(std::pow(10.0, e));
-    }
-    return v;
-}
-
-struct Scheme {
-    std::string label;  // sr, sr-nack, ec-xor, ec-mds, auto
-    sdr::rel::Config cfg;
-    bool automatic = false;
-};
-
-Scheme parse_scheme(const Options& o, const std::string& text)
-{
-    Scheme s;
-    s.cfg.alpha = o.alpha;
-    std::string err;
-    if (!sdr::rel::parse_scheme(text, &s.cfg, &err)) bad("scheme: " + err);
-    s.label = sdr::rel::to_string(s.cfg.scheme);
-    s.automatic = s.cfg.scheme == sdr::rel::Scheme::Auto;
-    return s;
+    std::fprintf(stderr, "sdr_sweep: %s\n", msg.c_str());
+    std::exit(1);
 }
 
 // "ec-mds:32/8": a code in one CSV field.
@@ -286,183 +130,325 @@ void progress_bar(uint64_t done, uint64_t total, double secs)
                  static_cast<double>(total) / (1 << 30), secs, eta);
 }
 
-}  // namespace
 
-int main(int argc, char** argv)
+// A message point (size x drop): every scheme, the same seeds per sample (paired comparison).
+void message_task(const SweepOptions& o, const SweepGrid& g, size_t t, const Emit& emit, const Tick& tick)
 {
-    Options o = parse(argc, argv);
-    std::vector<Scheme> schemes, ar_schemes;
-    for (const auto& s : o.schemes) schemes.push_back(parse_scheme(o, s));
-    for (const auto& s : o.ar_schemes) {
-        ar_schemes.push_back(parse_scheme(o, s));
-        if (ar_schemes.back().automatic) bad("--ar-schemes: auto is for single messages");
+    const size_t index = t - g.ar_tasks();
+    const uint64_t size = g.task_size(t);
+    LinkSetup l = o.link;
+    l.drop = g.task_drop(t);
+    l.max_bytes = size;
+    l.seed = o.seed * 1000003 + index;
+    sdr::exp::MessageRun run(l);
+    const uint32_t n = g.samples_for(size);
+    for (size_t row = 0; row < g.schemes.size(); row++) {
+        const sdr::exp::SweepScheme& sc = g.schemes[row];
+        sdr::rel::Config cfg = sc.cfg;
+        // auto is the reliability API's: the receiver picks per message. Each sample has
+        // fresh endpoints, so it is told the drop rate a long-running connection would have
+        // measured.
+        if (sc.automatic) cfg.drop_hint = l.drop;
+        sdr::rel::Code chosen;
+        std::vector<double> ms;
+        uint64_t failed = 0, fb_samples = 0, retx = 0, decoded = 0;
+        std::string err;
+        auto w0 = std::chrono::steady_clock::now();
+        uint64_t p0 = run.packets();
+        for (uint32_t s = 0; s < n; s++) {
+            sdr::exp::Sample r = run.run(cfg, size, l.seed * 65537 + s);
+            if (r.ok) ms.push_back(r.completion_ms);
+            else failed++, err = r.error;
+            if (s == 0) chosen = r.code;
+            else if (!(r.code == chosen)) chosen.scheme = sdr::rel::Scheme::Auto;  // varied: "auto"
+            fb_samples += r.fallbacks > 0;
+            retx += r.retransmitted;
+            decoded += r.decoded;
+            tick(size);
+        }
+        double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
+        if (sc.automatic && chosen.scheme != sdr::rel::Scheme::Auto) {  // the model of what it picked
+            cfg.scheme = chosen.scheme;
+            if (sdr::rel::is_ec(chosen.scheme)) cfg.k = chosen.k, cfg.m = chosen.m;
+        }
+        auto [model_ms, kind] = model_of(cfg, l, size);
+        if (sc.automatic) kind = "none";
+        // auto's code varies by point: k, m stay 0 (one series), `chosen` says what it picked.
+        const bool coded = sdr::rel::is_ec(cfg.scheme) && !sc.automatic;
+        emit(g.row_key(t, row) + fmt("%u,%u,", coded ? cfg.k : 0, coded ? cfg.m : 0) + stats_cols(n, failed, ms) +
+             fmt(",%llu,%.6f,%.3f,%.3f,%.6f,%s,%.6f,%s,%.3f,%llu", (unsigned long long)fb_samples,
+                 static_cast<double>(fb_samples) / n, static_cast<double>(retx) / n, static_cast<double>(decoded) / n,
+                 model_ms, kind, ideal_of(cfg, l, size), sc.automatic ? code_label(chosen).c_str() : "", wall,
+                 (unsigned long long)(run.packets() - p0)));
+        if (failed)
+            std::fprintf(stderr, "\nsdr_sweep: %s at %llu B, drop %g: %llu samples failed: %s\n", sc.label.c_str(),
+                         (unsigned long long)size, l.drop, (unsigned long long)failed, err.c_str());
     }
-    const auto sz = o.messages ? sizes(o) : std::vector<uint64_t>{};
-    const auto dr = drops(o);
-    std::vector<uint32_t> nodes;
-    if (o.allreduce)
-        for (uint32_t n = o.nodes_min; n <= o.nodes_max; n++) nodes.push_back(n);
-    auto samples_for = [&](uint64_t size) {
-        return static_cast<uint32_t>(std::min<uint64_t>(o.samples, std::max<uint64_t>(o.min_samples, o.bytes_per_point / size)));
-    };
-    const size_t msg_tasks = sz.size() * dr.size(), ar_tasks = nodes.size() * dr.size();
-    // Work in simulated bytes: a message sample moves its size, an Allreduce sample 2(N-1)
-    // segments of bytes/N on each of N links.
-    uint64_t total = 0, samples = 0;
-    for (uint64_t s : sz) {
-        total += uint64_t{samples_for(s)} * schemes.size() * dr.size() * s;
-        samples += uint64_t{samples_for(s)} * schemes.size() * dr.size();
-    }
-    for (uint32_t n : nodes) {
-        total += uint64_t{o.ar_samples} * ar_schemes.size() * dr.size() * o.ar_bytes * 2 * (n - 1);
-        samples += uint64_t{o.ar_samples} * ar_schemes.size() * dr.size();
-    }
-    if (mkdir(o.out.c_str(), 0755) != 0 && errno != EEXIST) bad("cannot create " + o.out + ": " + strerror(errno));
-    std::fprintf(stderr, "sdr_sweep: messages %zu sizes x %zu drops x %zu schemes; allreduce %zu node counts x %zu drops x %zu schemes; %llu samples on %u jobs\n",
-                 sz.size(), dr.size(), schemes.size(), nodes.size(), dr.size(), ar_schemes.size(),
-                 (unsigned long long)samples, o.jobs);
+}
 
-    auto message_task = [&](size_t index, const auto& emit, const auto& tick) {
-        const uint64_t size = sz[index % sz.size()];
+// An Allreduce point (nodes x drop): every scheme.
+void allreduce_task(const SweepOptions& o, const SweepGrid& g, size_t t, const Emit& emit, const Tick& tick)
+{
+    const uint32_t n = g.task_nodes(t);
+    const double drop = g.task_drop(t);
+    for (size_t row = 0; row < g.ar_schemes.size(); row++) {
+        const sdr::exp::SweepScheme& sc = g.ar_schemes[row];
+        sdr::exp::AllreduceParams p;
+        p.nodes = n;
+        p.bytes = o.ar_bytes;
+        p.chunk_bytes = o.link.chunk_bytes;
+        p.mtu = o.link.mtu;
+        p.channels = o.link.channels;
+        p.bw_gbps = o.link.bw_gbps;
+        p.rtt_ms = o.link.rtt_ms;
+        p.drop = drop;
+        p.rel = sc.cfg;
+        std::vector<double> ms;
+        uint64_t failed = 0, packets = 0;
+        std::string err;
+        auto w0 = std::chrono::steady_clock::now();
+        for (uint32_t s = 0; s < o.ar_samples; s++) {
+            p.seed = (o.seed * 1000003 + t) * 65537 + s;
+            auto r = sdr::exp::run_allreduce(p);
+            if (r.ok) ms.push_back(r.completion_ms);
+            else failed++, err = r.error;
+            packets += r.packets;
+            tick(o.ar_bytes * 2 * (n - 1));
+        }
+        double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
+        // The model's bound with the round's transfer counted to delivery (our rounds wait for
+        // the receive, not for the ACK): (2N-2)(E[T](segment) - RTT/2) + RTT/2.
         LinkSetup l = o.link;
-        l.drop = dr[index / sz.size()];
-        l.max_bytes = size;
-        l.seed = o.seed * 1000003 + index;
-        sdr::exp::MessageRun run(l);
-        const uint32_t n = samples_for(size);
-        for (const Scheme& sc : schemes) {
-            sdr::rel::Config cfg = sc.cfg;
-            // auto is the reliability API's: the receiver picks per message. Each sample has
-            // fresh endpoints, so it is told the drop rate a long-running connection would have
-            // measured.
-            if (sc.automatic) cfg.drop_hint = l.drop;
-            sdr::rel::Code chosen;
-            std::vector<double> ms;
-            uint64_t failed = 0, fb_samples = 0, retx = 0, decoded = 0;
-            std::string err;
-            auto w0 = std::chrono::steady_clock::now();
-            uint64_t p0 = run.packets();
-            for (uint32_t s = 0; s < n; s++) {
-                sdr::exp::Sample r = run.run(cfg, size, l.seed * 65537 + s);
-                if (r.ok) ms.push_back(r.completion_ms);
-                else failed++, err = r.error;
-                if (s == 0) chosen = r.code;
-                else if (!(r.code == chosen)) chosen.scheme = sdr::rel::Scheme::Auto;  // varied: "auto"
-                fb_samples += r.fallbacks > 0;
-                retx += r.retransmitted;
-                decoded += r.decoded;
-                tick(size);
-            }
-            double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
-            if (sc.automatic && chosen.scheme != sdr::rel::Scheme::Auto) {  // the model of what it picked
-                cfg.scheme = chosen.scheme;
-                if (sdr::rel::is_ec(chosen.scheme)) cfg.k = chosen.k, cfg.m = chosen.m;
-            }
-            auto [model_ms, kind] = model_of(cfg, l, size);
-            if (sc.automatic) kind = "none";
-            // auto's code varies by point: k, m stay 0 (one series), `chosen` says what it picked.
-            const bool coded = sdr::rel::is_ec(cfg.scheme) && !sc.automatic;
-            emit(fmt("%llu,%.3g,%s,%u,%u,", (unsigned long long)size, l.drop, sc.label.c_str(), coded ? cfg.k : 0,
-                     coded ? cfg.m : 0) +
-                 stats_cols(n, failed, ms) +
-                 fmt(",%llu,%.6f,%.3f,%.3f,%.6f,%s,%.6f,%s,%.3f,%llu", (unsigned long long)fb_samples, static_cast<double>(fb_samples) / n,
-                     static_cast<double>(retx) / n, static_cast<double>(decoded) / n, model_ms, kind,
-                     ideal_of(cfg, l, size), sc.automatic ? code_label(chosen).c_str() : "", wall,
-                     (unsigned long long)(run.packets() - p0)));
-            if (failed)
-                std::fprintf(stderr, "\nsdr_sweep: %s at %llu B, drop %g: %llu samples failed: %s\n", sc.label.c_str(),
-                             (unsigned long long)size, l.drop, (unsigned long long)failed, err.c_str());
-        }
-    };
-    auto allreduce_task = [&](size_t index, const auto& emit, const auto& tick) {
-        const uint32_t n = nodes[index % nodes.size()];
-        const double drop = dr[index / nodes.size()];
-        for (const Scheme& sc : ar_schemes) {
-            sdr::exp::AllreduceParams p;
-            p.nodes = n;
-            p.bytes = o.ar_bytes;
-            p.chunk_bytes = o.link.chunk_bytes;
-            p.mtu = o.link.mtu;
-            p.channels = o.link.channels;
-            p.bw_gbps = o.link.bw_gbps;
-            p.rtt_ms = o.link.rtt_ms;
-            p.drop = drop;
-            p.rel = sc.cfg;
-            std::vector<double> ms;
-            uint64_t failed = 0, packets = 0;
-            std::string err;
-            auto w0 = std::chrono::steady_clock::now();
-            for (uint32_t s = 0; s < o.ar_samples; s++) {
-                p.seed = (o.seed * 1000003 + index) * 65537 + s;
-                auto r = sdr::exp::run_allreduce(p);
-                if (r.ok) ms.push_back(r.completion_ms);
-                else failed++, err = r.error;
-                packets += r.packets;
-                tick(o.ar_bytes * 2 * (n - 1));
-            }
-            double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
-            // The model's bound with the round's transfer counted to delivery (our rounds wait for
-            // the receive, not for the ACK): (2N-2)(E[T](segment) - RTT/2) + RTT/2.
-            LinkSetup l = o.link;
-            l.drop = drop;
-            double seg_ms = model_of(sc.cfg, l, o.ar_bytes / n).first;
-            double model_ms = sdr::rel::model::allreduce_lower_bound_s(n, (seg_ms - l.rtt_ms / 2) / 1e3) * 1e3 + l.rtt_ms / 2;
-            emit(fmt("%u,%llu,%.3g,%s,%u,%u,", n, (unsigned long long)o.ar_bytes, drop, sc.label.c_str(),
-                     sdr::rel::is_ec(sc.cfg.scheme) ? sc.cfg.k : 0, sdr::rel::is_ec(sc.cfg.scheme) ? sc.cfg.m : 0) +
-                 stats_cols(o.ar_samples, failed, ms) + fmt(",%.6f,%.3f,%llu", model_ms, wall, (unsigned long long)packets));
-            if (failed)
-                std::fprintf(stderr, "\nsdr_sweep: allreduce %s, %u nodes, drop %g: %llu samples failed: %s\n",
-                             sc.label.c_str(), n, drop, (unsigned long long)failed, err.c_str());
-        }
-    };
-
-    auto t0 = std::chrono::steady_clock::now();
-    auto secs = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
-    // Allreduce tasks first: they are the longest, and a pool finishes soonest with those out of the way.
-    auto pr = sdr::exp::run_pool(
-        msg_tasks + ar_tasks, o.jobs,
-        [&](size_t i, const auto& emit, const auto& tick) {
-            if (i < ar_tasks) allreduce_task(i, emit, tick);
-            else message_task(i - ar_tasks, emit, tick);
-        },
-        [&](uint64_t done) {
-            if (o.progress) progress_bar(done, total, secs());
-        });
-    if (o.progress) std::fprintf(stderr, "\n");
-    if (!pr.ok) {
-        std::fprintf(stderr, "sdr_sweep: %s\n", pr.error.c_str());
-        return 1;
+        l.drop = drop;
+        double seg_ms = model_of(sc.cfg, l, o.ar_bytes / n).first;
+        double model_ms = sdr::rel::model::allreduce_lower_bound_s(n, (seg_ms - l.rtt_ms / 2) / 1e3) * 1e3 + l.rtt_ms / 2;
+        const bool coded = sdr::rel::is_ec(sc.cfg.scheme);
+        emit(g.row_key(t, row) + fmt("%u,%u,", coded ? sc.cfg.k : 0, coded ? sc.cfg.m : 0) +
+             stats_cols(o.ar_samples, failed, ms) + fmt(",%.6f,%.3f,%llu", model_ms, wall, (unsigned long long)packets));
+        if (failed)
+            std::fprintf(stderr, "\nsdr_sweep: allreduce %s, %u nodes, drop %g: %llu samples failed: %s\n",
+                         sc.label.c_str(), n, drop, (unsigned long long)failed, err.c_str());
     }
-    const double wall = secs();
-    const std::string mcsv = o.messages ? o.out + "/messages.csv" : "", acsv = o.allreduce ? o.out + "/allreduce.csv" : "";
+}
+
+// Rows per task, in task order; a shard holds only its own tasks' rows.
+using TaskRows = std::vector<std::vector<std::string>>;
+
+struct CsvPaths {
+    std::string messages, allreduce;  // empty: that experiment is off
+};
+
+CsvPaths csv_paths(const SweepOptions& o, const std::string& dir)
+{
+    return {o.messages ? dir + "/messages.csv" : "", o.allreduce ? dir + "/allreduce.csv" : ""};
+}
+
+// Writes the CSVs of the tasks that have rows, in task order; returns the packets they count.
+uint64_t write_csvs(const CsvPaths& p, const SweepGrid& g, const TaskRows& rows)
+{
     uint64_t packets = 0;
     auto write = [&](const std::string& path, const char* header, size_t first, size_t count) {
         std::ofstream f(path);
         f << header << "\n";
         for (size_t t = first; t < first + count; t++)
-            for (const auto& l : pr.lines[t]) {
+            for (const auto& l : rows[t]) {
                 f << l << "\n";
                 packets += std::stoull(l.substr(l.rfind(',') + 1));
             }
-        if (!f) bad("cannot write " + path);
+        if (!f) fail("cannot write " + path);
     };
-    if (o.messages)
-        write(mcsv, sdr::exp::kMessagesHeader, ar_tasks, msg_tasks);
-    if (o.allreduce)
-        write(acsv, sdr::exp::kAllreduceHeader, 0, ar_tasks);
-    std::printf("sdr_sweep: %llu samples in %.1f s on %u jobs: %.1f M simulated packets (data and control), %.2f M packets/s\n",
-                (unsigned long long)samples, wall, o.jobs, packets / 1e6, packets / wall / 1e6);
-    if (o.messages) std::printf("%s\n", mcsv.c_str());
-    if (o.allreduce) std::printf("%s\n", acsv.c_str());
+    if (!p.messages.empty()) write(p.messages, sdr::exp::kMessagesHeader, g.ar_tasks(), g.msg_tasks());
+    if (!p.allreduce.empty()) write(p.allreduce, sdr::exp::kAllreduceHeader, 0, g.ar_tasks());
+    return packets;
+}
+
+// The CSV paths, the headline numbers (if asked) and the figures (if asked), as every run ends.
+int report(const SweepOptions& o, const CsvPaths& p, bool summary)
+{
+    if (!p.messages.empty()) std::printf("%s\n", p.messages.c_str());
+    if (!p.allreduce.empty()) std::printf("%s\n", p.allreduce.c_str());
     std::string err;
-    if (!sdr::exp::print_summary(stdout, mcsv, acsv, &err)) std::fprintf(stderr, "sdr_sweep: summary: %s\n", err.c_str());
+    if (summary && !sdr::exp::print_summary(stdout, p.messages, p.allreduce, &err))
+        std::fprintf(stderr, "sdr_sweep: summary: %s\n", err.c_str());
     if (o.plots) {
         std::vector<std::string> figs;
-        if (!sdr::exp::write_plots(o.out, mcsv, acsv, &figs, &err)) {
+        if (!sdr::exp::write_plots(o.out, p.messages, p.allreduce, &figs, &err)) {
             std::fprintf(stderr, "sdr_sweep: figures: %s\n", err.c_str());
             return 1;
         }
         for (const auto& f : figs) std::printf("figure: %s\n", f.c_str());
     }
     return 0;
+}
+
+void make_out_dir(const std::string& dir)
+{
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) bad("cannot create " + dir + ": " + ec.message());
+}
+
+// The whole grid, or with --shard one share of it.
+int run(const SweepOptions& o)
+{
+    SweepGrid g;
+    std::string err;
+    if (!sdr::exp::make_grid(o, &g, &err)) bad(err);
+    std::vector<uint64_t> cost(g.tasks());
+    for (size_t t = 0; t < g.tasks(); t++) cost[t] = g.cost(t);
+    std::vector<size_t> mine;  // ascending
+    if (o.sharded) {
+        auto shard = sdr::exp::assign_shards(cost, o.shard.count);
+        for (size_t t = 0; t < g.tasks(); t++)
+            if (shard[t] == o.shard.index) mine.push_back(t);
+    } else {
+        mine.resize(g.tasks());
+        std::iota(mine.begin(), mine.end(), 0);
+    }
+    uint64_t total = 0, samples = 0;
+    for (size_t t : mine) {
+        total += g.work_bytes(t);
+        samples += g.rows(t) * (g.is_allreduce(t) ? g.ar_samples : g.samples_for(g.task_size(t)));
+    }
+    make_out_dir(o.out);
+    // A shard.txt left from an earlier shard run would describe CSVs this run replaces.
+    std::error_code ec;
+    fs::remove(fs::path(o.out) / sdr::exp::kManifestName, ec);
+    std::string share = o.sharded ? "shard " + std::to_string(o.shard.index) + "/" + std::to_string(o.shard.count) + ": " +
+                                        std::to_string(mine.size()) + " of " + std::to_string(g.tasks()) + " points; "
+                                  : "";
+    std::fprintf(stderr, "sdr_sweep: messages %zu sizes x %zu drops x %zu schemes; allreduce %zu node counts x %zu drops x %zu schemes; %s%llu samples on %u jobs\n",
+                 g.sizes.size(), g.drops.size(), g.schemes.size(), g.nodes.size(), g.drops.size(), g.ar_schemes.size(),
+                 share.c_str(), (unsigned long long)samples, o.jobs);
+
+    // The costliest points first: a pool finishes soonest with those out of the way.
+    std::vector<size_t> order = mine;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return cost[a] > cost[b]; });
+    auto t0 = std::chrono::steady_clock::now();
+    auto secs = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+    auto pr = sdr::exp::run_pool(
+        order.size(), o.jobs,
+        [&](size_t i, const Emit& emit, const Tick& tick) {
+            if (g.is_allreduce(order[i])) allreduce_task(o, g, order[i], emit, tick);
+            else message_task(o, g, order[i], emit, tick);
+        },
+        [&](uint64_t done) {
+            if (o.progress) progress_bar(done, total, secs());
+        });
+    if (o.progress) std::fprintf(stderr, "\n");
+    if (!pr.ok) fail(pr.error);
+    const double wall = secs();
+    TaskRows rows(g.tasks());
+    for (size_t i = 0; i < order.size(); i++) rows[order[i]] = std::move(pr.lines[i]);
+    const CsvPaths paths = csv_paths(o, o.out);
+    const uint64_t packets = write_csvs(paths, g, rows);
+    std::printf("sdr_sweep: %s%llu samples in %.1f s on %u jobs: %.1f M simulated packets (data and control), %.2f M packets/s\n",
+                share.c_str(), (unsigned long long)samples, wall, o.jobs, packets / 1e6, packets / wall / 1e6);
+    if (o.sharded) {
+        sdr::exp::ShardManifest m;
+        m.id = o.shard;
+        m.options = sdr::exp::grid_options(o);
+        m.tasks = mine;
+        m.samples = samples;
+        m.jobs = o.jobs;
+        m.wall_s = wall;
+        if (!sdr::exp::write_manifest(o.out, m, &err)) fail(err);
+        std::printf("%s/%s\n", o.out.c_str(), sdr::exp::kManifestName);
+    }
+    return report(o, paths, o.summary);
+}
+
+std::vector<std::string> read_lines(const std::string& path)
+{
+    std::ifstream f(path);
+    if (!f) fail("merge: " + path + ": cannot read");
+    std::vector<std::string> v;
+    for (std::string l; std::getline(f, l);) v.push_back(l);
+    return v;
+}
+
+// Joins shard directories into the CSVs of the whole grid, then reports as a whole run does.
+int merge(const SweepOptions& cli)
+{
+    std::vector<sdr::exp::ShardManifest> ms(cli.merge.size());
+    std::string err;
+    for (size_t i = 0; i < cli.merge.size(); i++)
+        if (!sdr::exp::read_manifest(cli.merge[i], &ms[i], &err)) fail("merge: " + err);
+    if (!sdr::exp::check_shard_set(cli.merge, ms, &err)) fail("merge: " + err);
+    // Never write over a shard: its rows are the input.
+    if (fs::exists(fs::path(cli.out) / sdr::exp::kManifestName))
+        fail("merge: --out " + cli.out + " holds a shard (" + sdr::exp::kManifestName + "); merge into another directory");
+    // The grid, as the shards ran it.
+    std::vector<std::string> args;
+    for (const auto& [name, value] : ms[0].options) args.insert(args.end(), {name, value});
+    SweepOptions o;
+    bool help = false;
+    if (!sdr::exp::parse_sweep_options(args, &o, &help, &err)) fail("merge: " + cli.merge[0] + "/shard.txt: " + err);
+    o.out = cli.out;
+    o.plots = cli.plots;
+    SweepGrid g;
+    if (!sdr::exp::make_grid(o, &g, &err)) fail("merge: " + cli.merge[0] + "/shard.txt: " + err);
+    std::vector<uint64_t> cost(g.tasks());
+    for (size_t t = 0; t < g.tasks(); t++) cost[t] = g.cost(t);
+    const auto shard = sdr::exp::assign_shards(cost, ms[0].id.count);
+    TaskRows rows(g.tasks());
+    uint64_t samples = 0;
+    double wall_sum = 0, wall_max = 0;
+    for (size_t i = 0; i < ms.size(); i++) {
+        const std::string& dir = cli.merge[i];
+        std::vector<size_t> expect;
+        for (size_t t = 0; t < g.tasks(); t++)
+            if (shard[t] == ms[i].id.index) expect.push_back(t);
+        if (ms[i].tasks != expect)
+            fail("merge: " + dir + ": shard " + std::to_string(ms[i].id.index) + "/" + std::to_string(ms[i].id.count) + " ran " +
+                 std::to_string(ms[i].tasks.size()) + " points, not the " + std::to_string(expect.size()) +
+                 " this sdr_sweep assigns it (a different sdr_sweep build?)");
+        // Its rows, task by task, each checked against the grid's key fields.
+        const CsvPaths in = csv_paths(o, dir);
+        for (const auto& [path, header, allreduce] :
+             {std::tuple{in.messages, sdr::exp::kMessagesHeader, false}, std::tuple{in.allreduce, sdr::exp::kAllreduceHeader, true}}) {
+            if (path.empty()) continue;
+            auto lines = read_lines(path);
+            if (lines.empty() || lines[0] != header) fail("merge: " + path + ": not an sdr_sweep CSV of this version (header differs)");
+            size_t next = 1;
+            for (size_t t : expect) {
+                if (g.is_allreduce(t) != allreduce) continue;
+                for (size_t r = 0; r < g.rows(t); r++, next++) {
+                    if (next >= lines.size())
+                        fail("merge: " + path + ": ends after " + std::to_string(next - 1) + " rows, without the row of " +
+                             g.row_key(t, r));
+                    if (lines[next].rfind(g.row_key(t, r), 0) != 0)
+                        fail("merge: " + path + ":" + std::to_string(next + 1) + ": expected a row for " + g.row_key(t, r) +
+                             " got '" + lines[next].substr(0, 60) + "'");
+                    rows[t].push_back(lines[next]);
+                }
+            }
+            if (next != lines.size())
+                fail("merge: " + path + ": " + std::to_string(lines.size() - next) + " rows beyond the shard's points");
+        }
+        samples += ms[i].samples;
+        wall_sum += ms[i].wall_s;
+        wall_max = std::max(wall_max, ms[i].wall_s);
+    }
+    make_out_dir(o.out);
+    const CsvPaths paths = csv_paths(o, o.out);
+    const uint64_t packets = write_csvs(paths, g, rows);
+    std::printf("sdr_sweep: merged %zu shards: %llu samples, %.1f M simulated packets (data and control); the shards ran %.1f s in all, the longest %.1f s\n",
+                ms.size(), (unsigned long long)samples, packets / 1e6, wall_sum, wall_max);
+    return report(o, paths, true);
+}
+
+}  // namespace
+
+int main(int argc, char** argv)
+{
+    SweepOptions o;
+    bool help = false;
+    std::string err;
+    if (!sdr::exp::parse_sweep_options(std::vector<std::string>(argv + 1, argv + argc), &o, &help, &err)) bad(err);
+    if (help) {
+        sdr::exp::print_sweep_usage(stdout);
+        return 0;
+    }
+    return o.merge.empty() ? run(o) : merge(o);
 }
