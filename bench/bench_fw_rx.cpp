@@ -97,7 +97,7 @@ int main(int argc, char** argv)
             r.unit = "MCQE/s";
             r.baseline = base;
             r.baseline_name = "fetch-or only";
-            r.reference = 1.45;  // per DPA thread (REFERENCE.md §7)
+            r.reference = 1.45;  // per DPA thread (arXiv 2505.05366, evaluation)
             r.reference_name = "DPA thread";
             if (log_ppc == 4) r.target = 50;
             r.floor = kFloor[log_ppc ? 1 : 0];

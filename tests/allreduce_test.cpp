@@ -57,7 +57,7 @@ double lossless_ms(const AllreduceParams& p)
     return rounds * (segment_inject_ms(p) + p.rtt_ms / 2) + (p.nodes - 1) * p.compute_us / 1e3 + p.rtt_ms / 2;
 }
 
-// REFERENCE.md §6's (2N-2)(C + mu_X) with mu_X a whole acknowledged message (injection + RTT):
+// The paper's model (arXiv 2505.05366, appendix): (2N-2)(C + mu_X) with mu_X a whole acknowledged message (injection + RTT):
 // the schedule of an Allreduce whose rounds wait for their own send's ACK as well (sendrecv).
 double sendrecv_ms(const AllreduceParams& p)
 {

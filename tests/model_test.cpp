@@ -1,4 +1,4 @@
-// The analytic model (REFERENCE.md §6) against its own definitions: a Monte Carlo of the SR
+// The analytic model (arXiv 2505.05366, appendix) against its own definitions: a Monte Carlo of the SR
 // process, the SR integral summed slowly piece by piece, erasure patterns through the real codecs.
 #include <sdr/reliability/codec.hpp>
 #include <sdr/reliability/model.hpp>

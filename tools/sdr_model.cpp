@@ -1,4 +1,4 @@
-// sdr-model: the paper's analytic model (REFERENCE.md §6) for one message. Prints the expected
+// sdr-model: the paper's analytic model (arXiv 2505.05366, appendix) for one message. Prints the expected
 // completion time of Selective Repeat (RTO = X RTT, and the NACK variant), the decode probabilities
 // of the XOR and MDS codes, the Erasure Coding lower bound with SR fallback, and the lossless
 // ideals; --json prints the same as one JSON object. No simulation: closed forms and one integral.

@@ -15,7 +15,7 @@ SimTime SimFabric::wall_ps() const
 }
 
 // Sleep until wall time t, then spin the last stretch: a sleep alone overshoots by the timer
-// slack and the scheduler (PLATFORM-NOTES: sleep to ~100 us before a deadline, then spin).
+// slack and the scheduler (measured on this VM kind: a sleep errs by up to ms on a shared core; sleep to ~100 us before a deadline, then spin).
 void SimFabric::sleep_until(SimTime t) const
 {
     constexpr SimTime kSpinPs = 100'000'000;  // 100 us

@@ -21,7 +21,7 @@ constexpr uint64_t kSpinAfterWorkNs = 200'000;
 // The capture reaches its file at least this often, so tshark can follow a live run and a
 // killed process leaves a readable pcap.
 constexpr uint64_t kPcapFlushNs = 100'000'000;
-// Deadlines closer than this are spun for, not slept for (PLATFORM-NOTES: a sleep overshoots).
+// Deadlines closer than this are spun for, not slept for (a sleep overshoots by the timer slack and the scheduler).
 constexpr uint64_t kSpinBeforeDeadlineNs = 100'000;
 constexpr uint64_t kMaxSleepNs = 10'000'000;
 constexpr uint32_t kTxBudget = 256;  // packets per round, so receiving is never starved

@@ -1,4 +1,4 @@
-/* Receive handler: one CQE per packet (REFERENCE.md §4). Touches CQE and NIC memory only,
+/* Receive handler: one CQE per packet (arXiv 2505.05366: the receive DPA worker). Touches CQE and NIC memory only,
  * never payload, so its cost is per packet whatever the MTU. */
 #include <sdr/firmware/fw.h>
 

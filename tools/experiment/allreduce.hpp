@@ -3,7 +3,7 @@
 // scheme over its own long-haul link. Reduce-scatter (N-1 rounds), then all-gather (N-1 rounds):
 // in round r node i sends segment (i - r) mod N and receives segment (i - r - 1) mod N, and its
 // round r+1 send waits for its round r receive (plus the reduction time in reduce-scatter), so
-// the 2N-2 rounds are dependent (REFERENCE.md §6). Only the bytes are left out: the whole stack
+// the 2N-2 rounds are dependent (arXiv 2505.05366, appendix). Only the bytes are left out: the whole stack
 // (engines, binding, C API, firmware, NIC model, links) runs in virtual time.
 #pragma once
 

@@ -1,4 +1,4 @@
-// The sweep's CSV files and the headline numbers read back from them (REFERENCE.md §7): the
+// The sweep's CSV files and the headline numbers read back from them (arXiv 2505.05366, evaluation): the
 // largest SR / EC slowdown over the grid, SR-NACK's gain, where EC wins, the XOR vs MDS fallback
 // crossover, the Allreduce speedup, auto against the best fixed scheme, model agreement.
 #pragma once

@@ -167,7 +167,7 @@ public:
     // Encode the whole frame of p (headers, payload, ICRC); returns bytes, 0 if cap too small.
     size_t tx_encode(const TxPacket& p, uint8_t* out, size_t cap) const;
 
-    // Control QPs: the small datagram channel beside each SDR QP (REFERENCE.md §5, the
+    // Control QPs: the small datagram channel beside each SDR QP (arXiv 2505.05366, the
     // paper's UD control QP). Datagrams travel as RoCEv2 UD SEND Only frames with a DETH over
     // the same port and link as data, ahead of queued data packets (strict priority), and always
     // with their payload, also in payload-free runs: the host reads them. Received datagrams are

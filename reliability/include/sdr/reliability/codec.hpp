@@ -1,4 +1,4 @@
-// Erasure codes of the EC scheme (REFERENCE.md §5): a submessage of k data chunks gets m parity
+// Erasure codes of the EC scheme (arXiv 2505.05366): a submessage of k data chunks gets m parity
 // chunks. XOR: parity i is the XOR of the data chunks j with j mod m == i, so each group of
 // about k/m + 1 chunks survives one loss. MDS: Reed-Solomon over GF(2^8) with a Cauchy matrix
 // (ISA-L), any m losses among the k + m chunks are repaired. Pure computation, no I/O.

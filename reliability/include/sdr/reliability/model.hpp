@@ -1,4 +1,4 @@
-// The paper's analytic model of reliable delivery (REFERENCE.md §6): expected completion time of
+// The paper's analytic model of reliable delivery (arXiv 2505.05366, appendix): expected completion time of
 // Selective Repeat and the lower bound of Erasure Coding with SR fallback, for one message over a
 // link of bandwidth BW and round-trip time RTT that drops each packet independently. Pure math,
 // no I/O: the test oracle for the simulator, the engine behind `sdr-model`. Times in seconds
