@@ -33,6 +33,7 @@ struct Rig {
         h.dst_mac = emu::SimFabric::address_of(1).mac;
         h.src_ip = emu::SimFabric::address_of(0).ip;
         h.dst_ip = emu::SimFabric::address_of(1).ip;
+        h.udp_src_port = emu::udp_src_port(w.nic(0).qpn(0));  // what the peer QP sends from
         h.dest_qp = w.nic(1).qpn(0);
         h.rkey = w.nic(1).qp_root_key(0);
         h.va = 0;

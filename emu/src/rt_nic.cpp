@@ -105,7 +105,8 @@ std::unique_ptr<RtNic> RtNic::open(const std::string& kind, const std::string& i
         *err = std::string("eventfd: ") + std::strerror(errno);
         return nullptr;
     }
-    r->nic_ = std::make_unique<Nic>(0, r->port_->info().addr, num_workers, true, r.get());
+    // No seed: the NIC draws its QPNs and keys from getrandom() (ids.hpp).
+    r->nic_ = std::make_unique<Nic>(0, r->port_->info().addr, num_workers, true, r.get(), std::nullopt);
     if (p.worker_threads)
         r->workers_ = std::make_unique<RtWorkers>(*r->nic_, std::min(p.worker_threads, num_workers), p.worker_cores,
                                                   [raw = r.get()] { raw->notify_host(); });
