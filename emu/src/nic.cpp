@@ -210,6 +210,19 @@ void Nic::root_key_null(uint32_t rkey, uint32_t slot)
 
 // ---- receive: the UC responder -----------------------------------------------------------
 
+// Two MACs alike, in two loads and compares (std::array's == compared byte by byte here: 26
+// instructions per packet in callgrind).
+static bool same_mac(const std::array<uint8_t, 6>& a, const std::array<uint8_t, 6>& b)
+{
+    uint32_t a4, b4;
+    uint16_t a2, b2;
+    std::memcpy(&a4, a.data(), 4);
+    std::memcpy(&b4, b.data(), 4);
+    std::memcpy(&a2, a.data() + 4, 2);
+    std::memcpy(&b2, b.data() + 4, 2);
+    return ((a4 ^ b4) | uint32_t(a2 ^ b2)) == 0;
+}
+
 void Nic::drop(RxDrop d, TransportQp* qp)
 {
     port_.rx_drops[static_cast<size_t>(d)]++;
@@ -263,7 +276,7 @@ void Nic::respond(const PacketMeta& m, const uint8_t* payload, const NicAddress&
     TransportQp& qp = qps_[h];
     // Only the connected peer's frames, before anything else is looked at (an unconnected QP
     // has a peer port no frame carries).
-    if (m.udp_src_port != qp.peer_port || src.ip != qp.remote_ip || src.mac != qp.remote_mac)
+    if (m.udp_src_port != qp.peer_port || src.ip != qp.remote_ip || !same_mac(src.mac, qp.remote_mac))
         return drop(RxDrop::WrongPeer, &qp);
     if (m.opcode != wire::kOpUcWriteOnlyImm) return drop(RxDrop::WrongOpcode, &qp);
     RootKey* rk = (m.rkey == qp.rkey && qp.rkey) ? root_key(m.rkey) : nullptr;
@@ -378,7 +391,7 @@ void Nic::ctrl_receive(const PacketMeta& m, const uint8_t* payload, const NicAdd
     if (h >= ctrl_qps_.size() || ctrl_qps_[h].qpn != m.dest_qp || !ctrl_qps_[h].live || !payload)
         return drop(RxDrop::UnknownQp, nullptr);
     CtrlQp& q = ctrl_qps_[h];
-    if (m.src_qp != q.peer_qpn || m.udp_src_port != q.peer_port || src.ip != q.peer.ip || src.mac != q.peer.mac)
+    if (m.src_qp != q.peer_qpn || m.udp_src_port != q.peer_port || src.ip != q.peer.ip || !same_mac(src.mac, q.peer.mac))
         return drop(RxDrop::WrongPeer, nullptr);
     if (m.qkey != q.qkey) return drop(RxDrop::BadQkey, nullptr);
     if (m.dma_len > kCtrlMaxBytes) return drop(RxDrop::OutOfBounds, nullptr);
