@@ -243,15 +243,12 @@ void print_header(const Options& o, const RunParams& rp, Side& s, const char* ro
 // members of a JSON object.
 std::string nic_report(sdr_context* ctx, bool json)
 {
-    sdr::emu::PortCounters c;
-    uint64_t kernel_drops = 0;
-    if (auto* rt = sdr::host::rt_of(ctx)) {
-        kernel_drops = rt->port_stats().rx_dropped_kernel;
-        std::lock_guard<std::mutex> g(rt->lock());
-        c = sdr::host::nic_of(ctx)->counters();
-    } else {
-        c = sdr::host::nic_of(ctx)->counters();
-    }
+    auto* rt = sdr::host::rt_of(ctx);
+    const uint64_t kernel_drops = rt ? rt->port_stats().rx_dropped_kernel : 0;
+    std::unique_lock<std::mutex> g;
+    if (rt) g = std::unique_lock<std::mutex>(rt->lock());  // the NIC's thread writes the counters
+    const sdr::emu::PortCounters c = sdr::host::nic_of(ctx)->counters();
+    if (g) g.unlock();
     auto n = [](uint64_t v) { return std::to_string(v); };
     std::string drops;
     for (size_t d = 0; d < static_cast<size_t>(sdr::emu::RxDrop::Count); d++) {
