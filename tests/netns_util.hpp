@@ -22,13 +22,14 @@ inline std::string netns_unavailable()
     return "";
 }
 
-// tools/sdr-netns up/down with a prefix of its own; down on destruction.
+// tools/sdr-netns up/down with a prefix of its own; down on destruction. bridge: a third
+// host on a Linux bridge with the two (sdr-netns --bridge).
 class Testbed {
 public:
-    explicit Testbed(std::string prefix, unsigned mtu = 4200) : prefix_(std::move(prefix))
+    explicit Testbed(std::string prefix, unsigned mtu = 4200, bool bridge = false) : prefix_(std::move(prefix))
     {
         std::string cmd = std::string(SDR_SOURCE_DIR) + "/tools/sdr-netns up --prefix " + prefix_ +
-                          " --mtu " + std::to_string(mtu) + " >/dev/null 2>&1";
+                          " --mtu " + std::to_string(mtu) + (bridge ? " --bridge" : "") + " >/dev/null 2>&1";
         ok_ = std::system(cmd.c_str()) == 0;
     }
     ~Testbed()
@@ -39,10 +40,10 @@ public:
     Testbed(const Testbed&) = delete;
     Testbed& operator=(const Testbed&) = delete;
     bool ok() const { return ok_; }
-    // Side 0 = PREFIX-a (10.77.0.1), side 1 = PREFIX-b (10.77.0.2); the interface has the
-    // namespace's name.
-    std::string ns(int side) const { return prefix_ + (side ? "-b" : "-a"); }
-    static std::string ip(int side) { return side ? "10.77.0.2" : "10.77.0.1"; }
+    // Side 0 = PREFIX-a (10.77.0.1), side 1 = PREFIX-b (10.77.0.2), side 2 = PREFIX-c
+    // (10.77.0.3, bridge only); the interface has the namespace's name.
+    std::string ns(int side) const { return prefix_ + "-" + static_cast<char>('a' + side); }
+    static std::string ip(int side) { return "10.77.0." + std::to_string(side + 1); }
 
 private:
     std::string prefix_;

@@ -4,6 +4,8 @@
 
 #include <sdr/emu/wire.hpp>
 
+#include <sdr_ctrl.h>
+
 #include <algorithm>
 #include <random>
 
@@ -33,6 +35,7 @@ struct Rig {
         h.dst_mac = emu::SimFabric::address_of(1).mac;
         h.src_ip = emu::SimFabric::address_of(0).ip;
         h.dst_ip = emu::SimFabric::address_of(1).ip;
+        h.udp_src_port = emu::udp_src_port(w.nic(0).qpn(0));  // what the peer QP sends from
         h.dest_qp = w.nic(1).qpn(0);
         h.rkey = w.nic(1).qp_root_key(0);
         h.va = 0;
@@ -89,8 +92,18 @@ TEST(NicHostile, EachBadFrameIsACountedDropAndWritesNothing)
     }
     {
         auto h = r.good(1024);
+        h.dest_qp ^= 1u << emu::NicIds::kQpnIndexBits;  // the live QP's index, another tag
+        cases.push_back({"QPN with a wrong tag", r.frame(h, 1024), emu::RxDrop::UnknownQp});
+    }
+    {
+        auto h = r.good(1024);
         h.rkey = 0x1234;
         cases.push_back({"unknown key", r.frame(h, 1024), emu::RxDrop::UnknownKey});
+    }
+    {
+        auto h = r.good(1024);
+        h.rkey ^= 1u << 31;  // the root key's index, another tag
+        cases.push_back({"root key with a wrong tag", r.frame(h, 1024), emu::RxDrop::UnknownKey});
     }
     {
         auto h = r.good(1024);
@@ -142,13 +155,240 @@ TEST(NicHostile, EachBadFrameIsACountedDropAndWritesNothing)
     EXPECT_TRUE(std::all_of(r.buf, r.buf + 1024, [](uint8_t b) { return b == 0xCC; }));
     EXPECT_TRUE(r.guards_intact());
     EXPECT_EQ(c.rx_placed_bytes, 1024u);
-    // per-QP view: the frames that reached channel QP 0 (unknown key, two out-of-bounds, wrong
-    // opcode) are its drops; the good one its only packet
+    // per-QP view: the frames that reached channel QP 0 (two unknown keys, two out-of-bounds,
+    // wrong opcode) are its drops; the good one its only packet
     const emu::QpCounters* q = r.w.nic(1).qp_counters(0);
     ASSERT_NE(q, nullptr);
-    EXPECT_EQ(q->rx_drops, 4u);
+    EXPECT_EQ(q->rx_drops, 5u);
     EXPECT_EQ(q->rx_packets, 1u);
     ASSERT_EQ(sdr_recv_complete(r.rh), SDR_SUCCESS);
+}
+
+// Frames that name the right QP and root key with an in-bounds offset, but do not come from
+// the connected peer's MAC, IP and UDP source port: dropped before the key is looked at.
+TEST(NicHostile, RightQpnAndKeyFromAnotherSenderAreDroppedAsWrongPeer)
+{
+    Rig r;
+    const auto& c = r.w.nic(1).counters();
+    struct Case {
+        const char* name;
+        wire::Headers h;
+    };
+    std::vector<Case> cases;
+    const emu::NicAddress stranger = emu::SimFabric::address_of(7);
+    {
+        auto h = r.good(1024);
+        h.src_mac = stranger.mac;
+        cases.push_back({"another source MAC", h});
+    }
+    {
+        auto h = r.good(1024);
+        h.src_ip = stranger.ip;
+        cases.push_back({"another source IP", h});
+    }
+    {
+        auto h = r.good(1024);
+        h.udp_src_port = 0xC000;  // the peer's MAC and IP, a port its QP does not send from
+        cases.push_back({"another UDP source port", h});
+    }
+    {
+        auto h = r.good(1024);
+        h.udp_src_port = emu::udp_src_port(r.w.nic(0).qpn(1));  // the peer's QP of another channel
+        cases.push_back({"the port of another QP of the peer", h});
+    }
+    {
+        auto h = r.good(1024);
+        h.src_mac = stranger.mac;
+        h.src_ip = stranger.ip;
+        h.udp_src_port = 0xC123;
+        cases.push_back({"all of a stranger's addresses", h});
+    }
+    for (const auto& k : cases) {
+        SCOPED_TRACE(k.name);
+        uint64_t before = c.rx_drop(emu::RxDrop::WrongPeer), cqes = c.rx_cqes, total = c.rx_drops_total();
+        r.deliver(r.frame(k.h, 1024));
+        EXPECT_EQ(c.rx_drop(emu::RxDrop::WrongPeer), before + 1);
+        EXPECT_EQ(c.rx_drops_total(), total + 1) << "one drop, one reason";
+        EXPECT_EQ(c.rx_cqes, cqes) << "a dropped frame raises no CQE";
+        EXPECT_TRUE(std::all_of(r.buf, r.buf + 2048, [](uint8_t b) { return b == 0xCC; })) << "buffer written";
+        EXPECT_TRUE(r.guards_intact());
+    }
+    EXPECT_EQ(c.rx_placed_bytes, 0u);
+    // The payload-free path checks the same cached values.
+    emu::PacketMeta m;
+    m.opcode = wire::kOpUcWriteOnlyImm;
+    m.dest_qp = r.w.nic(1).qpn(0);
+    m.rkey = r.w.nic(1).qp_root_key(0);
+    m.udp_src_port = emu::udp_src_port(r.w.nic(0).qpn(0));
+    m.dma_len = 1024;
+    m.imm = fw_imm_encode(FW_IMM_DEFAULT_LAYOUT, 0, 0, 0);
+    r.w.nic(1).rx_packet(m, nullptr, stranger);
+    EXPECT_EQ(c.rx_drop(emu::RxDrop::WrongPeer), cases.size() + 1);
+    EXPECT_EQ(c.rx_cqes, 0u);
+    // and the peer itself still gets through
+    r.deliver(r.frame(r.good(1024), 1024, 0x42));
+    EXPECT_TRUE(std::all_of(r.buf, r.buf + 1024, [](uint8_t b) { return b == 0x42; }));
+    EXPECT_TRUE(r.guards_intact());
+    EXPECT_EQ(c.rx_cqes, 1u);
+    ASSERT_EQ(sdr_recv_complete(r.rh), SDR_SUCCESS);
+}
+
+// A transport QP that is not connected takes nothing, whatever a frame says.
+TEST(NicHostile, UnconnectedQpAcceptsNothing)
+{
+    Rig r;
+    emu::Nic& nic = r.w.nic(1);
+    uint32_t h = nic.qp_create(0, 0);
+    ASSERT_NE(h, emu::Nic::kNoHandle);
+    nic.qp_bind_root_key(h, nic.qp_root_key(0));  // the live root key of the posted receive
+    const auto& c = nic.counters();
+    for (uint16_t port : {uint16_t{0}, uint16_t{0xC000}, emu::udp_src_port(r.w.nic(0).qpn(0))}) {
+        auto hd = r.good(1024);
+        hd.dest_qp = nic.qpn(h);
+        hd.udp_src_port = port;
+        r.deliver(r.frame(hd, 1024));
+    }
+    // nor from an all-zero sender (the addresses an unconnected QP holds)
+    auto hd = r.good(1024);
+    hd.dest_qp = nic.qpn(h);
+    hd.src_mac = {};
+    hd.src_ip = 0;
+    hd.udp_src_port = 0;
+    r.deliver(r.frame(hd, 1024));
+    EXPECT_EQ(c.rx_drop(emu::RxDrop::WrongPeer), 4u);
+    EXPECT_EQ(c.rx_cqes, 0u);
+    EXPECT_TRUE(std::all_of(r.buf, r.buf + 2048, [](uint8_t b) { return b == 0xCC; }));
+    EXPECT_TRUE(r.guards_intact());
+    nic.qp_destroy(h);
+    ASSERT_EQ(sdr_recv_complete(r.rh), SDR_SUCCESS);
+}
+
+// Control datagrams: only from the connected peer's control QP (DETH source QPN, addresses,
+// port), and only to a connected control QP.
+TEST(NicHostile, ControlDatagramsFromANonPeerAreDropped)
+{
+    SimWorld w(config(12, 14, 2));
+    emu::Nic& rx = w.nic(1);
+    // control QP handle 0 on each NIC belongs to the world's SDR QP
+    auto datagram = [&](uint32_t src_qp, const emu::NicAddress& from, uint16_t port, uint32_t dest_qp, uint8_t fillb) {
+        wire::Headers h;
+        h.opcode = wire::kOpUdSendOnly;
+        h.src_mac = from.mac;
+        h.dst_mac = rx.address().mac;
+        h.src_ip = from.ip;
+        h.dst_ip = rx.address().ip;
+        h.udp_src_port = port;
+        h.dest_qp = dest_qp;
+        h.qkey = rx.ctrl_qkey(0);
+        h.src_qp = src_qp;
+        h.dma_len = 32;
+        std::vector<uint8_t> payload(32, fillb), f(wire::frame_bytes_ud_send(32) + 64);
+        f.resize(wire::encode(h, payload.data(), 32, f.data(), f.size()));
+        w.fabric().inject_frame(1, f, w.fabric().sim().now());
+        w.run_until_idle();
+    };
+    const emu::NicAddress peer = emu::SimFabric::address_of(0), stranger = emu::SimFabric::address_of(9);
+    const uint32_t peer_qpn = w.nic(0).ctrl_qpn(0);
+    const uint16_t peer_port = emu::udp_src_port(peer_qpn);
+    datagram(peer_qpn ^ (1u << emu::NicIds::kQpnIndexBits), peer, peer_port, rx.ctrl_qpn(0), 1);  // another source QPN
+    datagram(peer_qpn, stranger, peer_port, rx.ctrl_qpn(0), 2);                                   // another host
+    emu::NicAddress spoofed_ip = peer;
+    spoofed_ip.mac = stranger.mac;
+    datagram(peer_qpn, spoofed_ip, peer_port, rx.ctrl_qpn(0), 3);  // the peer's IP from another MAC
+    datagram(peer_qpn, peer, 0xC000, rx.ctrl_qpn(0), 4);           // another UDP source port
+    const auto& c = rx.counters();
+    EXPECT_EQ(c.rx_drop(emu::RxDrop::WrongPeer), 4u);
+    EXPECT_EQ(c.rx_ctrl, 0u);
+    uint8_t buf[64];
+    size_t len = 0;
+    EXPECT_EQ(sdr_ctrl_recv(w.qp(1), buf, sizeof buf, &len), SDR_RETRY) << "nothing reached the ring";
+    // an unconnected control QP takes nothing, not even from the peer's control QP
+    uint32_t lone = rx.ctrl_qp_create();
+    ASSERT_NE(lone, emu::Nic::kNoHandle);
+    datagram(peer_qpn, peer, peer_port, rx.ctrl_qpn(lone), 5);
+    EXPECT_EQ(c.rx_drop(emu::RxDrop::WrongPeer), 5u);
+    rx.ctrl_qp_destroy(lone);
+    // the peer's own datagram arrives
+    datagram(peer_qpn, peer, peer_port, rx.ctrl_qpn(0), 6);
+    EXPECT_EQ(c.rx_ctrl, 1u);
+    ASSERT_EQ(sdr_ctrl_recv(w.qp(1), buf, sizeof buf, &len), SDR_SUCCESS);
+    EXPECT_EQ(len, 32u);
+    EXPECT_EQ(buf[0], 6);
+}
+
+// QPNs, root keys, lkeys and Q_Keys: the same for one fabric seed (replayable runs), different
+// for another, never the sequential numbers of old.
+TEST(NicIds, IdentifiersAreStableForOneSeedAndDifferAcrossSeeds)
+{
+    auto ids_of = [](uint64_t seed) {
+        WorldConfig cfg = config(12, 14, 2);
+        cfg.fabric.seed = seed;
+        SimWorld w(cfg);
+        std::vector<uint8_t> region(4096);
+        std::vector<uint32_t> v;
+        for (int side = 0; side < 2; side++) {
+            for (uint32_t h = 0; h < 2 * cfg.channels; h++) v.push_back(w.nic(side).qpn(h));
+            v.push_back(w.nic(side).qp_root_key(0));
+            v.push_back(w.nic(side).qp_root_key(cfg.channels));  // generation 1
+            v.push_back(w.nic(side).ctrl_qpn(0));
+            v.push_back(w.nic(side).ctrl_qkey(0));
+            v.push_back(w.lkey(side, region.data(), region.size()));
+        }
+        return v;
+    };
+    const auto a = ids_of(1), a2 = ids_of(1), b = ids_of(2);
+    EXPECT_EQ(a, a2) << "one seed, one set of identifiers";
+    ASSERT_EQ(a.size(), b.size());
+    size_t same = 0;
+    for (size_t i = 0; i < a.size(); i++) same += a[i] == b[i];
+    EXPECT_LE(same, 1u) << "another seed draws other identifiers (tags of 10 bits and more)";
+    // per side: 16 transport QPNs, 2 root keys, control QPN, Q_Key, lkey
+    for (int side = 0; side < 2; side++) {
+        for (uint32_t h = 0; h < 16; h++) {
+            uint32_t q = a[side * 21 + h];
+            EXPECT_EQ(emu::NicIds::qpn_index(q), h) << "the index, for an O(1) lookup";
+            EXPECT_LT(q, emu::Nic::kCtrlQpnBase);
+            EXPECT_GE(q, 1u << emu::NicIds::kQpnIndexBits) << "a tag above the index, never QP0/QP1";
+        }
+        EXPECT_GE(a[side * 21 + 18], emu::Nic::kCtrlQpnBase) << "control QPNs keep bit 23";
+    }
+}
+
+// The generator's promises, drawn many times: index in the low bits, a non-zero tag, never the
+// previous identifier; Q_Keys with the controlled-Q_Key bit clear; a real-time NIC's draws
+// (getrandom) differ from process to process, so two unseeded sets differ.
+TEST(NicIds, TagsAreNonZeroAndNeverRepeatThePrevious)
+{
+    emu::NicIds ids(std::optional<uint64_t>{42});
+    uint32_t prev_qpn = 0, prev_ctrl = 0, prev_rk = 0, prev_lk = 0;
+    for (uint32_t i = 0; i < 20000; i++) {
+        uint32_t index = i % 3;  // few entries, many reuses
+        uint32_t q = ids.data_qpn(index, prev_qpn), cq = ids.ctrl_qpn(index, prev_ctrl);
+        uint32_t rk = ids.root_key(index, prev_rk), lk = ids.lkey(index, prev_lk);
+        ASSERT_NE(q, prev_qpn);
+        ASSERT_NE(cq, prev_ctrl);
+        ASSERT_NE(rk, prev_rk);
+        ASSERT_NE(lk, prev_lk);
+        ASSERT_EQ(emu::NicIds::qpn_index(q), index);
+        ASSERT_EQ(emu::NicIds::qpn_index(cq), index);
+        ASSERT_EQ(emu::NicIds::root_key_index(rk), index);
+        ASSERT_EQ(emu::NicIds::lkey_index(lk), index);
+        ASSERT_LT(q, 0x800000u);
+        ASSERT_GE(q, 1u << emu::NicIds::kQpnIndexBits);
+        ASSERT_GE(cq, 0x800000u);
+        ASSERT_LT(cq, 0xFFFFFFu);
+        ASSERT_GE(rk, 1u << emu::NicIds::kRootKeyIndexBits);
+        ASSERT_GE(lk, 1u << emu::NicIds::kLkeyIndexBits);
+        ASSERT_LT(ids.qkey(), 0x80000000u);
+        prev_qpn = q, prev_ctrl = cq, prev_rk = rk, prev_lk = lk;
+    }
+    emu::NicIds r1(std::nullopt), r2(std::nullopt);
+    std::vector<uint32_t> k1, k2;
+    for (uint32_t i = 0; i < 8; i++) {
+        k1.push_back(r1.root_key(i));
+        k2.push_back(r2.root_key(i));
+    }
+    EXPECT_NE(k1, k2) << "getrandom() draws (a 2^-160 chance of failing)";
 }
 
 TEST(NicHostile, RandomGarbageNeverWrites)

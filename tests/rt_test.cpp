@@ -356,7 +356,7 @@ TEST_P(RealTimePort, HostileFramesOnTheWireAreDroppedAndCounted)
     std::remove(pcap.c_str());  // the NIC keeps writing to its open file
     std::map<std::string, std::vector<uint8_t>> hostile;
     emu::wire::Headers h = pk.h;
-    h.dest_qp = emu::Nic::kQpnBase + 700;
+    h.dest_qp ^= 1u << emu::NicIds::kQpnIndexBits;  // another tag: no QP has this number
     hostile["UnknownQp"] = frame_of(h, pk.payload, pk.payload_len);
     h = pk.h;
     h.rkey ^= 0x00A5A500;

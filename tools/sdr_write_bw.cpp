@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,7 @@ struct Options {
     uint64_t size = 1 << 20;
     uint32_t iters = 1000, warmup = 100, in_flight = 8, mtu = 4096, chunk = 65536, channels = 4;
     int timeout_ms = 10000;
+    int settle_ms = -1;  // -1: 20 ms + twice the added delay
     int app_core = -1;
     bool json = false, verify = false;
 };
@@ -87,6 +89,8 @@ void usage(FILE* f)
                  "                        keeping them off the polling thread's core\n"
                  "      --xdp-mode auto|native|generic  how xdp: attaches its program\n"
                  "      --timeout-ms T    bootstrap timeout (10000)\n"
+                 "      --settle-ms T     server: how long a message the client reported sent still waits\n"
+                 "                        for its packets (20 + 2 x SDR_RT_DELAY_MS)\n"
                  "      --json            one JSON object instead of the table\n"
                  "      --verify          server: check every complete chunk's bytes (costs CPU)\n");
 }
@@ -149,6 +153,7 @@ Options parse(int argc, char** argv)
         else if (a == "--chunk") o.chunk = static_cast<uint32_t>(num(256, 1u << 30));
         else if (a == "-c" || a == "--channels") o.channels = static_cast<uint32_t>(num(1, 16));
         else if (a == "--timeout-ms") o.timeout_ms = static_cast<int>(num(1, 1u << 30));
+        else if (a == "--settle-ms") o.settle_ms = static_cast<int>(num(0, 1u << 30));
         else if (a == "--app-core") o.app_core = static_cast<int>(num(0, CPU_SETSIZE - 1));
         else die("unknown option " + a + " (see --help)");
     }
@@ -233,6 +238,33 @@ void print_header(const Options& o, const RunParams& rp, Side& s, const char* ro
                 (unsigned long long)rp.size, rp.mtu, rp.chunk, rp.channels, rp.in_flight, rp.iters, rp.warmup);
 }
 
+// What the receiving NIC counted: frames, CQEs, bytes placed, control datagrams, the kernel's
+// drops, and every frame the NIC dropped, by reason (hostile frames show up here). Text, or the
+// members of a JSON object.
+std::string nic_report(sdr_context* ctx, bool json)
+{
+    auto* rt = sdr::host::rt_of(ctx);
+    const uint64_t kernel_drops = rt ? rt->port_stats().rx_dropped_kernel : 0;
+    std::unique_lock<std::mutex> g;
+    if (rt) g = std::unique_lock<std::mutex>(rt->lock());  // the NIC's thread writes the counters
+    const sdr::emu::PortCounters c = sdr::host::nic_of(ctx)->counters();
+    if (g) g.unlock();
+    auto n = [](uint64_t v) { return std::to_string(v); };
+    std::string drops;
+    for (size_t d = 0; d < static_cast<size_t>(sdr::emu::RxDrop::Count); d++) {
+        const char* why = sdr::emu::to_string(static_cast<sdr::emu::RxDrop>(d));
+        if (json) drops += std::string(d ? "," : "") + "\"" + why + "\":" + n(c.rx_drops[d]);
+        else if (c.rx_drops[d]) drops += std::string(drops.empty() ? "" : ", ") + why + " " + n(c.rx_drops[d]);
+    }
+    if (json)
+        return "\"rx_frames\":" + n(c.rx_frames) + ",\"rx_cqes\":" + n(c.rx_cqes) + ",\"rx_placed_bytes\":" +
+               n(c.rx_placed_bytes) + ",\"rx_ctrl\":" + n(c.rx_ctrl) + ",\"rx_kernel_drops\":" + n(kernel_drops) +
+               ",\"rx_drops_total\":" + n(c.rx_drops_total()) + ",\"rx_drops\":{" + drops + "}";
+    return "receiver NIC: " + n(c.rx_frames) + " frames, " + n(c.rx_cqes) + " CQEs, " + n(c.rx_placed_bytes) +
+           " B placed, " + n(c.rx_ctrl) + " control datagrams, " + n(kernel_drops) + " dropped by the kernel; " +
+           n(c.rx_drops_total()) + " dropped by the NIC" + (drops.empty() ? "" : " (" + drops + ")");
+}
+
 // Corrupt chunks among the complete ones of a received message; the slot is zeroed after, so
 // the next message in it cannot pass on stale bytes.
 uint64_t verify(sdr_recv_handle* h, uint8_t* msg, const RunParams& rp)
@@ -293,9 +325,9 @@ int run_server(const Options& o)
     };
     post();
     // A message the client has sent whole is complete when its bitmap is, or when nothing more
-    // can arrive: 20 ms (plus the added delay) after the client said it was sent.
+    // can arrive: 20 ms (plus the added delay, or --settle-ms) after the client said it was sent.
     const char* delay = std::getenv("SDR_RT_DELAY_MS");
-    const double settle = 0.02 + (delay ? 2 * std::atof(delay) / 1e3 : 0);
+    const double settle = o.settle_ms >= 0 ? o.settle_ms / 1e3 : 0.02 + (delay ? 2 * std::atof(delay) / 1e3 : 0);
     while (done < total) {
         SentUpTo su;
         if (oob_poll(oob, &m) && take(m, &su)) {
@@ -338,15 +370,16 @@ int run_server(const Options& o)
     for (size_t len; sdr_oob_recv(oob, drain, sizeof drain, &len, o.timeout_ms) == SDR_SUCCESS;) {}
     double gbps = r.bytes_received * 8.0 / r.seconds / 1e9;
     if (o.json)
-        std::printf("{\"role\":\"server\",\"device\":\"%s\",\"size\":%llu,\"iters\":%u,\"goodput_gbps\":%.3f,"
-                    "\"chunks_expected\":%llu,\"chunks_received\":%llu,\"corrupt_chunks\":%s,\"seconds\":%.6f}\n",
-                    o.device.c_str(), (unsigned long long)rp.size, rp.iters, gbps,
+        std::printf("{\"role\":\"server\",\"device\":\"%s\",\"size\":%llu,\"iters\":%u,\"warmup\":%u,\"goodput_gbps\":%.3f,"
+                    "\"chunks_expected\":%llu,\"chunks_received\":%llu,\"corrupt_chunks\":%s,\"seconds\":%.6f,%s}\n",
+                    o.device.c_str(), (unsigned long long)rp.size, rp.iters, rp.warmup, gbps,
                     (unsigned long long)r.chunks_expected, (unsigned long long)r.chunks_received,
-                    o.verify ? std::to_string(corrupt_chunks).c_str() : "null", r.seconds);
+                    o.verify ? std::to_string(corrupt_chunks).c_str() : "null", r.seconds, nic_report(s.ctx, true).c_str());
     else
-        std::printf("received %llu of %llu chunks (%.4f %% lost) in %.3f s: goodput %.2f Gbit/s\n",
+        std::printf("received %llu of %llu chunks (%.4f %% lost) in %.3f s: goodput %.2f Gbit/s\n%s\n",
                     (unsigned long long)r.chunks_received, (unsigned long long)r.chunks_expected,
-                    100.0 * (r.chunks_expected - r.chunks_received) / r.chunks_expected, r.seconds, gbps);
+                    100.0 * (r.chunks_expected - r.chunks_received) / r.chunks_expected, r.seconds, gbps,
+                    nic_report(s.ctx, false).c_str());
     if (o.verify && !o.json) std::printf("verified every complete chunk: %llu corrupt\n", (unsigned long long)corrupt_chunks);
     sdr_mr_dereg(mr);
     sdr_oob_close(oob);

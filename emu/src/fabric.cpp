@@ -143,7 +143,7 @@ private:
 
 SimLink::SimLink(SimFabric& fabric, Nic& dst, uint32_t src_index, const LinkParams& p,
                  uint64_t seed)
-    : fabric_(fabric), dst_(dst), src_index_(src_index),
+    : fabric_(fabric), dst_(dst), src_index_(src_index), src_addr_(SimFabric::address_of(src_index)),
       prop_ps_(static_cast<SimTime>(std::llround(p.rtt_ms * 1e9 / 2.0))),
       imp_([&] {
           ImpairmentParams ip = p.impairment;
@@ -247,7 +247,7 @@ void SimLink::deliver(const InFlight& f)
         dst_.rx_frame(f.frame, f.frame_len);
         fabric_.frame_free(f.frame);
     } else {
-        dst_.rx_packet(f.meta, nullptr);
+        dst_.rx_packet(f.meta, nullptr, src_addr_);
     }
 }
 
@@ -283,7 +283,8 @@ Nic& SimFabric::nic(uint32_t index, uint32_t num_workers)
         ports_.resize(index + 1);
     }
     if (!nics_[index]) {
-        nics_[index] = std::make_unique<Nic>(index, address_of(index), num_workers, params_.payload, this);
+        nics_[index] = std::make_unique<Nic>(index, address_of(index), num_workers, params_.payload, this,
+                                             id_seed(index));
         ports_[index] = std::make_unique<Port>(*this, *nics_[index]);
     }
     return *nics_[index];
@@ -314,6 +315,13 @@ SimLink* SimFabric::link(uint32_t src, uint32_t dst)
 
 // Each direction gets its own stream, derived from the fabric seed and the pair.
 uint64_t SimFabric::link_seed(uint64_t pair) const { return params_.seed * 0x9E3779B97F4A7C15ull ^ (pair * 0xD1B54A32D192ED03ull); }
+
+// A NIC's QPNs and keys: from the fabric seed too, so a run is replayable, but from a stream of
+// their own (a different odd multiplier than the links'), so they never shift a loss pattern.
+uint64_t SimFabric::id_seed(uint32_t nic) const
+{
+    return (params_.seed + 0x632BE59BD9B4E019ull) * 0xA0761D6478BD642Full ^ (uint64_t{nic} * 0xE7037ED1A0B428DBull);
+}
 
 void SimFabric::reseed(uint64_t seed)
 {

@@ -20,6 +20,7 @@ const char* to_string(RxDrop d)
     case RxDrop::BadOpcode: return "bad_opcode";
     case RxDrop::BadIcrc: return "bad_icrc";
     case RxDrop::UnknownQp: return "unknown_qp";
+    case RxDrop::WrongPeer: return "wrong_peer";
     case RxDrop::WrongOpcode: return "wrong_opcode";
     case RxDrop::UnknownKey: return "unknown_key";
     case RxDrop::OutOfBounds: return "out_of_bounds";
@@ -37,12 +38,14 @@ uint64_t PortCounters::rx_drops_total() const
     return n;
 }
 
-// Keys carry an index and a per-NIC tag byte, so a key of another NIC or a stale index is
-// recognisably wrong rather than silently valid.
-static uint32_t make_key(uint32_t index, uint32_t nic) { return ((index + 1) << 8) | (0x40 + (nic & 0x3f)); }
+static_assert(uint64_t{FW_MAX_QPS} * FW_GENERATIONS * FW_MAX_CHANNELS <= 1u << NicIds::kQpnIndexBits,
+              "a QPN's index bits must number every transport QP the firmware can use");
+static_assert(uint64_t{FW_MAX_QPS} * FW_GENERATIONS <= 1u << NicIds::kRootKeyIndexBits,
+              "a root key's index bits must number every root key the firmware can use");
 
-Nic::Nic(uint32_t index, NicAddress addr, uint32_t num_workers, bool payload, NicExecutor* exec)
-    : index_(index), addr_(addr), payload_(payload), exec_(exec)
+Nic::Nic(uint32_t index, NicAddress addr, uint32_t num_workers, bool payload, NicExecutor* exec,
+         std::optional<uint64_t> id_seed)
+    : index_(index), addr_(addr), payload_(payload), exec_(exec), ids_(id_seed)
 {
     reconfigure_workers(num_workers);
     fw_ = static_cast<fw_device*>(nic_alloc(sizeof(fw_device)));
@@ -71,25 +74,24 @@ bool Nic::reconfigure_workers(uint32_t num_workers)
 uint32_t Nic::mr_reg(void* addr, size_t len)
 {
     if (!addr || len == 0) return 0;
-    for (size_t i = 0; i < mrs_.size(); i++)
-        if (!mrs_[i].lkey) {
-            mrs_[i] = {static_cast<uint8_t*>(addr), len, make_key(static_cast<uint32_t>(i), index_)};
-            return mrs_[i].lkey;
-        }
-    uint32_t i = static_cast<uint32_t>(mrs_.size());
-    mrs_.push_back({static_cast<uint8_t*>(addr), len, make_key(i, index_)});
-    return mrs_.back().lkey;
+    size_t i = 0;
+    while (i < mrs_.size() && mrs_[i].live) i++;
+    if (i >> NicIds::kLkeyIndexBits) return 0;
+    if (i == mrs_.size()) mrs_.emplace_back();
+    MemoryRegion& r = mrs_[i];
+    r = {static_cast<uint8_t*>(addr), len, ids_.lkey(static_cast<uint32_t>(i), r.lkey), true};
+    return r.lkey;
 }
 
 bool Nic::mr_dereg(uint32_t lkey)
 {
-    uint32_t i = key_index(lkey);
-    if (i >= mrs_.size() || mrs_[i].lkey != lkey) return false;
+    uint32_t i = NicIds::lkey_index(lkey);
+    if (i >= mrs_.size() || !mrs_[i].live || mrs_[i].lkey != lkey) return false;
     // A root-key entry must never outlive the memory it points at.
     for (auto& rk : root_keys_)
         for (auto& e : rk.entries)
             if (e.lkey == lkey) e = RootEntry{};
-    mrs_[i] = MemoryRegion{};
+    mrs_[i] = MemoryRegion{nullptr, 0, lkey, false};
     return true;
 }
 
@@ -110,13 +112,22 @@ void Nic::nic_free(void* p) { std::free(p); }
 
 uint32_t Nic::qp_create(uint32_t tag, uint32_t channel)
 {
+    // A dead QP's entry is reused once no WQE of it waits in the send queue (tx_done still
+    // reads the entry for those).
+    size_t h = 0;
+    while (h < qps_.size() && (qps_[h].live || qps_[h].sq_used)) h++;
+    if (h >> NicIds::kQpnIndexBits) return kNoHandle;
+    if (h == qps_.size()) {
+        qps_.emplace_back();
+        grow_sq_ring();
+    }
     TransportQp q;
     q.live = true;
+    q.qpn = ids_.data_qpn(static_cast<uint32_t>(h), qps_[h].qpn);
     q.tag = tag;
     q.channel = channel % num_workers();
-    qps_.push_back(q);
-    grow_sq_ring();
-    return static_cast<uint32_t>(qps_.size() - 1);
+    qps_[h] = q;
+    return static_cast<uint32_t>(h);
 }
 
 void Nic::qp_destroy(uint32_t handle)
@@ -131,6 +142,7 @@ bool Nic::qp_connect(uint32_t handle, const NicAddress& remote, uint32_t remote_
     q.remote_ip = remote.ip;
     q.remote_mac = remote.mac;
     q.remote_qpn = remote_qpn & 0xFFFFFF;
+    q.peer_port = udp_src_port(q.remote_qpn);
     return true;
 }
 
@@ -146,26 +158,30 @@ const QpCounters* Nic::qp_counters(uint32_t handle) const
 
 uint32_t Nic::root_key_create(uint32_t nslots, uint64_t slot_bytes)
 {
-    RootKey rk;
-    rk.rkey = make_key(static_cast<uint32_t>(root_keys_.size()), index_);
+    size_t i = 0;
+    while (i < root_keys_.size() && root_keys_[i].live) i++;
+    if (i >> NicIds::kRootKeyIndexBits) return 0;
+    if (i == root_keys_.size()) root_keys_.emplace_back();
+    RootKey& rk = root_keys_[i];
+    rk.live = true;
+    rk.rkey = ids_.root_key(static_cast<uint32_t>(i), rk.rkey);
     rk.slot_bytes = slot_bytes;
-    if (slot_bytes > 1 && (slot_bytes & (slot_bytes - 1)) == 0) rk.slot_shift = static_cast<uint32_t>(__builtin_ctzll(slot_bytes));
-    rk.entries.resize(nslots);
-    root_keys_.push_back(std::move(rk));
-    return root_keys_.back().rkey;
+    rk.slot_shift = slot_bytes > 1 && (slot_bytes & (slot_bytes - 1)) == 0 ? static_cast<uint32_t>(__builtin_ctzll(slot_bytes)) : 0;
+    rk.entries.assign(nslots, RootEntry{});
+    return rk.rkey;
 }
 
 Nic::RootKey* Nic::root_key(uint32_t rkey)
 {
-    uint32_t i = key_index(rkey);
-    if (i >= root_keys_.size() || root_keys_[i].rkey != rkey) return nullptr;
+    uint32_t i = NicIds::root_key_index(rkey);
+    if (i >= root_keys_.size() || !root_keys_[i].live || root_keys_[i].rkey != rkey) return nullptr;
     return &root_keys_[i];
 }
 
 void Nic::root_key_destroy(uint32_t rkey)
 {
     if (RootKey* rk = root_key(rkey)) {
-        rk->rkey = 0;
+        rk->live = false;
         rk->entries.clear();
     }
 }
@@ -186,6 +202,19 @@ void Nic::root_key_null(uint32_t rkey, uint32_t slot)
 }
 
 // ---- receive: the UC responder -----------------------------------------------------------
+
+// Two MACs alike, in two loads and compares (std::array's == compared byte by byte here: 26
+// instructions per packet in callgrind).
+static bool same_mac(const std::array<uint8_t, 6>& a, const std::array<uint8_t, 6>& b)
+{
+    uint32_t a4, b4;
+    uint16_t a2, b2;
+    std::memcpy(&a4, a.data(), 4);
+    std::memcpy(&b4, b.data(), 4);
+    std::memcpy(&a2, a.data() + 4, 2);
+    std::memcpy(&b2, b.data() + 4, 2);
+    return ((a4 ^ b4) | uint32_t(a2 ^ b2)) == 0;
+}
 
 void Nic::drop(RxDrop d, TransportQp* qp)
 {
@@ -220,23 +249,28 @@ void Nic::rx_frame(const uint8_t* frame, size_t len)
     m.udp_src_port = p.h.udp_src_port;
     m.qkey = p.h.qkey;
     m.src_qp = p.h.src_qp;
+    const NicAddress src{p.h.src_mac, p.h.src_ip};
     bool ud = m.opcode == wire::kOpUdSendOnly || m.opcode == wire::kOpUdSendOnlyImm;
-    if (ud && m.dest_qp >= kCtrlQpnBase) return ctrl_receive(m, p.payload);
-    respond(m, p.payload);  // a UD frame for a data QP is a WrongOpcode drop there
+    if (ud && m.dest_qp >= kCtrlQpnBase) return ctrl_receive(m, p.payload, src);
+    respond(m, p.payload, src);  // a UD frame for a data QP is a WrongOpcode drop there
 }
 
-void Nic::rx_packet(const PacketMeta& m, const uint8_t* payload)
+void Nic::rx_packet(const PacketMeta& m, const uint8_t* payload, const NicAddress& src)
 {
     port_.rx_frames++;
     port_.rx_bytes += wire::frame_bytes_write_imm(m.dma_len);
-    respond(m, payload);
+    respond(m, payload, src);
 }
 
-void Nic::respond(const PacketMeta& m, const uint8_t* payload)
+void Nic::respond(const PacketMeta& m, const uint8_t* payload, const NicAddress& src)
 {
-    uint32_t h = m.dest_qp - kQpnBase;
-    if (m.dest_qp < kQpnBase || h >= qps_.size() || !qps_[h].live) return drop(RxDrop::UnknownQp, nullptr);
+    uint32_t h = NicIds::qpn_index(m.dest_qp);
+    if (h >= qps_.size() || qps_[h].qpn != m.dest_qp || !qps_[h].live) return drop(RxDrop::UnknownQp, nullptr);
     TransportQp& qp = qps_[h];
+    // Only the connected peer's frames, before anything else is looked at (an unconnected QP
+    // has a peer port no frame carries).
+    if (m.udp_src_port != qp.peer_port || src.ip != qp.remote_ip || !same_mac(src.mac, qp.remote_mac))
+        return drop(RxDrop::WrongPeer, &qp);
     if (m.opcode != wire::kOpUcWriteOnlyImm) return drop(RxDrop::WrongOpcode, &qp);
     RootKey* rk = (m.rkey == qp.rkey && qp.rkey) ? root_key(m.rkey) : nullptr;
     if (!rk) return drop(RxDrop::UnknownKey, &qp);
@@ -282,25 +316,38 @@ void Nic::run_rx_cqe(uint32_t worker, const hal_cqe& cqe)
 
 // ---- control QPs ------------------------------------------------------------------------
 
-uint32_t Nic::ctrl_qp_create(uint32_t qkey)
+uint32_t Nic::ctrl_qp_create()
 {
+    size_t h = 0;
+    while (h < ctrl_qps_.size() && ctrl_qps_[h].live) h++;
+    if (h >> NicIds::kQpnIndexBits) return kNoHandle;
+    if (h == ctrl_qps_.size()) ctrl_qps_.emplace_back();
     CtrlQp q;
     q.live = true;
-    q.qkey = qkey;
+    q.qpn = ids_.ctrl_qpn(static_cast<uint32_t>(h), ctrl_qps_[h].qpn);
+    q.qkey = ids_.qkey();
     q.ring.assign(kCtrlRingDepth, std::vector<uint8_t>(kCtrlMaxBytes));
     q.len.assign(kCtrlRingDepth, 0);
-    for (size_t i = 0; i < ctrl_qps_.size(); i++)
-        if (!ctrl_qps_[i].live) {
-            ctrl_qps_[i] = std::move(q);
-            return static_cast<uint32_t>(i);
-        }
-    ctrl_qps_.push_back(std::move(q));
-    return static_cast<uint32_t>(ctrl_qps_.size() - 1);
+    ctrl_qps_[h] = std::move(q);
+    return static_cast<uint32_t>(h);
 }
 
 void Nic::ctrl_qp_destroy(uint32_t handle)
 {
-    if (handle < ctrl_qps_.size()) ctrl_qps_[handle] = CtrlQp{};
+    if (handle >= ctrl_qps_.size()) return;
+    uint32_t qpn = ctrl_qps_[handle].qpn;
+    ctrl_qps_[handle] = CtrlQp{};
+    ctrl_qps_[handle].qpn = qpn;  // the next QP of this entry gets another
+}
+
+bool Nic::ctrl_qp_connect(uint32_t handle, const NicAddress& remote, uint32_t remote_qpn)
+{
+    if (handle >= ctrl_qps_.size() || !ctrl_qps_[handle].live) return false;
+    CtrlQp& q = ctrl_qps_[handle];
+    q.peer = remote;
+    q.peer_qpn = remote_qpn & 0xFFFFFF;
+    q.peer_port = udp_src_port(q.peer_qpn);
+    return true;
 }
 
 bool Nic::ctrl_send(uint32_t handle, const NicAddress& dst, uint32_t dst_qpn, uint32_t dst_qkey,
@@ -315,7 +362,7 @@ bool Nic::ctrl_send(uint32_t handle, const NicAddress& dst, uint32_t dst_qpn, ui
     e.meta.qkey = dst_qkey;
     e.meta.src_qp = ctrl_qpn(handle);
     e.meta.dma_len = len;
-    e.meta.udp_src_port = static_cast<uint16_t>(0xC000 | (ctrl_qpn(handle) & 0x3FFF));
+    e.meta.udp_src_port = udp_src_port(ctrl_qpn(handle));
     e.handle = handle;
     e.remote_ip = dst.ip;
     e.remote_mac = dst.mac;
@@ -338,12 +385,14 @@ int64_t Nic::ctrl_recv(uint32_t handle, void* buf, size_t cap)
 }
 
 // A received control datagram: hostile like every frame, copied into the QP's ring or dropped.
-void Nic::ctrl_receive(const PacketMeta& m, const uint8_t* payload)
+void Nic::ctrl_receive(const PacketMeta& m, const uint8_t* payload, const NicAddress& src)
 {
-    uint32_t h = m.dest_qp - kCtrlQpnBase;
-    if (h >= ctrl_qps_.size() || !ctrl_qps_[h].live || !payload)
+    uint32_t h = NicIds::qpn_index(m.dest_qp);
+    if (h >= ctrl_qps_.size() || ctrl_qps_[h].qpn != m.dest_qp || !ctrl_qps_[h].live || !payload)
         return drop(RxDrop::UnknownQp, nullptr);
     CtrlQp& q = ctrl_qps_[h];
+    if (m.src_qp != q.peer_qpn || m.udp_src_port != q.peer_port || src.ip != q.peer.ip || !same_mac(src.mac, q.peer.mac))
+        return drop(RxDrop::WrongPeer, nullptr);
     if (m.qkey != q.qkey) return drop(RxDrop::BadQkey, nullptr);
     if (m.dma_len > kCtrlMaxBytes) return drop(RxDrop::OutOfBounds, nullptr);
     if (q.head - q.tail >= kCtrlRingDepth) return drop(RxDrop::CtrlRingFull, nullptr);
@@ -438,7 +487,7 @@ bool Nic::tx_next(TxPacket* out)
     m.imm = w.imm;
     m.qkey = m.src_qp = 0;
     // Flow entropy per transport QP, as RoCEv2 NICs derive the UDP source port.
-    m.udp_src_port = static_cast<uint16_t>(0xC000 | ((kQpnBase + e.qp) & 0x3FFF));
+    m.udp_src_port = udp_src_port(q.qpn);
     out->remote_ip = q.remote_ip;
     out->remote_mac = q.remote_mac;
     out->payload = reinterpret_cast<const uint8_t*>(w.local_addr);

@@ -105,7 +105,8 @@ std::unique_ptr<RtNic> RtNic::open(const std::string& kind, const std::string& i
         *err = std::string("eventfd: ") + std::strerror(errno);
         return nullptr;
     }
-    r->nic_ = std::make_unique<Nic>(0, r->port_->info().addr, num_workers, true, r.get());
+    // No seed: the NIC draws its QPNs and keys from getrandom() (ids.hpp).
+    r->nic_ = std::make_unique<Nic>(0, r->port_->info().addr, num_workers, true, r.get(), std::nullopt);
     r->nic_->set_tx_prefetch(true);
     r->nic_->set_cqe_dispatch(p.worker_threads != 0);
     if (p.worker_threads)

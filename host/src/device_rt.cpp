@@ -80,15 +80,20 @@ public:
     void root_key_null(uint32_t rkey, uint32_t slot) override { locked([&] { nic_.root_key_null(rkey, slot); }); }
     void doorbell(uint32_t q) override { locked([&] { nic_.doorbell(q); }); }
 
-    uint32_t ctrl_qp_create(uint32_t qkey, uint32_t* qpn) override
+    uint32_t ctrl_qp_create(uint32_t* qpn, uint32_t* qkey) override
     {
         return locked([&] {
-            uint32_t h = nic_.ctrl_qp_create(qkey);
+            uint32_t h = nic_.ctrl_qp_create();
             *qpn = nic_.ctrl_qpn(h);
+            *qkey = nic_.ctrl_qkey(h);
             return h;
         });
     }
     void ctrl_qp_destroy(uint32_t handle) override { locked([&] { nic_.ctrl_qp_destroy(handle); }); }
+    bool ctrl_qp_connect(uint32_t handle, const PeerAddress& peer, uint32_t remote_qpn) override
+    {
+        return locked([&] { return nic_.ctrl_qp_connect(handle, emu::NicAddress{peer.mac, peer.ip}, remote_qpn); });
+    }
     bool ctrl_send(uint32_t handle, const PeerAddress& peer, uint32_t remote_qpn, uint32_t remote_qkey,
                    const void* data, uint32_t len) override
     {

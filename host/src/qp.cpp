@@ -88,9 +88,7 @@ sdr_qp* sdr_qp_create(sdr_context* ctx, sdr_qp_attr* attr)
             if (attr->recv_enable) dev.qp_bind_root_key(qp->tq[g][c], qp->root_rkey[g]);
         }
     }
-    // Q_Key: distinct per QP and host, so a datagram meant for another QP is recognisably wrong.
-    qp->ctrl_qkey = 0x5D000000u ^ (dev.address().ip * 0x9E3779B1u) ^ (index << 12) ^ 0xC7u;
-    qp->ctrl = dev.ctrl_qp_create(qp->ctrl_qkey, &qp->ctrl_qpn);
+    qp->ctrl = dev.ctrl_qp_create(&qp->ctrl_qpn, &qp->ctrl_qkey);
     fw_qp fq{nullptr, nullptr};
     if (attr->recv_enable) {
         uint32_t max_packets = 1u << (qp->slot_log - qp->mtu_log);
@@ -210,6 +208,8 @@ int sdr_qp_connect(sdr_qp* qp, void* remote_info)
         for (uint32_t c = 0; c < qp->channels; c++)
             if (!dev.qp_connect(qp->tq[g][c], r.addr, r.qpn[g][c]))
                 return set_error("sdr_qp_connect: the device refused to connect a transport QP");
+    if (!dev.ctrl_qp_connect(qp->ctrl, r.addr, r.ctrl_qpn))
+        return set_error("sdr_qp_connect: the device refused to connect the control QP");
     if (qp->tx) {
         qp->tx->slot_bytes = 1ull << r.slot_log;
         for (uint32_t g = 0; g < FW_GENERATIONS; g++) qp->tx->rkey[g] = r.rkey[g];

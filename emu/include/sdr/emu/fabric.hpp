@@ -84,6 +84,7 @@ private:
     SimFabric& fabric_;
     Nic& dst_;
     uint32_t src_index_;
+    NicAddress src_addr_;  // what the source NIC's frames carry (payload-free packets have none)
     SimTime prop_ps_;
     Impairment imp_;
     std::vector<InFlight> fifo_;  // ring, power-of-two capacity; arrivals in order
@@ -155,6 +156,7 @@ private:
     friend class SimLink;
     SimTime wall_ps() const;
     uint64_t link_seed(uint64_t pair) const;
+    uint64_t id_seed(uint32_t nic) const;
     void sleep_until(SimTime t) const;
     uint64_t host_events() const;
     class Port;

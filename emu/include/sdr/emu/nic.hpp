@@ -4,6 +4,7 @@
 // Executor-agnostic: the simulator (or a real-time loop) calls rx_*/tx_* and provides time.
 #pragma once
 
+#include <sdr/emu/ids.hpp>
 #include <sdr/emu/wire.hpp>
 #include <sdr/emu/worker.hpp>
 #include <sdr/firmware/fw.h>
@@ -13,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,6 +40,7 @@ struct NicAddress {
 enum class RxDrop : uint8_t {
     Truncated, NotIpv4, NotRoce, BadIpHeader, BadLength, BadOpcode, BadIcrc,  // frame checks
     UnknownQp,    // destination QPN not a live transport QP
+    WrongPeer,    // not from the connected peer's MAC, IP, UDP source port (and control QPN)
     WrongOpcode,  // not a UC RDMA WRITE-only-with-immediate
     UnknownKey,   // rkey is not the root key bound to that QP
     OutOfBounds,  // slot or offset outside the root key / posted buffer
@@ -98,10 +101,13 @@ protected:
 
 class Nic {
 public:
-    static constexpr uint32_t kQpnBase = 0x100;
     static constexpr uint32_t kSqDepth = 512;
+    static constexpr uint32_t kNoHandle = 0xFFFFFFFFu;  // qp_create: every index is in use
 
-    Nic(uint32_t index, NicAddress addr, uint32_t num_workers, bool payload, NicExecutor* exec);
+    // id_seed: QPNs, keys and Q_Keys drawn from a generator with this seed (replayable runs);
+    // nullopt: from getrandom() (ids.hpp).
+    Nic(uint32_t index, NicAddress addr, uint32_t num_workers, bool payload, NicExecutor* exec,
+        std::optional<uint64_t> id_seed);
     ~Nic();
     Nic(const Nic&) = delete;
     Nic& operator=(const Nic&) = delete;
@@ -121,15 +127,15 @@ public:
     // Change the number of DPA workers; only while no transport QP lives.
     bool reconfigure_workers(uint32_t num_workers);
 
-    // Memory regions: lkey 0 is never valid.
+    // Memory regions: lkey 0 is never valid; 0 when 2^16 regions live.
     uint32_t mr_reg(void* addr, size_t len);
     bool mr_dereg(uint32_t lkey);
     // true if [addr, addr+len) lies inside the region of lkey (inline: the send engine checks
     // every packet's source)
     bool mr_covers(uint32_t lkey, uint64_t addr, uint64_t len) const
     {
-        uint32_t i = key_index(lkey);
-        if (lkey == 0 || i >= mrs_.size() || mrs_[i].lkey != lkey) return false;
+        uint32_t i = NicIds::lkey_index(lkey);
+        if (i >= mrs_.size() || !mrs_[i].live || mrs_[i].lkey != lkey) return false;
         const MemoryRegion& r = mrs_[i];
         uint64_t base = reinterpret_cast<uint64_t>(r.addr);
         return addr >= base && len <= r.len && addr - base <= r.len - len;
@@ -141,24 +147,27 @@ public:
     uint64_t nic_mem_bytes() const { return nic_mem_bytes_; }
     fw_device* firmware() { return fw_; }
 
-    // Transport QPs (UC): returns a handle; qpn = kQpnBase + handle.
+    // Transport QPs (UC): returns a handle (kNoHandle if 8192 live), its QPN is random
+    // (ids.hpp). A QP accepts frames only once connected, and then only from the remote QP:
+    // its MAC, its IP and the UDP source port its QPN gives (udp_src_port).
     uint32_t qp_create(uint32_t tag, uint32_t channel);
     void qp_destroy(uint32_t handle);
-    uint32_t qpn(uint32_t handle) const { return kQpnBase + handle; }
+    uint32_t qpn(uint32_t handle) const { return handle < qps_.size() ? qps_[handle].qpn : 0; }
     bool qp_connect(uint32_t handle, const NicAddress& remote, uint32_t remote_qpn);
     void qp_bind_root_key(uint32_t handle, uint32_t rkey);
     uint32_t qp_root_key(uint32_t handle) const { return handle < qps_.size() ? qps_[handle].rkey : 0; }
 
-    // Zero-based indirect root keys: nslots entries of slot_bytes each, all NULL at start.
+    // Zero-based indirect root keys: nslots entries of slot_bytes each, all NULL at start; 0
+    // when 4096 live.
     uint32_t root_key_create(uint32_t nslots, uint64_t slot_bytes);
     void root_key_destroy(uint32_t rkey);
     bool root_key_set(uint32_t rkey, uint32_t slot, uint32_t lkey, uint64_t addr, uint64_t len);
     void root_key_null(uint32_t rkey, uint32_t slot);
 
     // Receive path. rx_frame treats bytes as hostile (full decode + ICRC); rx_packet is the
-    // responder proper (payload == nullptr in payload-free mode).
+    // responder proper for a packet from `src` (payload == nullptr in payload-free mode).
     void rx_frame(const uint8_t* frame, size_t len);
-    void rx_packet(const PacketMeta& m, const uint8_t* payload);
+    void rx_packet(const PacketMeta& m, const uint8_t* payload, const NicAddress& src);
 
     // Send engine, in post order across all QPs.
     bool tx_pending() const { return sq_count_ != 0 || ctrl_next_ != ctrl_head_; }
@@ -172,13 +181,17 @@ public:
     // the same port and link as data, ahead of queued data packets (strict priority), and always
     // with their payload, also in payload-free runs: the host reads them. Received datagrams are
     // copied into a bounded ring per control QP that the host drains.
-    static constexpr uint32_t kCtrlQpnBase = 0x800000;  // upper half of the 24-bit QPN space
+    static constexpr uint32_t kCtrlQpnBase = NicIds::kCtrlQpnBit;  // control QPNs have bit 23 set
     static constexpr uint32_t kCtrlMaxBytes = 4096;
     static constexpr uint32_t kCtrlRingDepth = 256;  // received, not yet read by the host
     static constexpr uint32_t kCtrlSqDepth = 64;     // queued for the wire, per NIC
-    uint32_t ctrl_qp_create(uint32_t qkey);          // handle; qpn = kCtrlQpnBase + handle
+    uint32_t ctrl_qp_create();  // handle (kNoHandle if 8192 live), random QPN and Q_Key
     void ctrl_qp_destroy(uint32_t handle);
-    uint32_t ctrl_qpn(uint32_t handle) const { return kCtrlQpnBase + handle; }
+    uint32_t ctrl_qpn(uint32_t handle) const { return handle < ctrl_qps_.size() ? ctrl_qps_[handle].qpn : 0; }
+    uint32_t ctrl_qkey(uint32_t handle) const { return handle < ctrl_qps_.size() ? ctrl_qps_[handle].qkey : 0; }
+    // Datagrams are taken only once connected, and then only from the remote control QP: its
+    // QPN in the DETH, its MAC, IP and UDP source port.
+    bool ctrl_qp_connect(uint32_t handle, const NicAddress& remote, uint32_t remote_qpn);
     // false if the control send queue is full (or len > kCtrlMaxBytes, or no such QP).
     bool ctrl_send(uint32_t handle, const NicAddress& dst, uint32_t dst_qpn, uint32_t dst_qkey,
                    const void* data, uint32_t len);
@@ -210,10 +223,12 @@ public:
 
 private:
     void prefetch_payload(const hal_tx_wqe& w) const;
+    // Table entries keep their last identifier when they die, so the next one differs from it.
     struct MemoryRegion {
         uint8_t* addr = nullptr;
         uint64_t len = 0;
         uint32_t lkey = 0;
+        bool live = false;
     };
     struct RootEntry {
         uint8_t* addr = nullptr;  // nullptr: NULL key, payload discarded
@@ -221,16 +236,21 @@ private:
         uint32_t lkey = 0;
     };
     struct RootKey {
+        bool live = false;
         uint32_t rkey = 0;
         uint32_t slot_shift = 0;  // log2(slot_bytes) when a power of two, else 0
         uint64_t slot_bytes = 0;
         std::vector<RootEntry> entries;
     };
+    // A UDP source port no frame carries: the peer port of a QP that is not connected.
+    static constexpr uint32_t kNoPeer = 0x10000;
     struct TransportQp {
         bool live = false;
+        uint32_t qpn = 0;
         uint32_t tag = 0, channel = 0, rkey = 0;
         uint32_t remote_qpn = 0, remote_ip = 0, psn = 0;
         std::array<uint8_t, 6> remote_mac{};
+        uint32_t peer_port = kNoPeer;  // udp_src_port(remote_qpn) once connected
         uint32_t sq_used = 0;
         bool sq_blocked = false;  // firmware was refused: doorbell when space frees
         QpCounters counters;
@@ -242,7 +262,9 @@ private:
 
     struct CtrlQp {
         bool live = false;
-        uint32_t qkey = 0;
+        uint32_t qpn = 0, qkey = 0;
+        NicAddress peer;
+        uint32_t peer_qpn = 0, peer_port = kNoPeer;
         std::vector<std::vector<uint8_t>> ring;  // kCtrlRingDepth datagrams
         std::vector<uint32_t> len;
         uint64_t head = 0, tail = 0;
@@ -254,11 +276,9 @@ private:
         std::array<uint8_t, kCtrlMaxBytes> data;
     };
 
-    // The table index a key names (make_key, nic.cpp).
-    static uint32_t key_index(uint32_t key) { return (key >> 8) - 1; }
     RootKey* root_key(uint32_t rkey);
-    void ctrl_receive(const PacketMeta& m, const uint8_t* payload);
-    void respond(const PacketMeta& m, const uint8_t* payload);  // the UC responder
+    void ctrl_receive(const PacketMeta& m, const uint8_t* payload, const NicAddress& src);
+    void respond(const PacketMeta& m, const uint8_t* payload, const NicAddress& src);  // the UC responder
     void grow_sq_ring();
     void drop(RxDrop d, TransportQp* qp);
     hal_worker* tx_worker(uint32_t qp_index) { return workers_[qp_index % workers_.size()].get(); }
@@ -281,6 +301,7 @@ private:
     uint64_t ctrl_head_ = 0, ctrl_next_ = 0, ctrl_done_ = 0;
     fw_device* fw_ = nullptr;
     uint64_t nic_mem_bytes_ = 0;
+    NicIds ids_;
     PortCounters port_;
     std::atomic<uint64_t> host_events_{0};
 };

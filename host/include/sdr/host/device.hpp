@@ -58,9 +58,11 @@ public:
 
     virtual void doorbell(uint32_t fw_qp_index) = 0;
 
-    // The control QP of an SDR QP (unreliable datagrams, sdr_ctrl.h); kInvalid on failure.
-    virtual uint32_t ctrl_qp_create(uint32_t qkey, uint32_t* qpn) = 0;
+    // The control QP of an SDR QP (unreliable datagrams, sdr_ctrl.h); kInvalid on failure. The
+    // device picks its QPN and Q_Key; it takes datagrams only from the QP it is connected to.
+    virtual uint32_t ctrl_qp_create(uint32_t* qpn, uint32_t* qkey) = 0;
     virtual void ctrl_qp_destroy(uint32_t handle) = 0;
+    virtual bool ctrl_qp_connect(uint32_t handle, const PeerAddress& peer, uint32_t remote_qpn) = 0;
     virtual bool ctrl_send(uint32_t handle, const PeerAddress& peer, uint32_t remote_qpn, uint32_t remote_qkey,
                            const void* data, uint32_t len) = 0;  // false: send queue full
     virtual int64_t ctrl_recv(uint32_t handle, void* buf, size_t cap) = 0;  // bytes, 0 none, -1 cap too small
