@@ -25,12 +25,13 @@ inline void hold(std::vector<uint64_t>& w, uint32_t i) { w[i >> 6] |= 1ull << (i
 // For each bit of the live bitmap `live` (nbits, bytes as SDR lays them out) that `have` lacks:
 // set it in `have` and call f(i). Called on every host event, so the scan over whole words is
 // kept to one load, one and-not and one well-predicted branch per 64 chunks; only new bits
-// cost more.
+// cost more. `full` counts the leading words of `have` that hold every chunk: they cannot gain
+// a bit, so the scan starts after them (a message's bitmap fills from the front).
 template <class F>
-void take_new_bits(const uint8_t* live, uint32_t nbits, std::vector<uint64_t>& have, F&& f)
+void take_new_bits(const uint8_t* live, uint32_t nbits, std::vector<uint64_t>& have, uint32_t& full, F&& f)
 {
     const uint32_t words = (nbits + 63) / 64;
-    for (uint32_t w = 0; w < words; w++) {
+    for (uint32_t w = full; w < words; w++) {
         uint64_t v = 0;
         if (w * 64 + 64 <= nbits) {
             std::memcpy(&v, live + size_t{w} * 8, 8);  // little-endian words, as the firmware writes them
@@ -44,6 +45,7 @@ void take_new_bits(const uint8_t* live, uint32_t nbits, std::vector<uint64_t>& h
         have[w] |= fresh;
         for (; fresh; fresh &= fresh - 1) f(w * 64 + static_cast<uint32_t>(__builtin_ctzll(fresh)));
     }
+    while (full < words && have[full] == (full * 64 + 64 <= nbits ? ~0ull : (1ull << (nbits - full * 64)) - 1)) full++;
 }
 
 }  // namespace sdr::rel

@@ -113,6 +113,7 @@ void RecvEngine::on_posted(uint64_t now, uint64_t seq)
     m->posted_ns = now;
     m->have.assign((m->lay.chunks + 63) / 64, 0);
     m->parity_have.assign((m->lay.parity + 63) / 64, 0);
+    m->have_full = m->parity_full = 0;
     m->sub_data.assign(m->lay.submessages, 0);
     m->sub_parity.assign(m->lay.submessages, 0);
     m->sub_ok.assign(m->lay.submessages, 0);
@@ -182,7 +183,7 @@ void RecvEngine::on_bitmap(uint64_t now, uint64_t seq, const uint8_t* data_bits,
             m->touched.push_back(s);
         }
     };
-    take_new_bits(data_bits, m->lay.chunks, m->have, [&](uint32_t c) {
+    take_new_bits(data_bits, m->lay.chunks, m->have, m->have_full, [&](uint32_t c) {
         m->held++;
         m->dirty = true;
         m->any = true;
@@ -198,7 +199,7 @@ void RecvEngine::on_bitmap(uint64_t now, uint64_t seq, const uint8_t* data_bits,
         }
     });
     if (ec && parity_bits)
-        take_new_bits(parity_bits, m->lay.parity, m->parity_have, [&](uint32_t c) {
+        take_new_bits(parity_bits, m->lay.parity, m->parity_have, m->parity_full, [&](uint32_t c) {
             m->any = true;
             m->sub_parity[c / pm]++;
             touch(c / pm);
@@ -262,6 +263,7 @@ void RecvEngine::send_ack(uint64_t now, Msg& m, uint8_t flags)
     if (flags & kAckFinal) {
         cum = m.lay.chunks;
     } else {
+        cum = std::min(m.have_full * 64, m.lay.chunks);  // the words before hold every chunk
         while (cum < m.lay.chunks && held(m.have, cum)) cum++;
     }
     a.base = cum;

@@ -194,6 +194,7 @@ private:
         St st = St::WaitPost;
         uint64_t posted_ns = 0, deadline = 0;
         std::vector<uint64_t> have, parity_have;  // bit per chunk held (arrived or rebuilt)
+        uint32_t have_full = 0, parity_full = 0;   // leading words of each that hold every chunk
         std::vector<uint16_t> sub_data, sub_parity;  // EC: chunks held per submessage
         std::vector<uint8_t> sub_ok;
         std::vector<uint32_t> touched;
