@@ -70,7 +70,9 @@ static void retire(struct fw_tx_qp *qp, struct hal_worker *w)
     }
 }
 
-static void tx_run(struct fw_tx_qp *qp, struct hal_worker *w)
+/* Post packets until the ring is drained (true), or the send queue is full or pacing says wait
+ * (false); *posted counts the WQEs, added to the counter once per call, not per packet. */
+static bool tx_post(struct fw_tx_qp *qp, struct hal_worker *w, uint32_t *posted)
 {
     uint32_t head = hal_load_acquire32(&qp->head);
     while (qp->post_cursor != head) {
@@ -91,7 +93,7 @@ static void tx_run(struct fw_tx_qp *qp, struct hal_worker *w)
                 if (qp->next_tx_ps > now_ps) {
                     hal_timer_arm(w, qp->index, (qp->next_tx_ps + 999u) / 1000u);
                     hal_counter_add(w, FW_CNT_TX_PACED, 1);
-                    return;
+                    return false;
                 }
             }
             struct hal_tx_wqe wqe;
@@ -102,7 +104,7 @@ static void tx_run(struct fw_tx_qp *qp, struct hal_worker *w)
             wqe.signaled = (total - i <= nch);
             if (!hal_tx_post(w, &wqe)) {
                 hal_counter_add(w, FW_CNT_TX_SQ_FULL, 1);
-                return; /* doorbell again when the send queue drains */
+                return false; /* doorbell again when the send queue drains */
             }
             next_channel(qp);
             if (qp->rate_mbps) {
@@ -113,12 +115,20 @@ static void tx_run(struct fw_tx_qp *qp, struct hal_worker *w)
             }
             wr->pending += wqe.signaled;
             wr->next_packet = i + 1u;
-            hal_counter_add(w, FW_CNT_TX_PACKETS, 1);
+            (*posted)++;
         }
         wr->posted_all = 1;
         qp->post_cursor++;
     }
-    retire(qp, w);
+    return true;
+}
+
+static void tx_run(struct fw_tx_qp *qp, struct hal_worker *w)
+{
+    uint32_t posted = 0;
+    bool drained = tx_post(qp, w, &posted);
+    if (posted) hal_counter_add(w, FW_CNT_TX_PACKETS, posted);
+    if (drained) retire(qp, w);
 }
 
 void fw_handle_doorbell(struct fw_device *dev, struct hal_worker *w, uint32_t qp_index)
