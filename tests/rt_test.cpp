@@ -109,7 +109,8 @@ std::vector<uint8_t> transfer(RtPair& p, const std::vector<uint8_t>& src, std::v
     uint64_t stable_since = wall_ns(), give_up = wall_ns() + 30'000'000'000ull;
     for (;;) {
         sdr_recv_bitmap_get(rh, &bm, &nb);
-        std::vector<uint8_t> now(bm, bm + nb);
+        std::vector<uint8_t> now(nb);  // the NIC writes the bitmap while we read it: atomic loads
+        for (size_t i = 0; i < nb; i++) now[i] = __atomic_load_n(&bm[i], __ATOMIC_ACQUIRE);
         uint64_t set = 0;
         for (uint8_t b : now) set += __builtin_popcount(b);
         if (now != last) stable_since = wall_ns();
@@ -380,7 +381,7 @@ TEST_P(RealTimePort, HostileFramesOnTheWireAreDroppedAndCounted)
     while (wall_ns() < give_up) {
         sdr_recv_bitmap_get(rh, &bm, &nb);
         set = 0;
-        for (size_t i = 0; i < nb; i++) set += __builtin_popcount(bm[i]);
+        for (size_t i = 0; i < nb; i++) set += __builtin_popcount(__atomic_load_n(&bm[i], __ATOMIC_ACQUIRE));
         if (set == size / 65536) break;
         sdr_sim_wait(p.ctx[1], sdr_now_ns(p.ctx[1]) + 1'000'000);
     }

@@ -274,7 +274,7 @@ uint64_t verify(sdr_recv_handle* h, uint8_t* msg, const RunParams& rp)
     sdr_recv_bitmap_get(h, &bm, &nb);
     uint64_t bad = 0;
     for (uint64_t c = 0; c * rp.chunk < rp.size; c++) {
-        if (!(bm[c / 8] >> (c % 8) & 1)) continue;
+        if (!(__atomic_load_n(&bm[c / 8], __ATOMIC_ACQUIRE) >> (c % 8) & 1)) continue;
         size_t end = std::min<size_t>(rp.size, (c + 1) * size_t{rp.chunk});
         for (size_t i = c * size_t{rp.chunk}; i < end; i++)
             if (msg[i] != pattern(i)) {
@@ -339,7 +339,7 @@ int run_server(const Options& o)
         size_t nb;
         if (sdr_recv_bitmap_get(h, &bm, &nb) != SDR_SUCCESS) die_sdr("sdr_recv_bitmap_get");
         uint64_t set = 0;
-        for (size_t i = 0; i < nb; i++) set += __builtin_popcount(bm[i]);
+        for (size_t i = 0; i < nb; i++) set += __builtin_popcount(__atomic_load_n(&bm[i], __ATOMIC_ACQUIRE));
         if (done >= rp.warmup && set && !first_arrival) first_arrival = now_s();
         bool over = set == nchunks || (client_sent > done && now_s() - sent_seen_at > settle);
         if (!over) {
@@ -348,7 +348,10 @@ int run_server(const Options& o)
         }
         if (done >= rp.warmup) {
             chunks_received += set;
-            bytes_received += set * rp.chunk - ((bm[(nchunks - 1) / 8] >> ((nchunks - 1) % 8) & 1) ? last_chunk_short : 0);
+            bytes_received += set * rp.chunk -
+                              ((__atomic_load_n(&bm[(nchunks - 1) / 8], __ATOMIC_ACQUIRE) >> ((nchunks - 1) % 8) & 1)
+                                   ? last_chunk_short
+                                   : 0);
         }
         if (o.verify) corrupt_chunks += verify(h, buf.data() + size_t{done % s.slots} * rp.size, rp);
         sdr_recv_complete(h);

@@ -8,24 +8,24 @@ extern "C" {
 void hal_window_write64(hal_worker* w, const hal_window* win, uint64_t word, uint64_t value)
 {
     if (word >= win->nwords) {
-        w->window_refused++;
+        sdr::emu::counter_add(w->window_refused, 1);
         return;
     }
     auto* p = reinterpret_cast<uint64_t*>(win->host_addr) + word;
     __atomic_store_n(p, value, __ATOMIC_RELEASE);
-    w->window_writes++;
+    sdr::emu::counter_add(w->window_writes, 1);
     if (w->nic) w->nic->note_host_event();
 }
 
 void hal_window_add64(hal_worker* w, const hal_window* win, uint64_t word, uint64_t value)
 {
     if (word >= win->nwords) {
-        w->window_refused++;
+        sdr::emu::counter_add(w->window_refused, 1);
         return;
     }
     auto* p = reinterpret_cast<uint64_t*>(win->host_addr) + word;
     __atomic_fetch_add(p, value, __ATOMIC_ACQ_REL);
-    w->window_writes++;
+    sdr::emu::counter_add(w->window_writes, 1);
     if (w->nic) w->nic->note_host_event();
 }
 
@@ -40,7 +40,7 @@ void hal_timer_arm(hal_worker* w, uint32_t timer_id, uint64_t deadline_ns)
 
 void hal_counter_add(hal_worker* w, uint32_t counter, uint64_t n)
 {
-    if (counter < HAL_MAX_COUNTERS) w->counters[counter] += n;
+    if (counter < HAL_MAX_COUNTERS) sdr::emu::counter_add(w->counters[counter], n);
 }
 
 }  // extern "C"

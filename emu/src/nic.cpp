@@ -60,12 +60,14 @@ bool Nic::reconfigure_workers(uint32_t num_workers)
     for (const auto& q : qps_)
         if (q.live) return false;
     workers_.clear();
-    for (uint32_t i = 0; i < num_workers; i++) {
-        auto w = std::make_unique<hal_worker>();
-        w->nic = this;
-        w->index = i;
-        workers_.push_back(std::move(w));
-    }
+    rx_workers_.clear();
+    for (uint32_t i = 0; i < num_workers; i++)
+        for (auto* v : {&workers_, &rx_workers_}) {
+            auto w = std::make_unique<hal_worker>();
+            w->nic = this;
+            w->index = i;
+            v->push_back(std::move(w));
+        }
     return true;
 }
 
@@ -309,8 +311,8 @@ void Nic::respond(const PacketMeta& m, const uint8_t* payload, const NicAddress&
 
 void Nic::run_rx_cqe(uint32_t worker, const hal_cqe& cqe)
 {
-    hal_worker* w = workers_[worker].get();
-    w->cqe_handler_calls++;
+    hal_worker* w = rx_workers_[worker].get();
+    counter_add(w->cqe_handler_calls, 1);
     fw_handle_cqe(fw_, w, &cqe);
 }
 
@@ -525,7 +527,7 @@ void Nic::tx_done(const TxPacket& p)
         // retire a request early: only signalled ones count against the request.
         if (p.signaled) {
             hal_worker* w = tx_worker(fw_qp);
-            w->cqe_handler_calls++;
+            counter_add(w->cqe_handler_calls, 1);
             fw_handle_cqe(fw_, w, &cqe);
         }
     }
@@ -568,7 +570,7 @@ size_t Nic::tx_encode(const TxPacket& p, uint8_t* out, size_t cap) const
 void Nic::doorbell(uint32_t qp_index)
 {
     hal_worker* w = tx_worker(qp_index);
-    w->doorbell_handler_calls++;
+    counter_add(w->doorbell_handler_calls, 1);
     fw_handle_doorbell(fw_, w, qp_index);
 }
 
@@ -576,7 +578,7 @@ void Nic::timer_fired(uint32_t worker, uint32_t id)
 {
     if (worker >= workers_.size()) return;
     hal_worker* w = workers_[worker].get();
-    w->timer_handler_calls++;
+    counter_add(w->timer_handler_calls, 1);
     fw_handle_timer(fw_, w, id);
 }
 
@@ -584,8 +586,25 @@ uint64_t Nic::fw_counter(uint32_t counter) const
 {
     uint64_t n = 0;
     if (counter < HAL_MAX_COUNTERS)
-        for (const auto& w : workers_) n += w->counters[counter];
+        for (uint32_t i = 0; i < workers_.size(); i++)
+            n += counter_read(workers_[i]->counters[counter]) + counter_read(rx_workers_[i]->counters[counter]);
     return n;
+}
+
+hal_worker Nic::worker(uint32_t i) const
+{
+    hal_worker sum;
+    sum.nic = const_cast<Nic*>(this);
+    sum.index = i;
+    for (const hal_worker* w : {workers_[i].get(), rx_workers_[i].get()}) {
+        for (uint32_t c = 0; c < HAL_MAX_COUNTERS; c++) sum.counters[c] += counter_read(w->counters[c]);
+        sum.window_writes += counter_read(w->window_writes);
+        sum.window_refused += counter_read(w->window_refused);
+        sum.cqe_handler_calls += counter_read(w->cqe_handler_calls);
+        sum.doorbell_handler_calls += counter_read(w->doorbell_handler_calls);
+        sum.timer_handler_calls += counter_read(w->timer_handler_calls);
+    }
+    return sum;
 }
 
 }  // namespace sdr::emu

@@ -54,6 +54,15 @@ void RtWorkers::post(uint32_t worker, const hal_cqe& cqe)
     ring(l);
 }
 
+void RtWorkers::drain()
+{
+    for (auto& l : lanes_) {
+        const uint64_t h = l->head.load(std::memory_order_relaxed);
+        ring(*l);  // a sleeping worker with work left wakes up
+        while (l->tail.load(std::memory_order_acquire) != h) std::this_thread::yield();
+    }
+}
+
 void RtWorkers::run(Lane& l, int core)
 {
     if (core >= 0) {

@@ -2,18 +2,21 @@
  * never payload, so its cost is per packet whatever the MTU. */
 #include <sdr/firmware/fw.h>
 
+/* Relaxed loads: the host may re-arm the slot while a handler that passed the tag check still
+ * runs on a worker thread (the firmware then sees old or new sizes, never torn ones). */
+static inline uint32_t chunk_packets(const struct fw_slot *slot, uint32_t c, uint32_t log_ppc)
+{
+    return (c + 1u == hal_load_relaxed32(&slot->nchunks)) ? hal_load_relaxed32(&slot->last_chunk_packets)
+                                                          : (1u << log_ppc);
+}
+
 /* Mask of the packets of chunk c inside their bitmap word (chunks of at most 64 packets). */
 static inline uint64_t chunk_word_mask(const struct fw_slot *slot, uint32_t c, uint32_t log_ppc,
                                        uint32_t p)
 {
-    uint32_t n = (c + 1u == slot->nchunks) ? slot->last_chunk_packets : (1u << log_ppc);
+    uint32_t n = chunk_packets(slot, c, log_ppc);
     uint64_t ones = (n >= 64u) ? ~0ull : ((1ull << n) - 1u);
     return ones << ((p & 63u) & ~((1u << log_ppc) - 1u));
-}
-
-static inline uint32_t chunk_packets(const struct fw_slot *slot, uint32_t c, uint32_t log_ppc)
-{
-    return (c + 1u == slot->nchunks) ? slot->last_chunk_packets : (1u << log_ppc);
 }
 
 /* The worker whose packet completes a chunk writes its bit to the host: exactly once. */
@@ -59,7 +62,7 @@ void fw_rx_cqe(struct fw_rx_qp *qp, uint32_t generation, struct hal_worker *w,
     uint32_t p = imm.packet_offset;
     /* Zero-length packets carry only an immediate fragment (padding of short messages). */
     if (cqe->byte_len != 0) {
-        if (p >= slot->npackets) {
+        if (p >= hal_load_relaxed32(&slot->npackets)) {
             hal_counter_add(w, FW_CNT_RX_BAD_OFFSET, 1);
             return;
         }

@@ -66,13 +66,16 @@ void fw_rx_slot_arm(struct fw_rx_qp *qp, uint32_t s, uint32_t generation, uint32
      * were rejected by the offset check. This is the per-receive repost cost the paper
      * measures, proportional to the previous message, not to the slot size. */
     uint32_t words = (slot->npackets + 63u) / 64u;
-    for (uint32_t i = 0; i < words; i++) slot->packet_bitmap[i] = 0;
+    /* Relaxed atomic stores: a receive handler of the previous message may still run on a
+     * worker thread and read these (it passed the tag check before the tag went to 0). */
+    uint32_t nchunks = (npackets + ppc - 1u) / ppc;
+    for (uint32_t i = 0; i < words; i++) hal_store_relaxed64(&slot->packet_bitmap[i], 0);
     if (slot->chunk_count)
-        for (uint32_t i = 0; i < slot->nchunks; i++) slot->chunk_count[i] = 0;
-    slot->npackets = npackets;
-    slot->nchunks = (npackets + ppc - 1u) / ppc;
-    slot->last_chunk_packets = npackets - (slot->nchunks ? (slot->nchunks - 1u) * ppc : 0u);
-    slot->imm_acc = 0;
+        for (uint32_t i = 0; i < slot->nchunks; i++) hal_store_relaxed32(&slot->chunk_count[i], 0);
+    hal_store_relaxed32(&slot->npackets, npackets);
+    hal_store_relaxed32(&slot->nchunks, nchunks);
+    hal_store_relaxed32(&slot->last_chunk_packets, npackets - (nchunks ? (nchunks - 1u) * ppc : 0u));
+    hal_store_relaxed64(&slot->imm_acc, 0);
     hal_store_release32(&slot->tag, fw_slot_tag(generation, msg_id));
 }
 

@@ -8,6 +8,9 @@
  * - remote_offset is counted in chunks (2^bitmap_chunk_size_log_bytes bytes) of the receive.
  * - sdr_send_poll completes when every packet of the send left the NIC (local completion).
  * - sdr_recv_bitmap_get returns the live chunk bitmap: chunk i is bit (i % 8) of byte i / 8.
+ *   The NIC sets bits while the application reads them (from another thread on a real-time
+ *   device): read each byte with an atomic acquire load (__atomic_load_n(p, __ATOMIC_ACQUIRE)
+ *   or C11 atomic_load_explicit); a set bit then also publishes that chunk's payload.
  */
 #ifndef SDR_H
 #define SDR_H

@@ -123,6 +123,7 @@ public:
     // A real port can always receive from a peer in another process.
     bool pending() override { return true; }
     std::mutex* nic_lock() override { return &rt_->lock(); }
+    void drain_handlers() override { rt_->drain_workers(); }
     const emu::Nic* emu_nic() const override { return &nic_; }
     emu::RtNic* rt_nic() override { return rt_.get(); }
 

@@ -142,6 +142,7 @@ int sdr_qp_destroy(sdr_qp* qp)
     sdr::host::Device& dev = *qp->ctx->dev;
     {
         sdr::host::NicGuard g(dev);
+        dev.drain_handlers();  // a worker thread may still run a receive CQE of this QP
         dev.firmware()->qps[qp->index] = fw_qp{nullptr, nullptr};
     }
     for (uint32_t g = 0; g < FW_GENERATIONS; g++) {

@@ -348,7 +348,7 @@ void Endpoint::rebuild(uint64_t seq, uint32_t sub)
             frag[j] = zero_.data();
             continue;
         }
-        present[j] = (r.data_bits[c >> 3] >> (c & 7)) & 1;
+        present[j] = (__atomic_load_n(&r.data_bits[c >> 3], __ATOMIC_ACQUIRE) >> (c & 7)) & 1;  // NIC-written
         if (chunk_len(r.len, c) < C) {  // decode the short last chunk through a padded copy
             short_chunk = static_cast<int32_t>(j);
             std::memset(scratch_.data(), 0, C);
@@ -360,7 +360,7 @@ void Endpoint::rebuild(uint64_t seq, uint32_t sub)
     }
     for (uint32_t i = 0; i < m; i++) {
         uint32_t p = sub * m + i;
-        present[k + i] = (r.parity_bits[p >> 3] >> (p & 7)) & 1;
+        present[k + i] = (__atomic_load_n(&r.parity_bits[p >> 3], __ATOMIC_ACQUIRE) >> (p & 7)) & 1;
         frag[k + i] = r.parity_buf.data() + uint64_t{p} * C;
     }
     codec(r.code).decode(present, frag, C);

@@ -4,7 +4,6 @@
 #include <sdr/reliability/engine.hpp>
 
 #include <algorithm>
-#include <cstring>
 
 namespace sdr::rel {
 
@@ -32,11 +31,14 @@ void take_new_bits(const uint8_t* live, uint32_t nbits, std::vector<uint64_t>& h
 {
     const uint32_t words = (nbits + 63) / 64;
     for (uint32_t w = full; w < words; w++) {
+        // The NIC sets bits while we read: atomic acquire loads (a set bit publishes its chunk's
+        // payload), little-endian words as the firmware writes them.
         uint64_t v = 0;
         if (w * 64 + 64 <= nbits) {
-            std::memcpy(&v, live + size_t{w} * 8, 8);  // little-endian words, as the firmware writes them
+            v = __atomic_load_n(reinterpret_cast<const uint64_t*>(live) + w, __ATOMIC_ACQUIRE);
         } else {
-            std::memcpy(&v, live + size_t{w} * 8, (nbits - w * 64 + 7) / 8);
+            for (uint32_t b = 0; b < (nbits - w * 64 + 7) / 8; b++)
+                v |= uint64_t{__atomic_load_n(live + size_t{w} * 8 + b, __ATOMIC_ACQUIRE)} << (8 * b);
             v &= (1ull << (nbits - w * 64)) - 1;
         }
         uint64_t fresh = v & ~have[w];

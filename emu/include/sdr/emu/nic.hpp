@@ -217,8 +217,9 @@ public:
 
     const PortCounters& counters() const { return port_; }
     const QpCounters* qp_counters(uint32_t handle) const;
-    const hal_worker& worker(uint32_t i) const { return *workers_[i]; }
-    // Sum of one firmware counter over all workers.
+    // DPA worker i's counters: a snapshot summed over its two contexts (worker.hpp).
+    hal_worker worker(uint32_t i) const;
+    // Sum of one firmware counter over all workers; safe while handlers run on other threads.
     uint64_t fw_counter(uint32_t counter) const;
 
 private:
@@ -289,7 +290,11 @@ private:
     bool tx_prefetch_ = false;
     bool cqe_dispatch_ = false;
     NicExecutor* exec_;
+    // One record per DPA worker and context (worker.hpp): workers_ for send completions,
+    // doorbells and timers (under the executor's lock), rx_workers_ for the receive handler
+    // (run_rx_cqe, on the worker's own thread when the executor has worker threads).
     std::vector<std::unique_ptr<hal_worker>> workers_;
+    std::vector<std::unique_ptr<hal_worker>> rx_workers_;
     std::vector<MemoryRegion> mrs_;
     std::vector<RootKey> root_keys_;
     std::vector<TransportQp> qps_;

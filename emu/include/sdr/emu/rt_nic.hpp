@@ -69,6 +69,12 @@ public:
     void arm_timer(Nic& nic, uint32_t worker, uint32_t id, uint64_t deadline_ns) override;
     bool dispatch_rx_cqe(uint32_t worker, const hal_cqe& cqe) override;
     uint32_t worker_threads() const { return workers_ ? workers_->threads() : 0; }
+    // Lock held (so the polling thread posts nothing new): wait for the worker threads to empty
+    // their rings.
+    void drain_workers()
+    {
+        if (workers_) workers_->drain();
+    }
 
 private:
     RtNic(const RtParams& p, std::unique_ptr<Port> port);

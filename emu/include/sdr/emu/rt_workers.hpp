@@ -31,6 +31,8 @@ public:
     // From the polling thread only; waits while the worker's ring is full (back-pressure).
     void post(uint32_t worker, const hal_cqe& cqe);
     uint32_t threads() const { return static_cast<uint32_t>(lanes_.size()); }
+    // Waits until every CQE posted so far has been handled (the caller stops posts meanwhile).
+    void drain();
     uint64_t full_waits() const { return full_waits_; }
 
 private:

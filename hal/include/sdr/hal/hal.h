@@ -75,6 +75,18 @@ static inline uint64_t hal_load_relaxed64(const uint64_t *p)
 {
     return __atomic_load_n(p, __ATOMIC_RELAXED);
 }
+static inline uint32_t hal_load_relaxed32(const uint32_t *p)
+{
+    return __atomic_load_n(p, __ATOMIC_RELAXED);
+}
+static inline void hal_store_relaxed32(uint32_t *p, uint32_t v)
+{
+    __atomic_store_n(p, v, __ATOMIC_RELAXED);
+}
+static inline void hal_store_relaxed64(uint64_t *p, uint64_t v)
+{
+    __atomic_store_n(p, v, __ATOMIC_RELAXED);
+}
 static inline void hal_store_release32(uint32_t *p, uint32_t v)
 {
     __atomic_store_n(p, v, __ATOMIC_RELEASE);

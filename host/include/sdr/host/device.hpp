@@ -82,6 +82,9 @@ public:
     // The lock of a NIC that runs on its own thread (real-time backends), for host code that
     // touches firmware state in NIC memory directly; nullptr where one thread does everything.
     virtual std::mutex* nic_lock() { return nullptr; }
+    // With the NIC lock held: wait until receive handlers running on worker threads have
+    // finished every CQE handed to them, so firmware state they read can be torn down.
+    virtual void drain_handlers() {}
     // What inspect.hpp hands to tools and tests.
     virtual const emu::Nic* emu_nic() const = 0;
     virtual emu::RtNic* rt_nic() { return nullptr; }
