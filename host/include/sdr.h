@@ -8,6 +8,9 @@
  * - remote_offset is counted in chunks (2^bitmap_chunk_size_log_bytes bytes) of the receive.
  * - sdr_send_poll completes when every packet of the send left the NIC (local completion).
  * - sdr_recv_bitmap_get returns the live chunk bitmap: chunk i is bit (i % 8) of byte i / 8.
+ * - sdr_recv_post returns SDR_RETRY while its slot holds an earlier receive or its (slot,
+ *   generation) pair is quiet: the maximum packet lifetime after the pair's last receive was
+ *   completed (sdr_ext.h); sdr_last_error() says which.
  */
 #ifndef SDR_H
 #define SDR_H
