@@ -28,7 +28,7 @@ struct Rig {
         mem.resize(fw_rx_qp_mem_bytes(kSlots, kPackets, log_ppc) / 8 + 1);
         uint32_t nchunks = kPackets >> log_ppc;
         window.assign(kSlots * ((nchunks + 63) / 64 + 1), 0);
-        fw_rx_qp_init(&qp, mem.data(), FW_IMM_DEFAULT_LAYOUT, kSlots, kPackets, log_ppc, 12,
+        fw_rx_qp_init(&qp, mem.data(), FW_IMM_DEFAULT_LAYOUT, kSlots, kPackets, log_ppc, 12, 2,
                       hal_window{reinterpret_cast<uint64_t>(window.data()), window.size()});
         // Round-robin spray delivers a message in order on one link; "shuffled" models
         // reordering across paths.

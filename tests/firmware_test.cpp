@@ -44,7 +44,7 @@ struct RxRig {
         mem.resize(fw_rx_qp_mem_bytes(nslots, max_packets, log_ppc) / 8 + 1);
         uint32_t nchunks = (max_packets + (1u << log_ppc) - 1) >> log_ppc;
         window.assign(nslots * ((nchunks + 63) / 64 + 1), 0);
-        fw_rx_qp_init(&qp, mem.data(), l, nslots, max_packets, log_ppc, 12,
+        fw_rx_qp_init(&qp, mem.data(), l, nslots, max_packets, log_ppc, 12, 2,
                       hal_window{reinterpret_cast<uint64_t>(window.data()), window.size()});
     }
     void cqe(uint32_t gen, uint32_t msg, uint32_t p, uint32_t user_imm, uint32_t len = 4096)

@@ -310,15 +310,22 @@ int run_server(const Options& o)
     double sent_seen_at = 0, first_arrival = 0, last_done = 0;
     uint64_t chunks_received = 0, bytes_received = 0, corrupt_chunks = 0;
     const uint64_t last_chunk_short = nchunks * rp.chunk - rp.size;  // the last chunk is shorter by this
+    // Posts what the slots allow and sends the new credit. A slot's (slot, generation) pair may
+    // still be quiet (SDR_RETRY: the maximum packet lifetime after its last receive, sdr_ext.h):
+    // the loop below tries again.
     auto post = [&] {
+        const uint32_t before = next_post;
         while (next_post < total && posted.size() < s.slots) {
             sdr_recv_wr rw{static_cast<uint32_t>(rp.size), lkey,
                            reinterpret_cast<uint64_t>(buf.data() + size_t{next_post % s.slots} * rp.size)};
             sdr_recv_handle* h;
-            if (sdr_recv_post(s.qp, &rw, &h) != SDR_SUCCESS) die_sdr("sdr_recv_post");
+            int rc = sdr_recv_post(s.qp, &rw, &h);
+            if (rc == SDR_RETRY) break;
+            if (rc != SDR_SUCCESS) die_sdr("sdr_recv_post");
             posted.push_back(h);
             next_post++;
         }
+        if (next_post == before) return;
         Credit c;
         c.posted = next_post;
         if (sdr_oob_send(oob, &c, sizeof c) != SDR_SUCCESS) die_sdr("sending credit");
@@ -333,6 +340,11 @@ int run_server(const Options& o)
         if (oob_poll(oob, &m) && take(m, &su)) {
             client_sent = su.sent;
             sent_seen_at = now_s();
+        }
+        if (posted.size() < s.slots) post();
+        if (posted.empty()) {  // every slot free, the next one still quiet
+            sdr_sim_wait(s.ctx, sdr_now_ns(s.ctx) + 200'000);
+            continue;
         }
         sdr_recv_handle* h = posted.front();
         uint8_t* bm;

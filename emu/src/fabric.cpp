@@ -298,6 +298,16 @@ Nic* SimFabric::nic_by_ip(uint32_t ip)
     return find_nic((ip & 0xFFFFFF) - 1);
 }
 
+SimTime SimFabric::max_transit_ps() const
+{
+    auto extra = [](const ImpairmentParams& i) {
+        return (i.reorder > 0 ? i.reorder_max_ps : 0) + (i.duplicate > 0 ? kPsPerNs : 0);
+    };
+    SimTime worst = extra(params_.link.impairment);
+    for (const auto& [pair, imp] : params_.directed) worst = std::max(worst, extra(imp));
+    return static_cast<SimTime>(std::llround(params_.link.rtt_ms * 1e9 / 2.0)) + worst;
+}
+
 SimLink* SimFabric::link(uint32_t src, uint32_t dst)
 {
     uint64_t k = (uint64_t{src} << 32) | dst;

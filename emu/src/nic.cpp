@@ -38,9 +38,13 @@ uint64_t PortCounters::rx_drops_total() const
     return n;
 }
 
-static_assert(uint64_t{FW_MAX_QPS} * FW_GENERATIONS * FW_MAX_CHANNELS <= 1u << NicIds::kQpnIndexBits,
-              "a QPN's index bits must number every transport QP the firmware can use");
-static_assert(uint64_t{FW_MAX_QPS} * FW_GENERATIONS <= 1u << NicIds::kRootKeyIndexBits,
+// The index bits hold every transport QP and root key of 32 SDR QPs at the largest G and
+// channel count (8 x 16), or of all 256 at G = 2; past that, sdr_qp_create fails cleanly.
+static_assert(uint64_t{FW_MAX_GENERATIONS} * FW_MAX_CHANNELS * 32 <= 1u << NicIds::kQpnIndexBits,
+              "a QPN's index bits must number the transport QPs of 32 SDR QPs at the largest G");
+static_assert(uint64_t{FW_MAX_QPS} * 2 * FW_MAX_CHANNELS <= 1u << NicIds::kQpnIndexBits,
+              "a QPN's index bits must number every transport QP of 256 SDR QPs at G = 2");
+static_assert(uint64_t{FW_MAX_QPS} * FW_MAX_GENERATIONS <= 1u << NicIds::kRootKeyIndexBits,
               "a root key's index bits must number every root key the firmware can use");
 
 Nic::Nic(uint32_t index, NicAddress addr, uint32_t num_workers, bool payload, NicExecutor* exec,

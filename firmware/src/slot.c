@@ -22,7 +22,7 @@ uint64_t fw_rx_qp_mem_bytes(uint32_t nslots, uint32_t max_packets, uint32_t log_
 
 void fw_rx_qp_init(struct fw_rx_qp *qp, void *mem, struct fw_imm_layout imm, uint32_t nslots,
                    uint32_t max_packets, uint32_t log_ppc, uint32_t mtu_log,
-                   struct hal_window window)
+                   uint32_t num_generations, struct hal_window window)
 {
     uint32_t nchunks_max = (max_packets + (1u << log_ppc) - 1u) >> log_ppc;
     uint32_t words = bitmap_words_per_slot(max_packets);
@@ -30,6 +30,7 @@ void fw_rx_qp_init(struct fw_rx_qp *qp, void *mem, struct fw_imm_layout imm, uin
     uint8_t *p = (uint8_t *)mem;
 
     qp->imm = imm;
+    qp->num_generations = num_generations;
     qp->slot_mask = nslots - 1u;
     qp->log_packets_per_chunk = log_ppc;
     qp->mtu_log = mtu_log;

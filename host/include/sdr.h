@@ -11,6 +11,9 @@
  *   The NIC sets bits while the application reads them (from another thread on a real-time
  *   device): read each byte with an atomic acquire load (__atomic_load_n(p, __ATOMIC_ACQUIRE)
  *   or C11 atomic_load_explicit); a set bit then also publishes that chunk's payload.
+ * - sdr_recv_post returns SDR_RETRY while its slot holds an earlier receive or its (slot,
+ *   generation) pair is quiet: the maximum packet lifetime after the pair's last receive was
+ *   completed (sdr_ext.h); sdr_last_error() says which.
  */
 #ifndef SDR_H
 #define SDR_H

@@ -11,6 +11,11 @@ namespace sdr::host {
 
 namespace {
 
+// Beyond the impairment stage's own delays, a frame can wait in the kernel's queues (the
+// AF_PACKET receive ring hands a block over after at most 1 ms) and for a polling thread the
+// scheduler has not run yet.
+constexpr uint64_t kLifetimeMarginNs = 5'000'000;
+
 std::set<std::string>& open_ports()
 {
     static std::set<std::string> s;
@@ -40,6 +45,16 @@ public:
     PeerAddress address() const override { return PeerAddress{nic_.address().mac, nic_.address().ip}; }
     uint32_t num_channels() const override { return nic_.num_workers(); }
     uint32_t max_frame_bytes() const override { return rt_->port_info().max_frame; }
+    // What the impairment stage can hold a frame for: the delay line, the largest reorder
+    // delay and the microsecond a duplicate trails by (the rate limit's backlog is unbounded:
+    // with SDR_RT_RATE_GBPS, set the lifetime explicitly). Plus the margin for queues.
+    uint64_t max_packet_lifetime_ns() const override
+    {
+        const emu::ShaperParams& s = rt_->params().shaper;
+        uint64_t reorder = s.impairment.reorder > 0 ? (s.impairment.reorder_max_ps + 999) / 1000 : 0;
+        uint64_t dup = s.impairment.duplicate > 0 ? 1000 : 0;
+        return s.delay_ns + reorder + dup + kLifetimeMarginNs;
+    }
 
     uint32_t mr_reg(void* addr, size_t len) override { return locked([&] { return nic_.mr_reg(addr, len); }); }
     bool mr_dereg(uint32_t lkey) override { return locked([&] { return nic_.mr_dereg(lkey); }); }

@@ -12,6 +12,12 @@ int set_error(const std::string& msg)
     return SDR_ERROR;
 }
 
+int set_retry(const std::string& msg)
+{
+    last_error = msg;
+    return SDR_RETRY;
+}
+
 void clear_error() { last_error.clear(); }
 
 }  // namespace sdr::host

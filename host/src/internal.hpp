@@ -3,6 +3,7 @@
 
 #include <sdr.h>
 #include <sdr/host/device.hpp>
+#include <sdr_ext.h>
 #include <sdr_mr.h>
 
 #include <cstdint>
@@ -48,9 +49,10 @@ struct QpInfo {  // the out-of-band blob, serialised little-endian by qp_info.cp
     uint8_t generations = 0, channels = 0, recv_enable = 0;
     fw_imm_layout imm{};
     sdr::host::PeerAddress addr;
-    uint32_t rkey[FW_GENERATIONS] = {};
-    uint32_t qpn[FW_GENERATIONS][FW_MAX_CHANNELS] = {};
+    uint32_t rkey[FW_MAX_GENERATIONS] = {};
+    uint32_t qpn[FW_MAX_GENERATIONS][FW_MAX_CHANNELS] = {};
     uint32_t ctrl_qpn = 0, ctrl_qkey = 0;  // the control QP (sdr_ctrl.h)
+    uint64_t path_lifetime_ns = 0;         // the sender's bound on its frames' time to the peer
 };
 size_t qp_info_size();
 void qp_info_write(const QpInfo& info, uint8_t* out);
@@ -63,9 +65,10 @@ struct sdr_qp {
     sdr_qp_attr attr{};
     fw_imm_layout imm{};
     uint32_t mtu_log = 0, chunk_log = 0, slot_log = 0, log_slots = 0, channels = 0;
-    uint32_t tq[FW_GENERATIONS][FW_MAX_CHANNELS] = {};   // transport QP handles
-    uint32_t qpn[FW_GENERATIONS][FW_MAX_CHANNELS] = {};
-    uint32_t root_rkey[FW_GENERATIONS] = {};
+    uint32_t generations = 0;                             // G (sdr_ext.h)
+    uint32_t tq[FW_MAX_GENERATIONS][FW_MAX_CHANNELS] = {};  // transport QP handles
+    uint32_t qpn[FW_MAX_GENERATIONS][FW_MAX_CHANNELS] = {};
+    uint32_t root_rkey[FW_MAX_GENERATIONS] = {};
     uint32_t ctrl = 0, ctrl_qpn = 0, ctrl_qkey = 0;  // control QP handle, number, Q_Key
 
     // receive side
@@ -74,6 +77,11 @@ struct sdr_qp {
     std::vector<uint64_t> rx_window;  // host memory the firmware writes: S x (bitmap + imm)
     std::vector<sdr_recv_handle> recvs;
     uint64_t recvs_posted = 0;
+    // Maximum packet lifetime L: the quiet time of a (slot, generation) pair after the receive
+    // that used it was completed. `lifetime_from_path`: L follows the devices' bound.
+    uint64_t lifetime_ns = 0;
+    bool lifetime_from_path = true;
+    std::vector<uint64_t> quiet_until;  // per pair (slot * G + generation): device clock, ns
 
     // send side
     bool connected = false;
@@ -107,22 +115,33 @@ inline int raw_enum(const E& e)
 
 // Thread-local last error; set_error returns SDR_ERROR so call sites read `return set_error(..)`.
 int set_error(const std::string& msg);
+// The reason for an SDR_RETRY, readable through sdr_last_error(); returns SDR_RETRY.
+int set_retry(const std::string& msg);
 void clear_error();
 
 inline constexpr uint32_t kSendRingSize = 4096;
 
+// Extended attributes as a QP uses them (qp_ext.cpp).
+struct ExtValues {
+    uint32_t generations = 0;
+    uint64_t lifetime_ns = 0;
+    bool lifetime_from_path = true;
+};
+// Validates ext (NULL: defaults) and fills out; false + err names the bad field or variable.
+bool resolve_ext(const sdr_qp_attr_ext* ext, const Device& dev, ExtValues* out, std::string* err);
+
 // Receive slot count S of a QP's receive side and the sender's view of the peer's.
 inline uint32_t slots_of(uint32_t log_slots) { return 1u << log_slots; }
 
-// Message n of a QP: its slot, 10-bit (or msg_bits) id and generation (see firmware/fw.h).
+// Message n of a QP: its slot, 10-bit (or msg_bits) id and generation of G (see firmware/fw.h).
 struct MessagePlace {
     uint32_t slot, msg_id, generation;
 };
-inline MessagePlace place_of(uint64_t n, uint32_t log_slots, const fw_imm_layout& imm)
+inline MessagePlace place_of(uint64_t n, uint32_t log_slots, uint32_t generations, const fw_imm_layout& imm)
 {
     return MessagePlace{static_cast<uint32_t>(n & ((1ull << log_slots) - 1)),
                         static_cast<uint32_t>(n & ((1ull << imm.msg_bits) - 1)),
-                        static_cast<uint32_t>((n >> log_slots) % FW_GENERATIONS)};
+                        static_cast<uint32_t>((n >> log_slots) % generations)};
 }
 
 }  // namespace sdr::host

@@ -1,5 +1,6 @@
 // SDR QPs: G generations x C channels of transport QPs, a root key per generation, and the
 // firmware's receive and send state in NIC memory.
+#include <algorithm>
 #include <cstring>
 
 #include "internal.hpp"
@@ -36,16 +37,38 @@ std::string check_attr(const sdr_qp_attr& a, const fw_imm_layout& imm)
     return {};
 }
 
+// Give back to the device what the QP holds (a handle that failed to be created is kInvalid,
+// a root key 0), then the QP itself: sdr_qp_destroy, and sdr_qp_create's failure paths.
+void release(sdr_qp* qp)
+{
+    sdr::host::Device& dev = *qp->ctx->dev;
+    for (uint32_t g = 0; g < qp->generations; g++) {
+        for (uint32_t c = 0; c < qp->channels; c++)
+            if (qp->tq[g][c] != sdr::host::Device::kInvalid) dev.qp_destroy(qp->tq[g][c]);
+        if (qp->root_rkey[g]) dev.root_key_destroy(qp->root_rkey[g]);
+    }
+    if (qp->ctrl != sdr::host::Device::kInvalid) dev.ctrl_qp_destroy(qp->ctrl);
+    dev.nic_free(qp->rx);
+    dev.nic_free(qp->rx_mem);
+    dev.nic_free(qp->tx);
+    dev.nic_free(qp->ring);
+    delete qp;
+}
+
 }  // namespace
 
 extern "C" {
 
-sdr_qp* sdr_qp_create(sdr_context* ctx, sdr_qp_attr* attr)
+sdr_qp* sdr_qp_create(sdr_context* ctx, sdr_qp_attr* attr) { return sdr_qp_create_ext(ctx, attr, nullptr); }
+
+sdr_qp* sdr_qp_create_ext(sdr_context* ctx, sdr_qp_attr* attr, const sdr_qp_attr_ext* ext)
 {
     if (!ctx) return set_error("sdr_qp_create: context is NULL"), nullptr;
     if (!attr) return set_error("sdr_qp_create: qp_attr is NULL"), nullptr;
     fw_imm_layout imm = FW_IMM_DEFAULT_LAYOUT;
     if (std::string e = check_attr(*attr, imm); !e.empty()) return set_error("sdr_qp_create: " + e), nullptr;
+    sdr::host::ExtValues xv;
+    if (std::string e; !sdr::host::resolve_ext(ext, *ctx->dev, &xv, &e)) return set_error("sdr_qp_create: " + e), nullptr;
 
     // A device on a real interface carries frames up to its MTU: a QP whose packets cannot
     // fit would lose every one of them.
@@ -78,10 +101,13 @@ sdr_qp* sdr_qp_create(sdr_context* ctx, sdr_qp_attr* attr)
     qp->slot_log = static_cast<uint32_t>(attr->max_in_flight_log_bytes - attr->max_log_num_msgs);
     qp->log_slots = attr->max_log_num_msgs;
     qp->channels = ctx->dev->num_channels();
+    qp->generations = xv.generations;
+    qp->lifetime_ns = xv.lifetime_ns;
+    qp->lifetime_from_path = xv.lifetime_from_path;
     sdr::host::Device& dev = *ctx->dev;
     uint32_t nslots = 1u << qp->log_slots;
 
-    for (uint32_t g = 0; g < FW_GENERATIONS; g++) {
+    for (uint32_t g = 0; g < qp->generations; g++) {
         if (attr->recv_enable) qp->root_rkey[g] = dev.root_key_create(nslots, 1ull << qp->slot_log);
         for (uint32_t c = 0; c < qp->channels; c++) {
             qp->tq[g][c] = dev.qp_create(fw_qp_tag(index, g, c), c, &qp->qpn[g][c]);
@@ -89,6 +115,17 @@ sdr_qp* sdr_qp_create(sdr_context* ctx, sdr_qp_attr* attr)
         }
     }
     qp->ctrl = dev.ctrl_qp_create(&qp->ctrl_qpn, &qp->ctrl_qkey);
+    bool created = qp->ctrl != sdr::host::Device::kInvalid;
+    for (uint32_t g = 0; g < qp->generations; g++) {
+        if (attr->recv_enable && !qp->root_rkey[g]) created = false;
+        for (uint32_t c = 0; c < qp->channels; c++) created &= qp->tq[g][c] != sdr::host::Device::kInvalid;
+    }
+    if (!created) {
+        release(qp);
+        return set_error("sdr_qp_create: the device has no transport QP, control QP or root key left for " +
+                         n2s(qp->generations) + " generations x " + n2s(qp->channels) + " channels"),
+               nullptr;
+    }
     fw_qp fq{nullptr, nullptr};
     if (attr->recv_enable) {
         uint32_t max_packets = 1u << (qp->slot_log - qp->mtu_log);
@@ -97,18 +134,16 @@ sdr_qp* sdr_qp_create(sdr_context* ctx, sdr_qp_attr* attr)
         qp->rx = static_cast<fw_rx_qp*>(dev.nic_alloc(sizeof(fw_rx_qp)));
         qp->rx_mem = dev.nic_alloc(mem);
         if (!qp->rx || !qp->rx_mem) {
-            dev.nic_free(qp->rx);
-            dev.nic_free(qp->rx_mem);
-            dev.ctrl_qp_destroy(qp->ctrl);
-            delete qp;
+            release(qp);
             return set_error("sdr_qp_create: out of NIC memory for " + n2s(mem) + " bytes of slot state"), nullptr;
         }
         uint32_t nchunks_max = 1u << (qp->slot_log - qp->chunk_log);
         uint64_t words_per_slot = (nchunks_max + 63) / 64 + 1;
         qp->rx_window.assign(nslots * words_per_slot, 0);
         hal_window win{reinterpret_cast<uint64_t>(qp->rx_window.data()), qp->rx_window.size()};
-        fw_rx_qp_init(qp->rx, qp->rx_mem, imm, nslots, max_packets, log_ppc, qp->mtu_log, win);
+        fw_rx_qp_init(qp->rx, qp->rx_mem, imm, nslots, max_packets, log_ppc, qp->mtu_log, qp->generations, win);
         qp->recvs.resize(nslots);
+        qp->quiet_until.assign(size_t{nslots} * qp->generations, 0);
         fq.rx = qp->rx;
     }
     if (attr->send_enable) {
@@ -123,7 +158,8 @@ sdr_qp* sdr_qp_create(sdr_context* ctx, sdr_qp_attr* attr)
         qp->tx->ring_mask = sdr::host::kSendRingSize - 1;
         qp->tx->window = hal_window{reinterpret_cast<uint64_t>(&qp->tx_window), 1};
         qp->wr_bytes.assign(sdr::host::kSendRingSize, 0);
-        for (uint32_t g = 0; g < FW_GENERATIONS; g++)
+        qp->tx->num_generations = qp->generations;
+        for (uint32_t g = 0; g < qp->generations; g++)
             for (uint32_t c = 0; c < qp->channels; c++) qp->tx->channel_qp[g][c] = qp->tq[g][c];
         fq.tx = qp->tx;
     }
@@ -145,17 +181,8 @@ int sdr_qp_destroy(sdr_qp* qp)
         dev.drain_handlers();  // a worker thread may still run a receive CQE of this QP
         dev.firmware()->qps[qp->index] = fw_qp{nullptr, nullptr};
     }
-    for (uint32_t g = 0; g < FW_GENERATIONS; g++) {
-        for (uint32_t c = 0; c < qp->channels; c++) dev.qp_destroy(qp->tq[g][c]);
-        if (qp->root_rkey[g]) dev.root_key_destroy(qp->root_rkey[g]);
-    }
-    dev.ctrl_qp_destroy(qp->ctrl);
-    dev.nic_free(qp->rx);
-    dev.nic_free(qp->rx_mem);
-    dev.nic_free(qp->tx);
-    dev.nic_free(qp->ring);
     qp->ctx->qps[qp->index] = nullptr;
-    delete qp;
+    release(qp);
     return SDR_SUCCESS;
 }
 
@@ -174,17 +201,18 @@ int sdr_qp_info_get(sdr_qp* qp, void* info)
     in.chunk_log = static_cast<uint8_t>(qp->chunk_log);
     in.slot_log = static_cast<uint8_t>(qp->slot_log);
     in.log_slots = static_cast<uint8_t>(qp->log_slots);
-    in.generations = FW_GENERATIONS;
+    in.generations = static_cast<uint8_t>(qp->generations);
     in.channels = static_cast<uint8_t>(qp->channels);
     in.recv_enable = qp->attr.recv_enable ? 1 : 0;
     in.imm = qp->imm;
     in.addr = qp->ctx->dev->address();
-    for (uint32_t g = 0; g < FW_GENERATIONS; g++) {
+    for (uint32_t g = 0; g < qp->generations; g++) {
         in.rkey[g] = qp->root_rkey[g];
         for (uint32_t c = 0; c < qp->channels; c++) in.qpn[g][c] = qp->qpn[g][c];
     }
     in.ctrl_qpn = qp->ctrl_qpn;
     in.ctrl_qkey = qp->ctrl_qkey;
+    in.path_lifetime_ns = std::min<uint64_t>(qp->ctx->dev->max_packet_lifetime_ns(), SDR_MAX_LIFETIME_NS);
     qp_info_write(in, static_cast<uint8_t*>(info));
     return SDR_SUCCESS;
 }
@@ -202,10 +230,14 @@ int sdr_qp_connect(sdr_qp* qp, void* remote_info)
         return set_error("sdr_qp_connect: channel count differs (local " + n2s(qp->channels) + ", remote " + n2s(r.channels) + ")");
     if (r.imm.msg_bits != qp->imm.msg_bits || r.imm.offset_bits != qp->imm.offset_bits || r.imm.frag_bits != qp->imm.frag_bits)
         return set_error("sdr_qp_connect: immediate layout differs from the remote QP's");
+    if (r.generations != qp->generations)
+        return set_error("sdr_qp_connect: number of generations differs (local G = " + n2s(qp->generations) +
+                         ", remote G = " + n2s(r.generations) +
+                         "): create both QPs with the same SDR_QP_NUM_GENERATIONS or num_generations");
     if (qp->attr.send_enable && !r.recv_enable)
         return set_error("sdr_qp_connect: this QP can send but the remote QP has receive disabled");
     sdr::host::Device& dev = *qp->ctx->dev;
-    for (uint32_t g = 0; g < FW_GENERATIONS; g++)
+    for (uint32_t g = 0; g < qp->generations; g++)
         for (uint32_t c = 0; c < qp->channels; c++)
             if (!dev.qp_connect(qp->tq[g][c], r.addr, r.qpn[g][c]))
                 return set_error("sdr_qp_connect: the device refused to connect a transport QP");
@@ -213,9 +245,11 @@ int sdr_qp_connect(sdr_qp* qp, void* remote_info)
         return set_error("sdr_qp_connect: the device refused to connect the control QP");
     if (qp->tx) {
         qp->tx->slot_bytes = 1ull << r.slot_log;
-        for (uint32_t g = 0; g < FW_GENERATIONS; g++) qp->tx->rkey[g] = r.rkey[g];
+        for (uint32_t g = 0; g < qp->generations; g++) qp->tx->rkey[g] = r.rkey[g];
         qp->sends.resize(1u << r.log_slots);
     }
+    // Our receives wait for the frames the peer sends: its bound counts too.
+    if (qp->lifetime_from_path) qp->lifetime_ns = std::max(qp->lifetime_ns, r.path_lifetime_ns);
     qp->remote = r;
     qp->connected = true;
     return SDR_SUCCESS;

@@ -7,12 +7,19 @@
 namespace {
 
 constexpr uint32_t kMagic = 0x31524453;  // "SDR1"
-constexpr uint32_t kVersion = 2;  // 2: control QP number and Q_Key
+// 2: control QP number and Q_Key; 3: rows for FW_MAX_GENERATIONS generations (G of them
+// used), the sender's packet-lifetime bound.
+constexpr uint32_t kVersion = 3;
 
 void put8(uint8_t*& p, uint32_t v) { *p++ = static_cast<uint8_t>(v); }
 void put32(uint8_t*& p, uint32_t v)
 {
     for (int i = 0; i < 4; i++) *p++ = static_cast<uint8_t>(v >> (8 * i));
+}
+void put64(uint8_t*& p, uint64_t v)
+{
+    put32(p, static_cast<uint32_t>(v));
+    put32(p, static_cast<uint32_t>(v >> 32));
 }
 uint32_t get8(const uint8_t*& p) { return *p++; }
 uint32_t get32(const uint8_t*& p)
@@ -21,10 +28,15 @@ uint32_t get32(const uint8_t*& p)
     for (int i = 0; i < 4; i++) v |= uint32_t{*p++} << (8 * i);
     return v;
 }
+uint64_t get64(const uint8_t*& p)
+{
+    uint64_t lo = get32(p);
+    return lo | uint64_t{get32(p)} << 32;
+}
 
 }  // namespace
 
-size_t qp_info_size() { return 4 + 4 + 7 + 3 + 6 + 4 + 4 * FW_GENERATIONS * (1 + FW_MAX_CHANNELS) + 8; }
+size_t qp_info_size() { return 4 + 4 + 7 + 3 + 6 + 4 + 4 * FW_MAX_GENERATIONS * (1 + FW_MAX_CHANNELS) + 8 + 8; }
 
 void qp_info_write(const QpInfo& in, uint8_t* out)
 {
@@ -39,12 +51,13 @@ void qp_info_write(const QpInfo& in, uint8_t* out)
     std::memcpy(p, in.addr.mac.data(), 6);
     p += 6;
     put32(p, in.addr.ip);
-    for (uint32_t g = 0; g < FW_GENERATIONS; g++) {
+    for (uint32_t g = 0; g < FW_MAX_GENERATIONS; g++) {
         put32(p, in.rkey[g]);
         for (uint32_t c = 0; c < FW_MAX_CHANNELS; c++) put32(p, in.qpn[g][c]);
     }
     put32(p, in.ctrl_qpn);
     put32(p, in.ctrl_qkey);
+    put64(p, in.path_lifetime_ns);
 }
 
 bool qp_info_read(const uint8_t* in, QpInfo* out, std::string* err)
@@ -72,13 +85,15 @@ bool qp_info_read(const uint8_t* in, QpInfo* out, std::string* err)
     std::memcpy(r.addr.mac.data(), p, 6);
     p += 6;
     r.addr.ip = get32(p);
-    for (uint32_t g = 0; g < FW_GENERATIONS; g++) {
+    for (uint32_t g = 0; g < FW_MAX_GENERATIONS; g++) {
         r.rkey[g] = get32(p);
         for (uint32_t c = 0; c < FW_MAX_CHANNELS; c++) r.qpn[g][c] = get32(p);
     }
     r.ctrl_qpn = get32(p);
     r.ctrl_qkey = get32(p);
-    if (r.generations != FW_GENERATIONS || r.channels == 0 || r.channels > FW_MAX_CHANNELS ||
+    r.path_lifetime_ns = get64(p);
+    if (r.generations == 0 || r.generations > FW_MAX_GENERATIONS || r.path_lifetime_ns > SDR_MAX_LIFETIME_NS ||
+        r.channels == 0 || r.channels > FW_MAX_CHANNELS ||
         !fw_imm_layout_valid(r.imm) || r.mtu_log < 6 || r.mtu_log > 12 || r.chunk_log < r.mtu_log ||
         r.slot_log < r.chunk_log || r.log_slots > r.imm.msg_bits) {
         *err = "remote QP info is inconsistent (corrupt blob?)";

@@ -28,11 +28,27 @@ int sdr_recv_post(sdr_qp* qp, sdr_recv_wr* wr, sdr_recv_handle** handle)
                          std::to_string(slot_bytes) + " (2^(max_in_flight_log_bytes - max_log_num_msgs))");
     if (wr->max_length && !qp->ctx->dev->mr_covers(wr->lkey, wr->address, wr->max_length))
         return set_error("sdr_recv_post: [address, address + max_length) is not inside the memory region of lkey");
-    auto place = sdr::host::place_of(qp->recvs_posted, qp->log_slots, qp->imm);
+    auto place = sdr::host::place_of(qp->recvs_posted, qp->log_slots, qp->generations, qp->imm);
     sdr_recv_handle& h = qp->recvs[place.slot];
-    if (h.active) return SDR_RETRY;  // slot still held by the receive S messages earlier
-    if (wr->max_length && !qp->ctx->dev->root_key_set(qp->root_rkey[place.generation], place.slot, wr->lkey,
-                                                      wr->address, wr->max_length))
+    if (h.active)
+        return sdr::host::set_retry("sdr_recv_post: slot " + std::to_string(place.slot) +
+                                    " still holds the receive posted " + std::to_string(1u << qp->log_slots) +
+                                    " messages earlier: complete it first");
+    // TIME_WAIT: the pair stays on the NULL key until no packet of its previous message can
+    // still be in flight.
+    sdr::host::Device& dev = *qp->ctx->dev;
+    const uint64_t until = qp->quiet_until[size_t{place.slot} * qp->generations + place.generation];
+    if (until) {
+        if (uint64_t now = dev.now_ns(); now < until)
+            return sdr::host::set_retry(
+                "sdr_recv_post: slot " + std::to_string(place.slot) + ", generation " + std::to_string(place.generation) +
+                " is quiet for another " + std::to_string(until - now) + " ns (until " + std::to_string(until) +
+                " ns): its previous receive was completed less than the maximum packet lifetime of " +
+                std::to_string(qp->lifetime_ns) + " ns ago, and a packet of it may still arrive");
+        dev.run_due();  // what arrived before now is placed (on the NULL key) before the re-arm
+    }
+    if (wr->max_length &&
+        !dev.root_key_set(qp->root_rkey[place.generation], place.slot, wr->lkey, wr->address, wr->max_length))
         return set_error("sdr_recv_post: the device refused the root-key entry");
     h = sdr_recv_handle{};
     h.qp = qp;
@@ -99,9 +115,13 @@ int sdr_recv_complete(sdr_recv_handle* h)
 {
     if (!live(h)) return set_error("sdr_recv_complete: handle is NULL or already completed");
     sdr_qp* qp = h->qp;
-    // NULL key first: from here no late packet of this message can touch the buffer.
-    qp->ctx->dev->root_key_null(qp->root_rkey[h->generation], h->slot);
-    sdr::host::NicGuard g(*qp->ctx->dev);
+    // NULL key first: from here no late packet of this message can touch the buffer, and the
+    // pair stays there for the maximum packet lifetime (sdr_recv_post).
+    sdr::host::Device& dev = *qp->ctx->dev;
+    dev.root_key_null(qp->root_rkey[h->generation], h->slot);
+    if (qp->lifetime_ns)
+        qp->quiet_until[size_t{h->slot} * qp->generations + h->generation] = dev.now_ns() + qp->lifetime_ns;
+    sdr::host::NicGuard g(dev);
     fw_rx_slot_disarm(qp->rx, h->slot);
     h->active = false;
     return SDR_SUCCESS;

@@ -72,7 +72,7 @@ int check_qp(sdr_qp* qp, const char* fn)
 // Claim the next message of the QP (order-based matching); RETRY if its slot is still busy.
 int start_message(sdr_qp* qp, enum sdr_wr_opcode opcode, uint32_t imm, bool streaming, sdr_send_handle** out)
 {
-    auto place = sdr::host::place_of(qp->sends_posted, qp->remote.log_slots, qp->imm);
+    auto place = sdr::host::place_of(qp->sends_posted, qp->remote.log_slots, qp->generations, qp->imm);
     sdr_send_handle& h = qp->sends[place.slot];
     if (h.active) return SDR_RETRY;  // S messages outstanding: poll earlier sends first
     h = sdr_send_handle{};

@@ -22,7 +22,7 @@ SimWorld::SimWorld(const WorldConfig& cfg)
         ctx_[i] = sdr_context_create(names[i], &da);
         check(ctx_[i] != nullptr, "sdr_context_create");
         sdr_qp_attr a = (i == 1 && cfg.qp_side1) ? *cfg.qp_side1 : cfg.qp;
-        qp_[i] = sdr_qp_create(ctx_[i], &a);
+        qp_[i] = sdr_qp_create_ext(ctx_[i], &a, &cfg.ext);
         check(qp_[i] != nullptr, "sdr_qp_create");
     }
     size_t n = 0;

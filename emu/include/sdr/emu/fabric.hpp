@@ -131,6 +131,9 @@ public:
     void inject_frame(uint32_t dst_nic, std::vector<uint8_t> frame, SimTime at);
 
     SimLink* link(uint32_t src, uint32_t dst);
+    // The longest a frame can take from leaving a port to arriving at its NIC, over every
+    // link: propagation, the largest reorder delay, and the 1 ns a duplicate trails by.
+    SimTime max_transit_ps() const;
     const std::vector<DropRecord>& drop_log() const { return drops_; }
     uint64_t packets_delivered() const;
     // Restart every link's random stream as if the fabric had been created with `seed`: runs

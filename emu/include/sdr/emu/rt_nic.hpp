@@ -50,6 +50,7 @@ public:
     RtNic& operator=(const RtNic&) = delete;
 
     Nic& nic() { return *nic_; }
+    const RtParams& params() const { return p_; }
     std::mutex& lock() { return mu_; }
     const PortInfo& port_info() const { return port_->info(); }
     // Wake the polling thread (new work from the host).

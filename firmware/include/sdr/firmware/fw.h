@@ -10,10 +10,13 @@
  * round-robin over the channels of the message's generation.
  *
  * Message n of a QP (the n-th send, matching the n-th posted receive) uses
- *   slot = n mod S,  msg_id = n mod 2^msg_bits,  generation = (n / S) mod G.
- * The generation changes every time a slot is reused, so a late packet of the slot's previous
- * message arrives on another generation's transport QP and root key: its payload hits that
- * generation's NULL key and its CQE fails the slot's tag check.
+ *   slot = n mod S,  msg_id = n mod 2^msg_bits,  generation = (n / S) mod G,
+ * G a QP parameter in 1..FW_MAX_GENERATIONS. The generation changes every time a slot is
+ * reused, so a late packet of one of the slot's G - 1 previous messages arrives on another
+ * generation's transport QP and root key: its payload hits that generation's NULL key and its
+ * CQE fails the slot's tag check. The (slot, generation) pair itself comes back every G reuses;
+ * the host keeps it on the NULL key for the QP's maximum packet lifetime after the receive
+ * that used it last was completed, so no packet of that message can still be in flight.
  */
 #ifndef SDR_FIRMWARE_FW_H
 #define SDR_FIRMWARE_FW_H
@@ -28,7 +31,9 @@ extern "C" {
 enum {
     FW_MAX_QPS = 256,        /* SDR QPs per device */
     FW_MAX_CHANNELS = 16,    /* transport QPs per generation, one per DPA worker */
-    FW_GENERATIONS = 2,      /* G: transport QPs (and root keys) per channel */
+    /* G, the QP's number of generations, is 1..FW_MAX_GENERATIONS: the transport-QP tag
+     * (fw_qp_tag) has 3 generation bits between the channel (5 bits) and the QP index. */
+    FW_MAX_GENERATIONS = 8,
 };
 
 /* Bytes a UC WRITE-only-with-immediate frame adds to its payload (Ethernet 14, IPv4 20, UDP 8,
@@ -83,6 +88,7 @@ struct fw_slot {
 
 struct fw_rx_qp {
     struct fw_imm_layout imm;
+    uint32_t num_generations;      /* G: slot tags carry generations 0..G-1 */
     uint32_t slot_mask;            /* S - 1 (S a power of two, S divides 2^msg_bits) */
     uint32_t log_packets_per_chunk;
     uint32_t mtu_log;
@@ -124,8 +130,9 @@ struct fw_tx_qp {
     uint32_t rate_mbps;                                    /* pacing; 0 = line rate */
     uint64_t next_tx_ps;                                   /* pacing: earliest next post */
     uint64_t slot_bytes;                                   /* M of the remote */
-    uint32_t rkey[FW_GENERATIONS];                         /* remote root keys */
-    uint32_t channel_qp[FW_GENERATIONS][FW_MAX_CHANNELS];  /* local transport QP handles */
+    uint32_t num_generations;                              /* G: rows of rkey, channel_qp */
+    uint32_t rkey[FW_MAX_GENERATIONS];                     /* remote root keys */
+    uint32_t channel_qp[FW_MAX_GENERATIONS][FW_MAX_CHANNELS]; /* local transport QP handles */
     struct fw_send_wr *ring;
     uint32_t ring_mask;
     uint32_t head;          /* written by the host (release): requests posted */
@@ -161,10 +168,11 @@ void fw_rx_cqe(struct fw_rx_qp *qp, uint32_t generation, struct hal_worker *w,
 
 /* Bytes of NIC memory fw_rx_qp_init needs for S slots of max_packets each. */
 uint64_t fw_rx_qp_mem_bytes(uint32_t nslots, uint32_t max_packets, uint32_t log_packets_per_chunk);
-/* Lay out the receive side in mem (8-byte aligned, fw_rx_qp_mem_bytes long). */
+/* Lay out the receive side in mem (8-byte aligned, fw_rx_qp_mem_bytes long) for a QP of
+ * num_generations generations (1..FW_MAX_GENERATIONS). */
 void fw_rx_qp_init(struct fw_rx_qp *qp, void *mem, struct fw_imm_layout imm, uint32_t nslots,
                    uint32_t max_packets, uint32_t log_packets_per_chunk, uint32_t mtu_log,
-                   struct hal_window window);
+                   uint32_t num_generations, struct hal_window window);
 /* Prepare a slot for message (generation, msg_id) of length bytes: clear its per-packet
  * state, then publish the tag. The host clears its own window words. */
 void fw_rx_slot_arm(struct fw_rx_qp *qp, uint32_t slot, uint32_t generation, uint32_t msg_id,

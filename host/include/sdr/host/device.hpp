@@ -35,6 +35,13 @@ public:
     virtual uint32_t num_channels() const = 0;
     // Largest Ethernet frame (no FCS) the device can put on its wire; 0: no limit.
     virtual uint32_t max_frame_bytes() const { return 0; }
+    // The longest a frame this device sends can take from leaving its port to being handled
+    // by the peer's NIC, margin included: the default maximum packet lifetime of its QPs
+    // (sdr_ext.h), advertised to the peer in the QP-info blob.
+    virtual uint64_t max_packet_lifetime_ns() const = 0;
+    // Handle what is already due (a wall-clock simulator runs behind its clock), so a packet
+    // that arrived before now is placed or dropped before a receive slot is re-armed.
+    virtual void run_due() {}
 
     virtual uint32_t mr_reg(void* addr, size_t len) = 0;  // lkey, 0 on failure
     virtual bool mr_dereg(uint32_t lkey) = 0;

@@ -1,0 +1,56 @@
+/*
+ * SDR extension: QP parameters the published sdr_qp_attr has no field for.
+ *
+ * - Generations G. Message n of a QP uses slot n mod S and generation (n / S) mod G; each
+ *   generation has its own transport QPs and root key, so a late packet of one of a slot's
+ *   G - 1 previous messages lands on a NULL key. The published SDK reads G from the
+ *   environment variable SDR_QP_NUM_GENERATIONS at sdr_qp_create; so do we (default 2).
+ *   Both QPs of a connection need the same G (sdr_qp_connect refuses otherwise).
+ * - Maximum packet lifetime L. A (slot, generation) pair comes back every G·S messages. After
+ *   sdr_recv_complete the pair stays on the NULL key for L, like TCP's TIME_WAIT:
+ *   sdr_recv_post returns SDR_RETRY (sdr_last_error() says why and for how long) until L has
+ *   passed for the pair it would arm, so no packet that left the sending NIC before the
+ *   completion can land in a later receive. Default: from the path, the larger of what the
+ *   local device and the peer's device (in the QP-info blob) say their frames can take; the
+ *   README lists the numbers per device.
+ */
+#ifndef SDR_EXT_H
+#define SDR_EXT_H
+
+#include <sdr.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Largest G: the transport-QP tag the firmware reads per packet has 3 generation bits. */
+#define SDR_MAX_GENERATIONS 8u
+/* max_packet_lifetime_ns: take the default of the path (the devices' bound plus a margin). */
+#define SDR_LIFETIME_FROM_PATH UINT64_MAX
+/* Largest explicit lifetime: one minute (TCP's MSL is two; an SDR path is one hop of RDMA). */
+#define SDR_MAX_LIFETIME_NS 60000000000ull
+
+struct sdr_qp_attr_ext {
+    uint32_t num_generations;        /* G in 1..SDR_MAX_GENERATIONS; 0: SDR_QP_NUM_GENERATIONS,
+                                        else 2 */
+    uint64_t max_packet_lifetime_ns; /* L, at most SDR_MAX_LIFETIME_NS; 0 turns the quiet time
+                                        off; SDR_LIFETIME_FROM_PATH: the path's default */
+};
+
+/* num_generations = 0, max_packet_lifetime_ns = SDR_LIFETIME_FROM_PATH. */
+void sdr_qp_attr_ext_init(struct sdr_qp_attr_ext *ext);
+
+/* sdr_qp_create with extended attributes (ext may be NULL: the defaults). Invalid values are
+ * SDR errors: NULL, and sdr_last_error() names the field and its range. */
+struct sdr_qp *sdr_qp_create_ext(struct sdr_context *ctx, struct sdr_qp_attr *qp_attr,
+                                 const struct sdr_qp_attr_ext *ext);
+
+/* The values in force: G, and L (a path default may grow at sdr_qp_connect, when the peer's
+ * bound is known). */
+int sdr_qp_attr_ext_get(struct sdr_qp *qp, struct sdr_qp_attr_ext *ext);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SDR_EXT_H */
