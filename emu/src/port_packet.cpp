@@ -152,16 +152,19 @@ public:
         tx_n_ = left;
     }
 
-    PortStats stats() const override
+    // PACKET_STATISTICS resets the kernel's counters on every read, so only this reader may
+    // call it, and it adds what it reads.
+    void read_kernel_stats() override
     {
-        PortStats s = stats_;
         tpacket_stats_v3 st{};
         socklen_t len = sizeof st;
-        // Reading resets the kernel's counters: accumulate.
-        if (getsockopt(fd_, SOL_PACKET, PACKET_STATISTICS, &st, &len) == 0) kernel_drops_ += st.tp_drops;
-        s.rx_dropped_kernel = kernel_drops_;
-        return s;
+        if (getsockopt(fd_, SOL_PACKET, PACKET_STATISTICS, &st, &len) != 0) return;
+        stats_.rx_kernel_ring_full += st.tp_drops;
+        stats_.rx_kernel_ring_freezes += st.tp_freeze_q_cnt;
+        stats_.rx_dropped_kernel = stats_.rx_kernel_ring_full;
     }
+
+    PortStats stats() const override { return stats_; }
 
 protected:
     size_t rx_burst_impl(size_t max, FrameSink sink, void* ctx) override
@@ -218,7 +221,6 @@ private:
     uint32_t tx_len_[kTxBatch] = {};
     uint32_t tx_n_ = 0;
     PortStats stats_;
-    mutable uint64_t kernel_drops_ = 0;
 };
 
 }  // namespace

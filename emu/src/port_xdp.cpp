@@ -315,6 +315,7 @@ public:
     uint8_t* tx_alloc() override;
     void tx_commit(size_t len) override;
     void tx_flush() override;
+    void read_kernel_stats() override;
     PortStats stats() const override;
 
 protected:
@@ -359,6 +360,7 @@ private:
     size_t partial_ = 0;                // bytes of it so far
     bool partial_too_big_ = false;
     uint64_t rx_oversize_ = 0;          // gathered frames that did not fit scratch_ (dropped)
+    uint64_t tx_invalid_descs_ = 0;     // the kernel's running total (XDP_STATISTICS)
     PortStats st_;
 };
 
@@ -713,16 +715,25 @@ void XdpPort::tx_flush()
     reclaim_tx();
 }
 
+// XDP_STATISTICS are running totals (not reset on read): take them as they are.
+void XdpPort::read_kernel_stats()
+{
+    xdp_statistics xs{};
+    socklen_t len = sizeof xs;
+    if (getsockopt(s_->fd.get(), SOL_XDP, XDP_STATISTICS, &xs, &len) != 0) return;
+    st_.rx_xdp_dropped = xs.rx_dropped;
+    st_.rx_xdp_ring_full = xs.rx_ring_full;
+    st_.rx_xdp_invalid_descs = xs.rx_invalid_descs;
+    st_.rx_xdp_fill_ring_empty = xs.rx_fill_ring_empty_descs;
+    tx_invalid_descs_ = xs.tx_invalid_descs;
+}
+
 PortStats XdpPort::stats() const
 {
     PortStats s = st_;
-    xdp_statistics xs{};
-    socklen_t len = sizeof xs;
-    s.rx_dropped_kernel = rx_oversize_;
-    if (getsockopt(s_->fd.get(), SOL_XDP, XDP_STATISTICS, &xs, &len) == 0) {
-        s.rx_dropped_kernel += xs.rx_dropped + xs.rx_ring_full;
-        s.tx_errors += xs.tx_invalid_descs;
-    }
+    s.rx_oversize = rx_oversize_;
+    s.rx_dropped_kernel = s.rx_xdp_dropped + s.rx_xdp_ring_full + s.rx_xdp_invalid_descs + rx_oversize_;
+    s.tx_errors += tx_invalid_descs_;
     return s;
 }
 

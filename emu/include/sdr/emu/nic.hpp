@@ -217,6 +217,13 @@ public:
 
     const PortCounters& counters() const { return port_; }
     const QpCounters* qp_counters(uint32_t handle) const;
+    // f(tag, counters) for every live transport QP (counter reports).
+    template <class F>
+    void for_each_qp(F&& f) const
+    {
+        for (const TransportQp& q : qps_)
+            if (q.live) f(q.tag, q.counters);
+    }
     const hal_worker& worker(uint32_t i) const { return *workers_[i]; }
     // Sum of one firmware counter over all workers.
     uint64_t fw_counter(uint32_t counter) const;

@@ -31,11 +31,24 @@ struct PortInfo {
     std::string mode;            // how it runs, for logs: e.g. "AF_XDP native copy, multi-buffer"
 };
 
+// What a port counted. The kernel's receive drops are read from the socket by the polling
+// thread (Port::read_kernel_stats, every few milliseconds and on every snapshot), one counter
+// per cause, so a drop shows up while the run lasts, whether or not anybody asks.
 struct PortStats {
     uint64_t rx_frames = 0, rx_bytes = 0, tx_frames = 0, tx_bytes = 0;
-    uint64_t rx_dropped_kernel = 0;  // what the kernel reports it dropped (ring full)
+    // AF_PACKET (PACKET_STATISTICS): frames the kernel could not put into the RX ring (full).
+    uint64_t rx_kernel_ring_full = 0;
+    // AF_PACKET: times the ring froze (every block in our hands; tp_freeze_q_cnt). Not frames.
+    uint64_t rx_kernel_ring_freezes = 0;
+    // AF_XDP (XDP_STATISTICS): rx_dropped (no buffer, or another reason the kernel had),
+    // rx_ring_full (the RX ring had no room) and rx_invalid_descs (frames); and
+    // rx_fill_ring_empty_descs (times the kernel found the fill ring empty: not frames, and in
+    // copy mode each such miss is also one rx_dropped).
+    uint64_t rx_xdp_dropped = 0, rx_xdp_ring_full = 0, rx_xdp_invalid_descs = 0, rx_xdp_fill_ring_empty = 0;
+    uint64_t rx_oversize = 0;        // AF_XDP multi-buffer frames larger than we gather (dropped by us)
+    uint64_t rx_dropped_kernel = 0;  // frames lost before the NIC model saw them: the sum of the frame counts above
     uint64_t tx_full = 0;            // tx_alloc found the TX ring full
-    uint64_t tx_errors = 0;          // frames the kernel refused for good (EMSGSIZE, link down)
+    uint64_t tx_errors = 0;          // frames the kernel refused for good (EMSGSIZE, link down, invalid descriptors)
 };
 
 class Port {
@@ -62,6 +75,10 @@ public:
 
     // A descriptor that turns readable when frames wait (for poll()/epoll).
     virtual int fd() const = 0;
+    // Adds what the kernel counted since the last call to the port's counters (a system call:
+    // the polling thread calls it every few milliseconds, not per frame).
+    virtual void read_kernel_stats() = 0;
+    // The counters as of the last read_kernel_stats, with no system call.
     virtual PortStats stats() const = 0;
 
 protected:
