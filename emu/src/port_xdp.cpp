@@ -4,9 +4,12 @@
 // working on the same interface. Only frames arriving on the bound queue (PortOptions::queue)
 // reach the socket: on a multi-queue NIC, steer RoCE there (ethtool -L/-N); veth has one queue.
 //
-// UMEM: 2 × ring_frames frames of 4096 B. The first half belongs to RX (every RX frame sits in
-// the fill ring, in the kernel, in the RX ring or in our hands for one rx_burst); the second
-// half is TX, cut into slots of as many adjacent frames as the largest frame needs, so a
+// UMEM: frames of 4096 B. The first part belongs to RX: enough UMEM frames for ring_frames
+// frames of the largest size (two each when a frame spans two, multi-buffer), rounded up to a
+// power of two, so the port holds as many whole frames as AF_PACKET's ring does. Every RX UMEM
+// frame sits in the fill ring, in the kernel, in the RX ring or in our hands for one rx_burst,
+// which returns it to the fill ring at once; fill and RX rings have one entry per RX UMEM
+// frame, so neither overflows before the other. The rest (ring_frames UMEM frames) is TX, cut into slots of as many adjacent frames as the largest frame needs, so a
 // multi-buffer frame is one contiguous buffer for the caller and several descriptors for the
 // kernel. Completed TX slots come back through the completion ring.
 //
@@ -41,6 +44,7 @@
 #include <xdp/xsk.h>
 
 #include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <chrono>
 #include <cstddef>
@@ -263,7 +267,9 @@ void point_ring(Ring* r, uint8_t* map, const xdp_ring_offset& off, uint32_t size
 
 // Makes the socket, registers the UMEM and maps the rings (each `ring` entries). nullptr and
 // *what / *e on failure.
-std::unique_ptr<XskSocket> make_socket(uint8_t* umem, size_t umem_bytes, uint32_t ring, std::string* what, int* e)
+// Fill and RX rings have rx_ring entries, completion and TX rings tx_ring.
+std::unique_ptr<XskSocket> make_socket(uint8_t* umem, size_t umem_bytes, uint32_t rx_ring, uint32_t tx_ring,
+                                       std::string* what, int* e)
 {
     auto s = std::make_unique<XskSocket>();
     auto fail = [&](const char* w) {
@@ -279,28 +285,28 @@ std::unique_ptr<XskSocket> make_socket(uint8_t* umem, size_t umem_bytes, uint32_
     reg.len = umem_bytes;
     reg.chunk_size = kChunk;
     if (setsockopt(fd, SOL_XDP, XDP_UMEM_REG, &reg, sizeof reg)) return fail("registering the UMEM (XDP_UMEM_REG)");
-    if (setsockopt(fd, SOL_XDP, XDP_UMEM_FILL_RING, &ring, sizeof ring) ||
-        setsockopt(fd, SOL_XDP, XDP_UMEM_COMPLETION_RING, &ring, sizeof ring) ||
-        setsockopt(fd, SOL_XDP, XDP_RX_RING, &ring, sizeof ring) ||
-        setsockopt(fd, SOL_XDP, XDP_TX_RING, &ring, sizeof ring))
+    if (setsockopt(fd, SOL_XDP, XDP_UMEM_FILL_RING, &rx_ring, sizeof rx_ring) ||
+        setsockopt(fd, SOL_XDP, XDP_UMEM_COMPLETION_RING, &tx_ring, sizeof tx_ring) ||
+        setsockopt(fd, SOL_XDP, XDP_RX_RING, &rx_ring, sizeof rx_ring) ||
+        setsockopt(fd, SOL_XDP, XDP_TX_RING, &tx_ring, sizeof tx_ring))
         return fail("sizing the rings");
     xdp_mmap_offsets off{};
     socklen_t len = sizeof off;
     if (getsockopt(fd, SOL_XDP, XDP_MMAP_OFFSETS, &off, &len)) return fail("XDP_MMAP_OFFSETS");
-    auto map = [&](Mapping* m, const xdp_ring_offset& o, size_t entry, off_t pgoff) {
+    auto map = [&](Mapping* m, const xdp_ring_offset& o, uint32_t ring, size_t entry, off_t pgoff) {
         size_t bytes = o.desc + size_t{ring} * entry;
         *m = Mapping(mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, pgoff), bytes);
         return m->ok();
     };
-    if (!map(&s->fill_map, off.fr, sizeof(uint64_t), XDP_UMEM_PGOFF_FILL_RING) ||
-        !map(&s->comp_map, off.cr, sizeof(uint64_t), XDP_UMEM_PGOFF_COMPLETION_RING) ||
-        !map(&s->rx_map, off.rx, sizeof(xdp_desc), XDP_PGOFF_RX_RING) ||
-        !map(&s->tx_map, off.tx, sizeof(xdp_desc), XDP_PGOFF_TX_RING))
+    if (!map(&s->fill_map, off.fr, rx_ring, sizeof(uint64_t), XDP_UMEM_PGOFF_FILL_RING) ||
+        !map(&s->comp_map, off.cr, tx_ring, sizeof(uint64_t), XDP_UMEM_PGOFF_COMPLETION_RING) ||
+        !map(&s->rx_map, off.rx, rx_ring, sizeof(xdp_desc), XDP_PGOFF_RX_RING) ||
+        !map(&s->tx_map, off.tx, tx_ring, sizeof(xdp_desc), XDP_PGOFF_TX_RING))
         return fail("mapping the rings");
-    point_ring(&s->fill, s->fill_map.bytes(), off.fr, ring, true);
-    point_ring(&s->comp, s->comp_map.bytes(), off.cr, ring, false);
-    point_ring(&s->rx, s->rx_map.bytes(), off.rx, ring, false);
-    point_ring(&s->tx, s->tx_map.bytes(), off.tx, ring, true);
+    point_ring(&s->fill, s->fill_map.bytes(), off.fr, rx_ring, true);
+    point_ring(&s->comp, s->comp_map.bytes(), off.cr, tx_ring, false);
+    point_ring(&s->rx, s->rx_map.bytes(), off.rx, rx_ring, false);
+    point_ring(&s->tx, s->tx_map.bytes(), off.tx, tx_ring, true);
     return s;
 }
 
@@ -345,6 +351,7 @@ private:
     bool sg_ = false;              // multi-buffer: a frame may span several descriptors
     bool native_ = false;          // program attached in driver mode (else generic)
     uint32_t slot_chunks_ = 1;     // UMEM frames per TX slot
+    uint32_t rx_chunks_ = 0;       // UMEM frames for RX = entries of the fill and RX rings
     uint64_t tx_base_ = 0;         // first TX frame's UMEM address
     size_t umem_bytes_ = 0;
 
@@ -392,8 +399,10 @@ bool XdpPort::plan_frames(std::string* err)
     sg_ = wire > kRxRoom;
     info_.max_frame = std::min(wire, kMaxFrameDescs * kRxRoom);
     slot_chunks_ = (info_.max_frame + kChunk - 1) / kChunk;
-    umem_bytes_ = size_t{2} * opt_.ring_frames * kChunk;
-    tx_base_ = uint64_t{opt_.ring_frames} * kChunk;
+    uint32_t rx_per_frame = (info_.max_frame + kRxRoom - 1) / kRxRoom;  // UMEM frames a received frame takes
+    rx_chunks_ = std::bit_ceil(opt_.ring_frames * rx_per_frame);
+    umem_bytes_ = (size_t{rx_chunks_} + opt_.ring_frames) * kChunk;
+    tx_base_ = uint64_t{rx_chunks_} * kChunk;
     if (sg_) scratch_.resize(size_t{kMaxFrameDescs + 2} * kChunk);  // anything the kernel could gather
     void* umem = mmap(nullptr, umem_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);  // page-aligned
     umem_ = Mapping(umem, umem_bytes_);
@@ -469,7 +478,7 @@ bool XdpPort::attach(std::string* err)
 int XdpPort::bind_once(uint16_t flags, std::string* what)
 {
     int e = 0;
-    s_ = make_socket(umem_.bytes(), umem_bytes_, opt_.ring_frames, what, &e);
+    s_ = make_socket(umem_.bytes(), umem_bytes_, rx_chunks_, opt_.ring_frames, what, &e);
     if (!s_) return e;
     sockaddr_xdp sa{};
     sa.sxdp_family = AF_XDP;
@@ -529,7 +538,7 @@ bool XdpPort::bind_socket(std::string* err)
 void XdpPort::fill_rx_frames()
 {
     uint32_t idx = 0;
-    uint32_t n = xsk_ring_prod__reserve(&s_->fill, opt_.ring_frames, &idx);
+    uint32_t n = xsk_ring_prod__reserve(&s_->fill, rx_chunks_, &idx);
     for (uint32_t i = 0; i < n; i++) *xsk_ring_prod__fill_addr(&s_->fill, idx + i) = uint64_t{i} * kChunk;
     xsk_ring_prod__submit(&s_->fill, n);
 }
