@@ -47,6 +47,7 @@ PortOptions options(const std::string& xdp_mode)
 {
     PortOptions opt;
     opt.ring_frames = kRingFrames;
+    opt.rx_ring_frames = kRingFrames;
     opt.xdp_mode = xdp_mode;
     return opt;
 }

@@ -81,7 +81,7 @@ public:
             return *err = errno_text("raw:" + ifname + ": setsockopt"), false;
         // Blocks of 256 KiB: small enough that a block fills (and is handed over) quickly at
         // low rates too; the 1 ms block timeout bounds the latency of a lone frame. Enough
-        // blocks for ring_frames frames of the largest size: each takes its header, the MAC
+        // blocks for rx_ring_frames frames of the largest size: each takes its header, the MAC
         // offset's padding and the frame, aligned; a block loses its descriptor and the tail
         // no frame fits in (61 frames of 4214 B per block).
         tpacket_req3 req{};
@@ -91,7 +91,7 @@ public:
         // header 14 bytes before it.
         const uint32_t per_frame = TPACKET_ALIGN(TPACKET_ALIGN(TPACKET3_HDRLEN + 16) - 14 + info_.max_frame);
         const uint32_t per_block = (req.tp_block_size - TPACKET_ALIGN(sizeof(tpacket_block_desc))) / per_frame;
-        req.tp_block_nr = std::max(8u, (std::max(opt.ring_frames, 64u) + per_block - 1) / per_block);
+        req.tp_block_nr = std::max(8u, (std::max(opt.rx_ring_frames, 64u) + per_block - 1) / per_block);
         req.tp_frame_nr = req.tp_block_nr * (req.tp_block_size / req.tp_frame_size);
         req.tp_retire_blk_tov = 1;
         if (setsockopt(fd_, SOL_PACKET, PACKET_RX_RING, &req, sizeof req))

@@ -4,7 +4,7 @@
 // working on the same interface. Only frames arriving on the bound queue (PortOptions::queue)
 // reach the socket: on a multi-queue NIC, steer RoCE there (ethtool -L/-N); veth has one queue.
 //
-// UMEM: frames of 4096 B. The first part belongs to RX: enough UMEM frames for ring_frames
+// UMEM: frames of 4096 B. The first part belongs to RX: enough UMEM frames for rx_ring_frames
 // frames of the largest size (two each when a frame spans two, multi-buffer), rounded up to a
 // power of two, so the port holds as many whole frames as AF_PACKET's ring does. Every RX UMEM
 // frame sits in the fill ring, in the kernel, in the RX ring or in our hands for one rx_burst,
@@ -378,6 +378,10 @@ bool XdpPort::check_options(const PortOptions& opt, std::string* err)
         *err = "xdp:" + ifname_ + ": ring_frames " + std::to_string(r) + ": expected a power of two in 64..65536";
         return false;
     }
+    if (opt.rx_ring_frames < 64 || opt.rx_ring_frames > (1u << 16)) {
+        *err = "xdp:" + ifname_ + ": rx_ring_frames " + std::to_string(opt.rx_ring_frames) + ": expected 64..65536";
+        return false;
+    }
     if (opt.rx_batch == 0) {
         *err = "xdp:" + ifname_ + ": rx_batch must be at least 1";
         return false;
@@ -400,7 +404,7 @@ bool XdpPort::plan_frames(std::string* err)
     info_.max_frame = std::min(wire, kMaxFrameDescs * kRxRoom);
     slot_chunks_ = (info_.max_frame + kChunk - 1) / kChunk;
     uint32_t rx_per_frame = (info_.max_frame + kRxRoom - 1) / kRxRoom;  // UMEM frames a received frame takes
-    rx_chunks_ = std::bit_ceil(opt_.ring_frames * rx_per_frame);
+    rx_chunks_ = std::bit_ceil(opt_.rx_ring_frames * rx_per_frame);
     umem_bytes_ = (size_t{rx_chunks_} + opt_.ring_frames) * kChunk;
     tx_base_ = uint64_t{rx_chunks_} * kChunk;
     if (sg_) scratch_.resize(size_t{kMaxFrameDescs + 2} * kChunk);  // anything the kernel could gather
@@ -408,7 +412,7 @@ bool XdpPort::plan_frames(std::string* err)
     umem_ = Mapping(umem, umem_bytes_);
     if (!umem_.ok()) {
         *err = fail_text(ifname_, "allocating the " + std::to_string(umem_bytes_ >> 20) + " MiB UMEM", errno,
-                         "lower ring_frames");
+                         "lower SDR_RT_RX_RING_FRAMES");
         return false;
     }
     uint32_t slots = opt_.ring_frames / slot_chunks_;
@@ -526,7 +530,7 @@ bool XdpPort::bind_socket(std::string* err)
     else if (e == EINVAL && what.rfind("bind", 0) == 0)
         *err = fail_text(ifname_, what, e, "does the interface have that queue? ethtool -l " + ifname_);
     else if (e == ENOMEM || e == ENOBUFS)
-        *err = fail_text(ifname_, what, e, "locked-memory limit: run as root or raise ulimit -l, or lower ring_frames");
+        *err = fail_text(ifname_, what, e, "locked-memory limit: run as root or raise ulimit -l, or lower SDR_RT_RX_RING_FRAMES");
     else if (e == EAFNOSUPPORT)
         *err = fail_text(ifname_, what, e, "kernel without AF_XDP sockets (CONFIG_XDP_SOCKETS)");
     else

@@ -82,9 +82,9 @@ bool RtParams::from_env(RtParams* out, std::string* err)
     uint64_t snap = p.pcap_snaplen;
     if (!u64_from_env("SDR_RT_SNAPLEN", &snap, err)) return false;
     p.pcap_snaplen = static_cast<uint32_t>(snap);
-    if (const char* s = std::getenv("SDR_RT_RING_FRAMES")) {  // xdp: needs a power of two (the port says so)
-        if (!parse_double("SDR_RT_RING_FRAMES", s, 64, 65536, &v, err)) return false;
-        p.port.ring_frames = static_cast<uint32_t>(v);
+    if (const char* s = std::getenv("SDR_RT_RX_RING_FRAMES")) {
+        if (!parse_double("SDR_RT_RX_RING_FRAMES", s, 64, 65536, &v, err)) return false;
+        p.port.rx_ring_frames = static_cast<uint32_t>(v);
     }
     if (const char* s = std::getenv("SDR_RT_XDP_MODE")) {
         std::string m = s;
