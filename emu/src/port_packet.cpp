@@ -83,7 +83,7 @@ public:
         // low rates too; the 1 ms block timeout bounds the latency of a lone frame. Enough
         // blocks for rx_ring_frames frames of the largest size: each takes its header, the MAC
         // offset's padding and the frame, aligned; a block loses its descriptor and the tail
-        // no frame fits in (61 frames of 4214 B per block).
+        // no frame fits in (60 frames of 4214 B per block).
         tpacket_req3 req{};
         req.tp_block_size = 1u << 18;
         req.tp_frame_size = 1u << 11;  // TPACKET_V3 packs frames; this only sizes the ring
