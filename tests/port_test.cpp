@@ -47,6 +47,7 @@ PortOptions options(const std::string& xdp_mode)
 {
     PortOptions opt;
     opt.ring_frames = kRingFrames;
+    opt.rx_ring_frames = kRingFrames;
     opt.xdp_mode = xdp_mode;
     return opt;
 }
@@ -170,6 +171,13 @@ void both_ways_byte_exact(Port& a, Port& b, const std::vector<Frame>& ab, const 
     EXPECT_EQ(first_mismatch(ba, got), -1);
 }
 
+// The port's counters with what the kernel counted so far (the polling thread's periodic read).
+PortStats stats_of(Port& p)
+{
+    p.read_kernel_stats();
+    return p.stats();
+}
+
 // Polls `rx` until `done()` or `limit`; frames it receives go to `seen` (if given) and are
 // counted in `*count` (if given).
 bool poll_until(Port& rx, std::vector<Frame>* seen, const std::function<bool()>& done,
@@ -280,7 +288,7 @@ TEST_P(XdpPortTest, SingleBufferFramesArriveByteExact)
     for (uint32_t i = 0; i < 200; i++) ba.push_back(roce_frame(b.info(), a.info(), i, 78 + (i * 389) % span));
     both_ways_byte_exact(a, b, ab, ba);
 
-    PortStats sa = a.stats(), sb = b.stats();
+    PortStats sa = stats_of(a), sb = stats_of(b);
     EXPECT_EQ(sa.tx_frames, 2000u);
     EXPECT_EQ(sb.rx_frames, 2000u);
     EXPECT_EQ(sb.tx_frames, 200u);
@@ -318,8 +326,8 @@ TEST_P(XdpPortTest, MultiBufferFramesArriveByteExact)
     }
     for (uint32_t i = 0; i < 200; i++) ba.push_back(roce_frame(b.info(), a.info(), i, i % 2 ? 4174 : 4096));
     both_ways_byte_exact(a, b, ab, ba);
-    EXPECT_EQ(b.stats().rx_dropped_kernel, 0u);
-    EXPECT_EQ(a.stats().tx_errors, 0u);
+    EXPECT_EQ(stats_of(b).rx_dropped_kernel, 0u);
+    EXPECT_EQ(stats_of(a).tx_errors, 0u);
 }
 
 // While B's port is open, B's kernel still gets everything that is not RoCE for B: ARP and
@@ -500,7 +508,7 @@ void blast(Port& a, Port& b, size_t size)
                 got / s / 1e3, got * size * 8 / s / 1e9);
     EXPECT_GT(got, 1000u);
     EXPECT_EQ(bad, 0u);
-    EXPECT_EQ(b.stats().rx_dropped_kernel, 0u);
+    EXPECT_EQ(stats_of(b).rx_dropped_kernel, 0u);
     // Let the last frames in flight arrive before the next run starts counting.
     auto deadline = Clock::now() + std::chrono::seconds(1);
     while (got < sent && Clock::now() < deadline) b.rx_burst(256, [&](const uint8_t*, size_t) { got++; });
@@ -579,27 +587,55 @@ TEST(XdpPort, OnePortPerInterfaceAndReopen)
 }
 
 // A receiver that does not poll: its RX ring fills and the kernel drops the rest, which the
-// port reports; every frame is either received or counted.
+// port reports, by cause; every frame is either received or counted.
+void kernel_drops_are_counted(Port& a, Port& b, uint64_t PortStats::*cause)
+{
+    Frame f = roce_frame(a.info(), b.info(), 1, 300);
+    uint32_t sent = 0;
+    auto deadline = Clock::now() + std::chrono::seconds(3);
+    while (sent < 3 * kRingFrames * 8 && Clock::now() < deadline) {
+        if (send_frame(a, f)) sent++;
+        if (sent % 64 == 0) a.tx_flush();
+    }
+    a.tx_flush();
+    sent = static_cast<uint32_t>(stats_of(a).tx_frames);  // what the kernel took (AF_PACKET may keep a batch)
+    uint64_t got = 0;
+    ASSERT_TRUE(poll_until(b, nullptr, [&] { return got + stats_of(b).rx_dropped_kernel == sent; }, std::chrono::seconds(2),
+                           &got))
+        << "received " << got << " + dropped " << stats_of(b).rx_dropped_kernel << " != sent " << sent;
+    PortStats s = stats_of(b);
+    std::printf("[ info     ] sent %u, received %llu, dropped %llu (by this cause %llu)\n", sent,
+                (unsigned long long)got, (unsigned long long)s.rx_dropped_kernel, (unsigned long long)(s.*cause));
+    EXPECT_EQ(s.rx_frames, got);
+    EXPECT_GT(s.*cause, 0u);
+    EXPECT_GT(s.rx_dropped_kernel, 0u);
+}
+
 TEST(XdpPort, KernelDropsAreCounted)
 {
     if (auto why = sdr::test::netns_unavailable(); !why.empty()) GTEST_SKIP() << why;
     XdpPair p("sdrxd", 1500, "generic");
     ASSERT_TRUE(p.why.empty()) << p.why;
-    Port &a = *p.port[0], &b = *p.port[1];
-    Frame f = roce_frame(a.info(), b.info(), 1, 300);
-    uint32_t sent = 0;
-    auto deadline = Clock::now() + std::chrono::seconds(3);
-    while (sent < 3 * kRingFrames && Clock::now() < deadline) {
-        if (send_frame(a, f)) sent++;
-        if (sent % 64 == 0) a.tx_flush();
-    }
-    a.tx_flush();
-    uint64_t got = 0;
-    ASSERT_TRUE(poll_until(b, nullptr, [&] { return got + b.stats().rx_dropped_kernel == sent; }, std::chrono::seconds(2),
-                           &got))
-        << "received " << got << " + dropped " << b.stats().rx_dropped_kernel << " != sent " << sent;
-    EXPECT_LE(got, kRingFrames);
-    EXPECT_GT(b.stats().rx_dropped_kernel, 0u);
+    // RX ring and fill ring hold one entry per RX frame: a receiver that stops polling leaves
+    // the fill ring empty (rx_dropped), never the RX ring full.
+    kernel_drops_are_counted(*p.port[0], *p.port[1], &PortStats::rx_xdp_dropped);
+    EXPECT_GT(stats_of(*p.port[1]).rx_xdp_fill_ring_empty, 0u);
+    EXPECT_EQ(stats_of(*p.port[1]).rx_kernel_ring_full, 0u);
+}
+
+TEST(PacketPort, KernelDropsAreCounted)
+{
+    if (auto why = sdr::test::netns_unavailable(); !why.empty()) GTEST_SKIP() << why;
+    Testbed tb("sdrpd", 1500);
+    ASSERT_TRUE(tb.ok());
+    std::string err;
+    auto a = open_on(tb, 0, "raw", options("auto"), &err);
+    ASSERT_TRUE(a) << err;
+    auto b = open_on(tb, 1, "raw", options("auto"), &err);
+    ASSERT_TRUE(b) << err;
+    kernel_drops_are_counted(*a, *b, &PortStats::rx_kernel_ring_full);
+    EXPECT_GT(stats_of(*b).rx_kernel_ring_freezes, 0u);
+    EXPECT_EQ(stats_of(*b).rx_xdp_dropped, 0u);
 }
 
 // AF_PACKET (raw:) on one side, AF_XDP on the other: both ways, byte-exact.

@@ -9,6 +9,7 @@
 #include <sdr_mr.h>
 #include <sdr_oob.h>
 #include <sdr_sim.h>
+#include <sdr_stats.h>
 
 #include <sched.h>
 
@@ -76,7 +77,7 @@ void usage(FILE* f)
                  "  -s, --size BYTES      message size, K/M suffixes (1M)           [client sets these]\n"
                  "  -n, --iters N         measured messages (1000)\n"
                  "  -w, --warmup N        messages before measuring (100)\n"
-                 "  -q, --in-flight N     messages in flight, 1..64 (8)\n"
+                 "  -q, --in-flight N     messages in flight, 1..1024 (8)\n"
                  "  -m, --mtu BYTES       256..4096 (4096)\n"
                  "      --chunk BYTES     bitmap chunk size, >= MTU (64K)\n"
                  "  -c, --channels N      channels = emulated DPA workers, 1..16 (4)\n"
@@ -148,7 +149,7 @@ Options parse(int argc, char** argv)
         else if (a == "-s" || a == "--size") o.size = num(1, (1ull << 32) - 1);
         else if (a == "-n" || a == "--iters") o.iters = static_cast<uint32_t>(num(1, 1u << 30));
         else if (a == "-w" || a == "--warmup") o.warmup = static_cast<uint32_t>(num(0, 1u << 30));
-        else if (a == "-q" || a == "--in-flight") o.in_flight = static_cast<uint32_t>(num(1, 64));
+        else if (a == "-q" || a == "--in-flight") o.in_flight = static_cast<uint32_t>(num(1, 1024));
         else if (a == "-m" || a == "--mtu") o.mtu = static_cast<uint32_t>(num(256, 4096));
         else if (a == "--chunk") o.chunk = static_cast<uint32_t>(num(256, 1u << 30));
         else if (a == "-c" || a == "--channels") o.channels = static_cast<uint32_t>(num(1, 16));
@@ -238,31 +239,55 @@ void print_header(const Options& o, const RunParams& rp, Side& s, const char* ro
                 (unsigned long long)rp.size, rp.mtu, rp.chunk, rp.channels, rp.in_flight, rp.iters, rp.warmup);
 }
 
-// What the receiving NIC counted: frames, CQEs, bytes placed, control datagrams, the kernel's
-// drops, and every frame the NIC dropped, by reason (hostile frames show up here). Text, or the
-// members of a JSON object.
+// Every counter of the context's NIC (sdr_stats.h), by name.
+std::vector<std::pair<std::string, uint64_t>> nic_counters(sdr_context* ctx)
+{
+    size_t n = 0;
+    if (sdr_context_stats_get(ctx, nullptr, 0, &n) != SDR_SUCCESS) die_sdr("sdr_context_stats_get");
+    std::vector<sdr_stat> st(n);
+    if (sdr_context_stats_get(ctx, st.data(), st.size(), &n) != SDR_SUCCESS) die_sdr("sdr_context_stats_get");
+    std::vector<std::pair<std::string, uint64_t>> out;
+    for (size_t i = 0; i < std::min(n, st.size()); i++) out.emplace_back(st[i].name, st[i].value);
+    return out;
+}
+
+// What the NIC counted: frames, CQEs, bytes placed, control datagrams, the kernel's drops, and
+// every frame the NIC dropped, by reason (hostile frames show up here), then every non-zero
+// counter as sdr-stat prints it. Text, or the members of a JSON object ("counters" holds all).
 std::string nic_report(sdr_context* ctx, bool json)
 {
-    auto* rt = sdr::host::rt_of(ctx);
-    const uint64_t kernel_drops = rt ? rt->port_stats().rx_dropped_kernel : 0;
-    std::unique_lock<std::mutex> g;
-    if (rt) g = std::unique_lock<std::mutex>(rt->lock());  // the NIC's thread writes the counters
-    const sdr::emu::PortCounters c = sdr::host::nic_of(ctx)->counters();
-    if (g) g.unlock();
+    const auto all = nic_counters(ctx);
+    auto get = [&](const std::string& name) {
+        for (const auto& [k, v] : all)
+            if (k == name) return v;
+        return uint64_t{0};
+    };
     auto n = [](uint64_t v) { return std::to_string(v); };
-    std::string drops;
-    for (size_t d = 0; d < static_cast<size_t>(sdr::emu::RxDrop::Count); d++) {
-        const char* why = sdr::emu::to_string(static_cast<sdr::emu::RxDrop>(d));
-        if (json) drops += std::string(d ? "," : "") + "\"" + why + "\":" + n(c.rx_drops[d]);
-        else if (c.rx_drops[d]) drops += std::string(drops.empty() ? "" : ", ") + why + " " + n(c.rx_drops[d]);
+    const std::string drop_prefix = "port.rx_drop.";
+    std::string drops, counters, kernel;
+    for (const auto& [k, v] : all) {
+        if (json) counters += std::string(counters.empty() ? "" : ",") + "\"" + k + "\":" + n(v);
+        else if (v) counters += "\n  " + k + " " + n(v);
+        if (k.rfind(drop_prefix, 0) == 0) {
+            const std::string why = k.substr(drop_prefix.size());
+            if (json) drops += std::string(drops.empty() ? "" : ",") + "\"" + why + "\":" + n(v);
+            else if (v) drops += std::string(drops.empty() ? "" : ", ") + why + " " + n(v);
+        }
+        if (!json && v && k.rfind("kernel.", 0) == 0 && k.find("drop") == std::string::npos &&
+            (k.find("full") != std::string::npos || k.find("empty") != std::string::npos || k.find("invalid") != std::string::npos ||
+             k.find("oversize") != std::string::npos || k.find("freezes") != std::string::npos))
+            kernel += std::string(kernel.empty() ? "" : ", ") + k.substr(7) + " " + n(v);
     }
     if (json)
-        return "\"rx_frames\":" + n(c.rx_frames) + ",\"rx_cqes\":" + n(c.rx_cqes) + ",\"rx_placed_bytes\":" +
-               n(c.rx_placed_bytes) + ",\"rx_ctrl\":" + n(c.rx_ctrl) + ",\"rx_kernel_drops\":" + n(kernel_drops) +
-               ",\"rx_drops_total\":" + n(c.rx_drops_total()) + ",\"rx_drops\":{" + drops + "}";
-    return "receiver NIC: " + n(c.rx_frames) + " frames, " + n(c.rx_cqes) + " CQEs, " + n(c.rx_placed_bytes) +
-           " B placed, " + n(c.rx_ctrl) + " control datagrams, " + n(kernel_drops) + " dropped by the kernel; " +
-           n(c.rx_drops_total()) + " dropped by the NIC" + (drops.empty() ? "" : " (" + drops + ")");
+        return "\"rx_frames\":" + n(get("port.rx_frames")) + ",\"rx_cqes\":" + n(get("port.rx_cqes")) +
+               ",\"rx_placed_bytes\":" + n(get("port.rx_placed_bytes")) + ",\"rx_ctrl\":" + n(get("port.rx_ctrl")) +
+               ",\"rx_kernel_drops\":" + n(get("kernel.rx_dropped")) + ",\"rx_drops_total\":" +
+               n(get("port.rx_drops_total")) + ",\"rx_drops\":{" + drops + "},\"counters\":{" + counters + "}";
+    return "NIC: " + n(get("port.rx_frames")) + " frames received, " + n(get("port.rx_cqes")) + " CQEs, " +
+           n(get("port.rx_placed_bytes")) + " B placed, " + n(get("port.rx_ctrl")) + " control datagrams, " +
+           n(get("kernel.rx_dropped")) + " dropped by the kernel" + (kernel.empty() ? "" : " (" + kernel + ")") + "; " +
+           n(get("port.rx_drops_total")) + " dropped by the NIC" + (drops.empty() ? "" : " (" + drops + ")") +
+           "\ncounters (sdr-stat names):" + counters;
 }
 
 // Corrupt chunks among the complete ones of a received message; the slot is zeroed after, so
@@ -472,14 +497,16 @@ int run_client(const Options& o)
     if (o.json) {
         std::printf("{\"role\":\"client\",\"device\":\"%s\",\"port_mode\":\"%s\",\"size\":%llu,\"mtu\":%u,\"chunk\":%u,"
                     "\"channels\":%u,\"in_flight\":%u,\"iters\":%u,\"tx_gbps\":%.3f,\"tx_mpps\":%.4f,\"msgs_per_s\":%.1f,"
-                    "\"goodput_gbps\":%.3f,\"chunk_loss_pct\":%.5f,\"seconds\":%.6f}\n",
+                    "\"goodput_gbps\":%.3f,\"chunk_loss_pct\":%.5f,\"seconds\":%.6f,%s}\n",
                     o.device.c_str(), rt ? rt->port_info().mode.c_str() : "simulator", (unsigned long long)rp.size,
-                    rp.mtu, rp.chunk, rp.channels, rp.in_flight, rp.iters, gbps, mpps, mps, good, lost, secs);
+                    rp.mtu, rp.chunk, rp.channels, rp.in_flight, rp.iters, gbps, mpps, mps, good, lost, secs,
+                    nic_report(s.ctx, true).c_str());
     } else {
         std::printf(" %12s %10s %12s %10s %12s %16s %12s\n", "bytes", "iterations", "Gbit/s sent", "Mpps", "msgs/s",
                     "goodput Gbit/s", "chunks lost");
         std::printf(" %12llu %10u %12.2f %10.3f %12.0f %16.2f %11.4f%%\n", (unsigned long long)rp.size, rp.iters, gbps,
                     mpps, mps, good, lost);
+        std::printf("%s\n", nic_report(s.ctx, false).c_str());
     }
     sdr_mr_dereg(mr);
     sdr_oob_close(oob);

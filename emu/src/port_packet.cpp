@@ -80,12 +80,18 @@ public:
             setsockopt(fd_, SOL_PACKET, PACKET_VERSION, &v3, sizeof v3))
             return *err = errno_text("raw:" + ifname + ": setsockopt"), false;
         // Blocks of 256 KiB: small enough that a block fills (and is handed over) quickly at
-        // low rates too; the 1 ms block timeout bounds the latency of a lone frame.
+        // low rates too; the 1 ms block timeout bounds the latency of a lone frame. Enough
+        // blocks for rx_ring_frames frames of the largest size: each takes its header, the MAC
+        // offset's padding and the frame, aligned; a block loses its descriptor and the tail
+        // no frame fits in (60 frames of 4214 B per block).
         tpacket_req3 req{};
         req.tp_block_size = 1u << 18;
         req.tp_frame_size = 1u << 11;  // TPACKET_V3 packs frames; this only sizes the ring
-        uint32_t ring_bytes = std::max(opt.ring_frames, 64u) * (info_.max_frame + 64);
-        req.tp_block_nr = std::max(8u, (ring_bytes + req.tp_block_size - 1) / req.tp_block_size);
+        // The kernel puts the network header at TPACKET_ALIGN(TPACKET3_HDRLEN + 16), the MAC
+        // header 14 bytes before it.
+        const uint32_t per_frame = TPACKET_ALIGN(TPACKET_ALIGN(TPACKET3_HDRLEN + 16) - 14 + info_.max_frame);
+        const uint32_t per_block = (req.tp_block_size - TPACKET_ALIGN(sizeof(tpacket_block_desc))) / per_frame;
+        req.tp_block_nr = std::max(8u, (std::max(opt.rx_ring_frames, 64u) + per_block - 1) / per_block);
         req.tp_frame_nr = req.tp_block_nr * (req.tp_block_size / req.tp_frame_size);
         req.tp_retire_blk_tov = 1;
         if (setsockopt(fd_, SOL_PACKET, PACKET_RX_RING, &req, sizeof req))
@@ -103,7 +109,8 @@ public:
             return *err = errno_text("raw:" + ifname + ": bind"), false;
         if (!open_sink(err)) return false;
         tx_buf_.resize(size_t{kTxBatch} * info_.max_frame);
-        info_.mode = "AF_PACKET TPACKET_V3 RX ring " + std::to_string(ring_bytes_ >> 20) + " MiB, sendmmsg TX";
+        info_.mode = "AF_PACKET TPACKET_V3 RX ring " + std::to_string(ring_bytes_ >> 20) + " MiB (" +
+                     std::to_string(size_t{per_block} * req.tp_block_nr) + " frames), sendmmsg TX";
         return true;
     }
 
@@ -152,16 +159,19 @@ public:
         tx_n_ = left;
     }
 
-    PortStats stats() const override
+    // PACKET_STATISTICS resets the kernel's counters on every read, so only this reader may
+    // call it, and it adds what it reads.
+    void read_kernel_stats() override
     {
-        PortStats s = stats_;
         tpacket_stats_v3 st{};
         socklen_t len = sizeof st;
-        // Reading resets the kernel's counters: accumulate.
-        if (getsockopt(fd_, SOL_PACKET, PACKET_STATISTICS, &st, &len) == 0) kernel_drops_ += st.tp_drops;
-        s.rx_dropped_kernel = kernel_drops_;
-        return s;
+        if (getsockopt(fd_, SOL_PACKET, PACKET_STATISTICS, &st, &len) != 0) return;
+        stats_.rx_kernel_ring_full += st.tp_drops;
+        stats_.rx_kernel_ring_freezes += st.tp_freeze_q_cnt;
+        stats_.rx_dropped_kernel = stats_.rx_kernel_ring_full;
     }
+
+    PortStats stats() const override { return stats_; }
 
 protected:
     size_t rx_burst_impl(size_t max, FrameSink sink, void* ctx) override
@@ -218,7 +228,6 @@ private:
     uint32_t tx_len_[kTxBatch] = {};
     uint32_t tx_n_ = 0;
     PortStats stats_;
-    mutable uint64_t kernel_drops_ = 0;
 };
 
 }  // namespace

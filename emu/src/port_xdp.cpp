@@ -4,9 +4,12 @@
 // working on the same interface. Only frames arriving on the bound queue (PortOptions::queue)
 // reach the socket: on a multi-queue NIC, steer RoCE there (ethtool -L/-N); veth has one queue.
 //
-// UMEM: 2 × ring_frames frames of 4096 B. The first half belongs to RX (every RX frame sits in
-// the fill ring, in the kernel, in the RX ring or in our hands for one rx_burst); the second
-// half is TX, cut into slots of as many adjacent frames as the largest frame needs, so a
+// UMEM: frames of 4096 B. The first part belongs to RX: enough UMEM frames for rx_ring_frames
+// frames of the largest size (two each when a frame spans two, multi-buffer), rounded up to a
+// power of two, so the port holds as many whole frames as AF_PACKET's ring does. Every RX UMEM
+// frame sits in the fill ring, in the kernel, in the RX ring or in our hands for one rx_burst,
+// which returns it to the fill ring at once; fill and RX rings have one entry per RX UMEM
+// frame, so neither overflows before the other. The rest (ring_frames UMEM frames) is TX, cut into slots of as many adjacent frames as the largest frame needs, so a
 // multi-buffer frame is one contiguous buffer for the caller and several descriptors for the
 // kernel. Completed TX slots come back through the completion ring.
 //
@@ -41,6 +44,7 @@
 #include <xdp/xsk.h>
 
 #include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <chrono>
 #include <cstddef>
@@ -263,7 +267,9 @@ void point_ring(Ring* r, uint8_t* map, const xdp_ring_offset& off, uint32_t size
 
 // Makes the socket, registers the UMEM and maps the rings (each `ring` entries). nullptr and
 // *what / *e on failure.
-std::unique_ptr<XskSocket> make_socket(uint8_t* umem, size_t umem_bytes, uint32_t ring, std::string* what, int* e)
+// Fill and RX rings have rx_ring entries, completion and TX rings tx_ring.
+std::unique_ptr<XskSocket> make_socket(uint8_t* umem, size_t umem_bytes, uint32_t rx_ring, uint32_t tx_ring,
+                                       std::string* what, int* e)
 {
     auto s = std::make_unique<XskSocket>();
     auto fail = [&](const char* w) {
@@ -279,28 +285,28 @@ std::unique_ptr<XskSocket> make_socket(uint8_t* umem, size_t umem_bytes, uint32_
     reg.len = umem_bytes;
     reg.chunk_size = kChunk;
     if (setsockopt(fd, SOL_XDP, XDP_UMEM_REG, &reg, sizeof reg)) return fail("registering the UMEM (XDP_UMEM_REG)");
-    if (setsockopt(fd, SOL_XDP, XDP_UMEM_FILL_RING, &ring, sizeof ring) ||
-        setsockopt(fd, SOL_XDP, XDP_UMEM_COMPLETION_RING, &ring, sizeof ring) ||
-        setsockopt(fd, SOL_XDP, XDP_RX_RING, &ring, sizeof ring) ||
-        setsockopt(fd, SOL_XDP, XDP_TX_RING, &ring, sizeof ring))
+    if (setsockopt(fd, SOL_XDP, XDP_UMEM_FILL_RING, &rx_ring, sizeof rx_ring) ||
+        setsockopt(fd, SOL_XDP, XDP_UMEM_COMPLETION_RING, &tx_ring, sizeof tx_ring) ||
+        setsockopt(fd, SOL_XDP, XDP_RX_RING, &rx_ring, sizeof rx_ring) ||
+        setsockopt(fd, SOL_XDP, XDP_TX_RING, &tx_ring, sizeof tx_ring))
         return fail("sizing the rings");
     xdp_mmap_offsets off{};
     socklen_t len = sizeof off;
     if (getsockopt(fd, SOL_XDP, XDP_MMAP_OFFSETS, &off, &len)) return fail("XDP_MMAP_OFFSETS");
-    auto map = [&](Mapping* m, const xdp_ring_offset& o, size_t entry, off_t pgoff) {
+    auto map = [&](Mapping* m, const xdp_ring_offset& o, uint32_t ring, size_t entry, off_t pgoff) {
         size_t bytes = o.desc + size_t{ring} * entry;
         *m = Mapping(mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, pgoff), bytes);
         return m->ok();
     };
-    if (!map(&s->fill_map, off.fr, sizeof(uint64_t), XDP_UMEM_PGOFF_FILL_RING) ||
-        !map(&s->comp_map, off.cr, sizeof(uint64_t), XDP_UMEM_PGOFF_COMPLETION_RING) ||
-        !map(&s->rx_map, off.rx, sizeof(xdp_desc), XDP_PGOFF_RX_RING) ||
-        !map(&s->tx_map, off.tx, sizeof(xdp_desc), XDP_PGOFF_TX_RING))
+    if (!map(&s->fill_map, off.fr, rx_ring, sizeof(uint64_t), XDP_UMEM_PGOFF_FILL_RING) ||
+        !map(&s->comp_map, off.cr, tx_ring, sizeof(uint64_t), XDP_UMEM_PGOFF_COMPLETION_RING) ||
+        !map(&s->rx_map, off.rx, rx_ring, sizeof(xdp_desc), XDP_PGOFF_RX_RING) ||
+        !map(&s->tx_map, off.tx, tx_ring, sizeof(xdp_desc), XDP_PGOFF_TX_RING))
         return fail("mapping the rings");
-    point_ring(&s->fill, s->fill_map.bytes(), off.fr, ring, true);
-    point_ring(&s->comp, s->comp_map.bytes(), off.cr, ring, false);
-    point_ring(&s->rx, s->rx_map.bytes(), off.rx, ring, false);
-    point_ring(&s->tx, s->tx_map.bytes(), off.tx, ring, true);
+    point_ring(&s->fill, s->fill_map.bytes(), off.fr, rx_ring, true);
+    point_ring(&s->comp, s->comp_map.bytes(), off.cr, tx_ring, false);
+    point_ring(&s->rx, s->rx_map.bytes(), off.rx, rx_ring, false);
+    point_ring(&s->tx, s->tx_map.bytes(), off.tx, tx_ring, true);
     return s;
 }
 
@@ -315,6 +321,7 @@ public:
     uint8_t* tx_alloc() override;
     void tx_commit(size_t len) override;
     void tx_flush() override;
+    void read_kernel_stats() override;
     PortStats stats() const override;
 
 protected:
@@ -344,6 +351,7 @@ private:
     bool sg_ = false;              // multi-buffer: a frame may span several descriptors
     bool native_ = false;          // program attached in driver mode (else generic)
     uint32_t slot_chunks_ = 1;     // UMEM frames per TX slot
+    uint32_t rx_chunks_ = 0;       // UMEM frames for RX = entries of the fill and RX rings
     uint64_t tx_base_ = 0;         // first TX frame's UMEM address
     size_t umem_bytes_ = 0;
 
@@ -359,6 +367,7 @@ private:
     size_t partial_ = 0;                // bytes of it so far
     bool partial_too_big_ = false;
     uint64_t rx_oversize_ = 0;          // gathered frames that did not fit scratch_ (dropped)
+    uint64_t tx_invalid_descs_ = 0;     // the kernel's running total (XDP_STATISTICS)
     PortStats st_;
 };
 
@@ -367,6 +376,10 @@ bool XdpPort::check_options(const PortOptions& opt, std::string* err)
     uint32_t r = opt.ring_frames;
     if (r < 64 || r > (1u << 16) || (r & (r - 1))) {
         *err = "xdp:" + ifname_ + ": ring_frames " + std::to_string(r) + ": expected a power of two in 64..65536";
+        return false;
+    }
+    if (opt.rx_ring_frames < 64 || opt.rx_ring_frames > (1u << 16)) {
+        *err = "xdp:" + ifname_ + ": rx_ring_frames " + std::to_string(opt.rx_ring_frames) + ": expected 64..65536";
         return false;
     }
     if (opt.rx_batch == 0) {
@@ -390,14 +403,16 @@ bool XdpPort::plan_frames(std::string* err)
     sg_ = wire > kRxRoom;
     info_.max_frame = std::min(wire, kMaxFrameDescs * kRxRoom);
     slot_chunks_ = (info_.max_frame + kChunk - 1) / kChunk;
-    umem_bytes_ = size_t{2} * opt_.ring_frames * kChunk;
-    tx_base_ = uint64_t{opt_.ring_frames} * kChunk;
+    uint32_t rx_per_frame = (info_.max_frame + kRxRoom - 1) / kRxRoom;  // UMEM frames a received frame takes
+    rx_chunks_ = std::bit_ceil(opt_.rx_ring_frames * rx_per_frame);
+    umem_bytes_ = (size_t{rx_chunks_} + opt_.ring_frames) * kChunk;
+    tx_base_ = uint64_t{rx_chunks_} * kChunk;
     if (sg_) scratch_.resize(size_t{kMaxFrameDescs + 2} * kChunk);  // anything the kernel could gather
     void* umem = mmap(nullptr, umem_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);  // page-aligned
     umem_ = Mapping(umem, umem_bytes_);
     if (!umem_.ok()) {
         *err = fail_text(ifname_, "allocating the " + std::to_string(umem_bytes_ >> 20) + " MiB UMEM", errno,
-                         "lower ring_frames");
+                         "lower SDR_RT_RX_RING_FRAMES");
         return false;
     }
     uint32_t slots = opt_.ring_frames / slot_chunks_;
@@ -467,7 +482,7 @@ bool XdpPort::attach(std::string* err)
 int XdpPort::bind_once(uint16_t flags, std::string* what)
 {
     int e = 0;
-    s_ = make_socket(umem_.bytes(), umem_bytes_, opt_.ring_frames, what, &e);
+    s_ = make_socket(umem_.bytes(), umem_bytes_, rx_chunks_, opt_.ring_frames, what, &e);
     if (!s_) return e;
     sockaddr_xdp sa{};
     sa.sxdp_family = AF_XDP;
@@ -515,7 +530,7 @@ bool XdpPort::bind_socket(std::string* err)
     else if (e == EINVAL && what.rfind("bind", 0) == 0)
         *err = fail_text(ifname_, what, e, "does the interface have that queue? ethtool -l " + ifname_);
     else if (e == ENOMEM || e == ENOBUFS)
-        *err = fail_text(ifname_, what, e, "locked-memory limit: run as root or raise ulimit -l, or lower ring_frames");
+        *err = fail_text(ifname_, what, e, "locked-memory limit: run as root or raise ulimit -l, or lower SDR_RT_RX_RING_FRAMES");
     else if (e == EAFNOSUPPORT)
         *err = fail_text(ifname_, what, e, "kernel without AF_XDP sockets (CONFIG_XDP_SOCKETS)");
     else
@@ -527,7 +542,7 @@ bool XdpPort::bind_socket(std::string* err)
 void XdpPort::fill_rx_frames()
 {
     uint32_t idx = 0;
-    uint32_t n = xsk_ring_prod__reserve(&s_->fill, opt_.ring_frames, &idx);
+    uint32_t n = xsk_ring_prod__reserve(&s_->fill, rx_chunks_, &idx);
     for (uint32_t i = 0; i < n; i++) *xsk_ring_prod__fill_addr(&s_->fill, idx + i) = uint64_t{i} * kChunk;
     xsk_ring_prod__submit(&s_->fill, n);
 }
@@ -713,16 +728,25 @@ void XdpPort::tx_flush()
     reclaim_tx();
 }
 
+// XDP_STATISTICS are running totals (not reset on read): take them as they are.
+void XdpPort::read_kernel_stats()
+{
+    xdp_statistics xs{};
+    socklen_t len = sizeof xs;
+    if (getsockopt(s_->fd.get(), SOL_XDP, XDP_STATISTICS, &xs, &len) != 0) return;
+    st_.rx_xdp_dropped = xs.rx_dropped;
+    st_.rx_xdp_ring_full = xs.rx_ring_full;
+    st_.rx_xdp_invalid_descs = xs.rx_invalid_descs;
+    st_.rx_xdp_fill_ring_empty = xs.rx_fill_ring_empty_descs;
+    tx_invalid_descs_ = xs.tx_invalid_descs;
+}
+
 PortStats XdpPort::stats() const
 {
     PortStats s = st_;
-    xdp_statistics xs{};
-    socklen_t len = sizeof xs;
-    s.rx_dropped_kernel = rx_oversize_;
-    if (getsockopt(s_->fd.get(), SOL_XDP, XDP_STATISTICS, &xs, &len) == 0) {
-        s.rx_dropped_kernel += xs.rx_dropped + xs.rx_ring_full;
-        s.tx_errors += xs.tx_invalid_descs;
-    }
+    s.rx_oversize = rx_oversize_;
+    s.rx_dropped_kernel = s.rx_xdp_dropped + s.rx_xdp_ring_full + s.rx_xdp_invalid_descs + rx_oversize_;
+    s.tx_errors += tx_invalid_descs_;
     return s;
 }
 

@@ -29,6 +29,9 @@ constexpr uint32_t kTxBudget = 256;  // packets per round, so receiving is never
 // 32 frames (about 130 KB) are still in L2 when it does; after 256 they were not (perf on
 // AF_XDP: the kernel's copy out of the frames took 40 % longer).
 constexpr uint32_t kTxFlushEvery = 32;
+// The kernel's receive-drop counters reach the port's counters this often (a system call each
+// time), and before every sleep: drops show while the run lasts, not only when someone asks.
+constexpr uint64_t kKernelStatsEveryNs = 10'000'000;
 
 uint64_t mono_ns()
 {
@@ -79,6 +82,10 @@ bool RtParams::from_env(RtParams* out, std::string* err)
     uint64_t snap = p.pcap_snaplen;
     if (!u64_from_env("SDR_RT_SNAPLEN", &snap, err)) return false;
     p.pcap_snaplen = static_cast<uint32_t>(snap);
+    if (const char* s = std::getenv("SDR_RT_RX_RING_FRAMES")) {
+        if (!parse_double("SDR_RT_RX_RING_FRAMES", s, 64, 65536, &v, err)) return false;
+        p.port.rx_ring_frames = static_cast<uint32_t>(v);
+    }
     if (const char* s = std::getenv("SDR_RT_XDP_MODE")) {
         std::string m = s;
         if (m != "auto" && m != "native" && m != "generic") {
@@ -178,6 +185,7 @@ void RtNic::wait_event(uint64_t deadline_ns)
 PortStats RtNic::port_stats()
 {
     std::lock_guard<std::mutex> g(mu_);
+    port_->read_kernel_stats();
     return port_->stats();
 }
 
@@ -214,6 +222,10 @@ void RtNic::run()
             next = next_deadline();
             if (did) last_work = now;
             sleep = !did && !p_.busy_poll && now - last_work >= kSpinAfterWorkNs;
+            if (sleep || now - kernel_stats_read_ns_ >= kKernelStatsEveryNs) {
+                port_->read_kernel_stats();
+                kernel_stats_read_ns_ = now;
+            }
             if (pcap_dirty_ && (sleep || now - pcap_flushed_ns_ >= kPcapFlushNs)) {
                 pcap_.flush();
                 pcap_dirty_ = false;

@@ -4,6 +4,7 @@
 #include <sdr/host/inspect.hpp>
 
 #include "internal.hpp"
+#include "stats.hpp"
 
 using sdr::host::clear_error;
 using sdr::host::set_error;
@@ -28,6 +29,7 @@ sdr_context* sdr_context_create(const char* dev_name, sdr_dev_attr* attr)
     auto* ctx = new sdr_context;
     ctx->dev = std::move(dev);
     ctx->log_max_qps = attr->log_max_qps;
+    sdr::host::stats_context_opened(ctx);
     clear_error();
     return ctx;
 }
@@ -38,6 +40,7 @@ int sdr_context_destroy(sdr_context* ctx)
     for (sdr_qp* q : ctx->qps)
         if (q) return set_error("sdr_context_destroy: destroy its QPs first");
     if (ctx->live_mrs) return set_error("sdr_context_destroy: deregister its memory regions first");
+    sdr::host::stats_context_closing(ctx);
     delete ctx;
     return SDR_SUCCESS;
 }

@@ -217,6 +217,13 @@ public:
 
     const PortCounters& counters() const { return port_; }
     const QpCounters* qp_counters(uint32_t handle) const;
+    // f(tag, counters) for every live transport QP (counter reports).
+    template <class F>
+    void for_each_qp(F&& f) const
+    {
+        for (const TransportQp& q : qps_)
+            if (q.live) f(q.tag, q.counters);
+    }
     // DPA worker i's counters: a snapshot summed over its two contexts (worker.hpp).
     hal_worker worker(uint32_t i) const;
     // Sum of one firmware counter over all workers; safe while handlers run on other threads.

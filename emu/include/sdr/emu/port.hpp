@@ -15,7 +15,13 @@ namespace sdr::emu {
 
 struct PortOptions {
     uint32_t queue = 0;          // NIC RX/TX queue the port binds (AF_XDP) or 0
-    uint32_t ring_frames = 4096; // frames per RX and TX ring
+    uint32_t ring_frames = 4096; // frames per TX ring (AF_XDP: a power of two)
+    // Frames of the largest size the receive ring holds (AF_XDP: rounded up to a power of two
+    // of UMEM frames). It absorbs the receiver's stalls: 16384 frames are 36 ms at the 450 k
+    // frames/s a sender reaches on veth, which a receiver sharing a loaded 2-core machine
+    // needed (4096 frames lost up to 11 k frames per 1000 MiB). Memory: 68 MiB of ring
+    // (AF_PACKET) or 128 MiB of UMEM (AF_XDP multi-buffer) at MTU 4200.
+    uint32_t rx_ring_frames = 16384;
     // AF_XDP: "auto" (native, then generic), "native" or "generic" attach mode of the XDP
     // program; zero-copy is tried first where the driver offers it, else copy mode.
     std::string xdp_mode = "auto";
@@ -31,11 +37,24 @@ struct PortInfo {
     std::string mode;            // how it runs, for logs: e.g. "AF_XDP native copy, multi-buffer"
 };
 
+// What a port counted. The kernel's receive drops are read from the socket by the polling
+// thread (Port::read_kernel_stats, every few milliseconds and on every snapshot), one counter
+// per cause, so a drop shows up while the run lasts, whether or not anybody asks.
 struct PortStats {
     uint64_t rx_frames = 0, rx_bytes = 0, tx_frames = 0, tx_bytes = 0;
-    uint64_t rx_dropped_kernel = 0;  // what the kernel reports it dropped (ring full)
+    // AF_PACKET (PACKET_STATISTICS): frames the kernel could not put into the RX ring (full).
+    uint64_t rx_kernel_ring_full = 0;
+    // AF_PACKET: times the ring froze (every block in our hands; tp_freeze_q_cnt). Not frames.
+    uint64_t rx_kernel_ring_freezes = 0;
+    // AF_XDP (XDP_STATISTICS): rx_dropped (no buffer, or another reason the kernel had),
+    // rx_ring_full (the RX ring had no room) and rx_invalid_descs (frames); and
+    // rx_fill_ring_empty_descs (times the kernel found the fill ring empty: not frames, and in
+    // copy mode each such miss is also one rx_dropped).
+    uint64_t rx_xdp_dropped = 0, rx_xdp_ring_full = 0, rx_xdp_invalid_descs = 0, rx_xdp_fill_ring_empty = 0;
+    uint64_t rx_oversize = 0;        // AF_XDP multi-buffer frames larger than we gather (dropped by us)
+    uint64_t rx_dropped_kernel = 0;  // frames lost before the NIC model saw them: the sum of the frame counts above
     uint64_t tx_full = 0;            // tx_alloc found the TX ring full
-    uint64_t tx_errors = 0;          // frames the kernel refused for good (EMSGSIZE, link down)
+    uint64_t tx_errors = 0;          // frames the kernel refused for good (EMSGSIZE, link down, invalid descriptors)
 };
 
 class Port {
@@ -62,6 +81,10 @@ public:
 
     // A descriptor that turns readable when frames wait (for poll()/epoll).
     virtual int fd() const = 0;
+    // Adds what the kernel counted since the last call to the port's counters (a system call:
+    // the polling thread calls it every few milliseconds, not per frame).
+    virtual void read_kernel_stats() = 0;
+    // The counters as of the last read_kernel_stats, with no system call.
     virtual PortStats stats() const = 0;
 
 protected:

@@ -59,7 +59,7 @@ public:
     // reaches deadline_ns. Call without holding the lock.
     void wait_event(uint64_t deadline_ns);
 
-    // Snapshots, taken under the lock.
+    // Snapshots, taken under the lock (port_stats reads the kernel's drop counters first).
     PortStats port_stats();
     ShaperCounters shaper_counters();
     RtCounters counters();
@@ -101,6 +101,7 @@ private:
     uint64_t host_events_seen_ = 0;
     bool pcap_dirty_ = false;        // written since the last flush
     uint64_t pcap_flushed_ns_ = 0;
+    uint64_t kernel_stats_read_ns_ = 0;  // last Port::read_kernel_stats
     std::map<uint64_t, uint64_t> timer_deadline_;        // (worker << 32 | id) -> deadline
     std::multimap<uint64_t, uint64_t> timer_queue_;      // deadline -> key (stale entries skipped)
     int wake_fd_ = -1;                                   // eventfd: host work for the thread
