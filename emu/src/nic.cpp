@@ -26,6 +26,7 @@ const char* to_string(RxDrop d)
     case RxDrop::OutOfBounds: return "out_of_bounds";
     case RxDrop::BadQkey: return "bad_qkey";
     case RxDrop::CtrlRingFull: return "ctrl_ring_full";
+    case RxDrop::CqOverflow: return "cq_overflow";
     case RxDrop::Count: break;
     }
     return "?";
@@ -302,9 +303,9 @@ void Nic::respond(const PacketMeta& m, const uint8_t* payload, const NicAddress&
     cqe.byte_len = m.dma_len;
     cqe.opcode = HAL_CQE_RECV_WRITE_IMM;
     cqe.status = HAL_CQE_OK;
-    // The channel's DPA worker drains its CQ: at once (the simulator charges no handler time),
-    // or on its own thread if the executor runs workers on dedicated cores.
-    if (!(cqe_dispatch_ && exec_->dispatch_rx_cqe(qp.channel, cqe))) run_rx_cqe(qp.channel, cqe);
+    // The channel's DPA worker drains its CQ: at once (the simulator without its cost model),
+    // on its own thread (real-time executors with worker cores), or later in virtual time.
+    if (!(cqe_dispatch_ && exec_->dispatch_rx_cqe(*this, qp.channel, cqe))) run_rx_cqe(qp.channel, cqe);
 }
 
 void Nic::run_rx_cqe(uint32_t worker, const hal_cqe& cqe)
