@@ -50,6 +50,14 @@ bool DpaParams::from_env(DpaParams* out, std::string* err)
         return false;
     }
     p.cq_depth = static_cast<uint32_t>(u);
+    if (const char* s = std::getenv("SDR_SIM_DPA_STEERING")) {
+        std::string v = s;
+        if (v != "balanced" && v != "channel") {
+            if (err) *err = "SDR_SIM_DPA_STEERING must be 'balanced' (default) or 'channel'";
+            return false;
+        }
+        p.by_channel = v == "channel";
+    }
     *out = p;
     return true;
 }
@@ -68,33 +76,50 @@ DpaModel::NicState& DpaModel::state(Nic& nic)
     return s;
 }
 
+// By channel: threads c, c + nch, c + 2 nch, ... below nthreads serve channel c in turn.
 uint32_t DpaModel::thread_of(NicState& s, uint32_t channel)
 {
     const uint32_t nthreads = static_cast<uint32_t>(s.threads.size());
     const uint32_t nch = static_cast<uint32_t>(s.rr.size());
     if (nthreads <= nch) return channel % nthreads;
-    // Threads c, c + nch, c + 2 nch, ... below nthreads serve channel c in turn.
     uint32_t mine = (nthreads - channel + nch - 1) / nch;
     uint32_t k = s.rr[channel]++ % mine;
     return channel + k * nch;
 }
 
+void DpaModel::wake(NicState& s, uint32_t t, SimTime now)
+{
+    Thread& th = s.threads[t];
+    th.busy = true;
+    sim_.at(std::max(now, th.free_at), this, arg(s.nic->index(), t, false));
+}
+
 void DpaModel::offer(Nic& nic, uint32_t channel, const hal_cqe& cqe)
 {
     NicState& s = state(nic);
-    const uint32_t t = thread_of(s, channel);
-    Thread& th = s.threads[t];
     const SimTime now = sim_.now();
-    if (th.cq.size() >= p_.cq_depth) {
-        s.stats.overflows++;
-        nic.cq_overflow();
+    const uint32_t nthreads = static_cast<uint32_t>(s.threads.size());
+    if (p_.by_channel) {
+        const uint32_t t = thread_of(s, channel);
+        Thread& th = s.threads[t];
+        if (th.cq.size() >= p_.cq_depth) {
+            s.stats.overflows++;
+            return nic.cq_overflow();
+        }
+        th.cq.push_back(Pending{channel, cqe, now});
+        if (!th.busy) wake(s, t, now);
         return;
     }
-    th.cq.push_back(Pending{channel, cqe, now});
-    if (!th.busy) {
-        th.busy = true;
-        sim_.at(std::max(now, th.free_at), this, arg(nic.index(), t, false));
+    if (s.cq.size() >= uint64_t{p_.cq_depth} * nthreads) {
+        s.stats.overflows++;
+        return nic.cq_overflow();
     }
+    s.cq.push_back(Pending{channel, cqe, now});
+    // The idle thread that is free soonest takes it.
+    uint32_t best = nthreads;
+    for (uint32_t t = 0; t < nthreads; t++)
+        if (!s.threads[t].busy && (best == nthreads || s.threads[t].free_at < s.threads[best].free_at)) best = t;
+    if (best < nthreads) wake(s, best, now);
 }
 
 void DpaModel::fire(SimTime now, uint64_t a)
@@ -103,14 +128,20 @@ void DpaModel::fire(SimTime now, uint64_t a)
     NicState& s = nics_[n];
     Thread& th = s.threads[t];
     if (!(a & 1)) {
-        // Start the head CQE once the shared server takes it; the handler proper runs at the end.
+        // Take the next CQE once the shared server admits it; the handler proper runs at the end.
+        std::deque<Pending>& q = p_.by_channel ? th.cq : s.cq;
+        if (q.empty()) {  // balanced: another thread took it first
+            th.busy = false;
+            return;
+        }
+        th.cur = q.front();
+        q.pop_front();
         SimTime st = std::max(now, s.shared_free);
         s.shared_free = st + ps(1e3 / p_.shared_mpps);
         sim_.at(st + ps(p_.handler_ns), this, a | 1);
         return;
     }
-    Pending e = th.cq.front();
-    th.cq.pop_front();
+    const Pending e = th.cur;
     const hal_worker& w = s.nic->worker(e.channel);
     const uint64_t writes = w.window_writes, adds = w.window_adds;
     s.nic->run_rx_cqe(e.channel, e.cqe);
@@ -120,7 +151,8 @@ void DpaModel::fire(SimTime now, uint64_t a)
     if (s.stats.handled++ == 0 || e.arrival < s.stats.first_arrival) s.stats.first_arrival = e.arrival;
     s.stats.last_finish = std::max(s.stats.last_finish, end);
     th.free_at = end;
-    if (th.cq.empty()) {
+    const std::deque<Pending>& q = p_.by_channel ? th.cq : s.cq;
+    if (q.empty()) {
         th.busy = false;
         return;
     }
