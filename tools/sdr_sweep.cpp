@@ -2,10 +2,12 @@
 // virtual time, only the bytes are left out). Two grids, on one worker process per core:
 //  - messages: size x per-packet drop, N seeded samples per point and scheme (sr, sr-nack,
 //    ec-xor, ec-mds, auto), with the analytic model's value beside each;
-//  - allreduce: ring Allreduce over 4..8 nodes x drop, per scheme.
+//  - allreduce: ring Allreduce over 4..8 nodes x drop, per scheme;
+//  - dpa (only when asked for): the paper's DPA hardware figures from the DPA cost model.
 // Writes messages.csv and allreduce.csv, the figures (gnuplot), and prints the headline numbers.
 // --shard I/N runs a fixed share of the grid for one host of many; --merge joins the shards.
 #include "allreduce.hpp"
+#include "dpa.hpp"
 #include "job_pool.hpp"
 #include "message_run.hpp"
 #include "plots.hpp"
@@ -438,6 +440,31 @@ int merge(const SweepOptions& cli)
     return report(o, paths, true);
 }
 
+// The DPA experiment: small (seconds), always whole, on one core.
+int run_dpa(const SweepOptions& o)
+{
+    sdr::emu::DpaParams dpa;
+    std::string err;
+    if (!sdr::emu::DpaParams::from_env(&dpa, &err)) bad(err);
+    make_out_dir(o.out);
+    const std::string csv = o.out + "/dpa.csv";
+    std::vector<sdr::exp::PaperPoint> points;
+    auto t0 = std::chrono::steady_clock::now();
+    if (!sdr::exp::run_dpa_experiment(dpa, sdr::exp::DpaSweep{}, csv, &points, &err)) fail("dpa: " + err);
+    std::printf("sdr_sweep: dpa experiment in %.1f s\n%s\n",
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), csv.c_str());
+    sdr::exp::print_paper_points(stdout, points);
+    if (o.plots) {
+        std::vector<std::string> figs;
+        if (!sdr::exp::write_dpa_plots(o.out, csv, &figs, &err)) {
+            std::fprintf(stderr, "sdr_sweep: figures: %s\n", err.c_str());
+            return 1;
+        }
+        for (const auto& f : figs) std::printf("figure: %s\n", f.c_str());
+    }
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv)
@@ -450,5 +477,8 @@ int main(int argc, char** argv)
         sdr::exp::print_sweep_usage(stdout);
         return 0;
     }
-    return o.merge.empty() ? run(o) : merge(o);
+    if (!o.merge.empty()) return merge(o);
+    int rc = o.dpa ? run_dpa(o) : 0;
+    if (o.messages || o.allreduce) rc |= run(o);
+    return rc;
 }

@@ -38,6 +38,7 @@ public:
             uint32_t frame_len = static_cast<uint32_t>(p.ctrl ? wire::frame_bytes_ud_send(p.meta.dma_len)
                                                               : wire::frame_bytes_write_imm(p.meta.dma_len));
             uint64_t t = wire_frac_ + (frame_len + kWireOverheadBytes) * ps_per_byte_fp_;
+            if ((t >> kFracBits) < tx_spacing_ps_) t = tx_spacing_ps_ << kFracBits;  // DPA TX thread
             wire_free_ += t >> kFracBits;
             wire_frac_ = t & ((1u << kFracBits) - 1);
             wire_free = wire_free_;
@@ -81,6 +82,8 @@ private:
         static_cast<uint64_t>(std::llround(8000.0 / f_.params_.link.bandwidth_gbps * (1 << kFracBits)));
     SimTime wire_free_ = 0;
     uint64_t wire_frac_ = 0;
+    // Cost model: the sender's TX thread posts one WQE per tx_wqe_ns (0: the wire alone).
+    const SimTime tx_spacing_ps_ = f_.dpa_ ? f_.dpa_->tx_spacing_ps() : 0;
     uint32_t last_ip_ = 0;
     SimLink* last_link_ = nullptr;
 };
@@ -255,7 +258,8 @@ void SimLink::deliver(const InFlight& f)
 
 SimFabric::SimFabric(const FabricParams& p)
     : params_(p), timers_(std::make_unique<Timers>(*this)),
-      injector_(std::make_unique<Injector>(*this))
+      injector_(std::make_unique<Injector>(*this)),
+      dpa_(p.dpa.enabled ? std::make_unique<DpaModel>(sim_, p.dpa) : nullptr)
 {
     if (!params_.pcap_path.empty()) pcap_.open(params_.pcap_path, nullptr);
 }
@@ -286,6 +290,7 @@ Nic& SimFabric::nic(uint32_t index, uint32_t num_workers)
         nics_[index] = std::make_unique<Nic>(index, address_of(index), num_workers, params_.payload, this,
                                              id_seed(index));
         ports_[index] = std::make_unique<Port>(*this, *nics_[index]);
+        if (dpa_) nics_[index]->set_cqe_dispatch(true);
     }
     return *nics_[index];
 }
@@ -352,6 +357,12 @@ void SimFabric::inject_frame(uint32_t dst_nic, std::vector<uint8_t> frame, SimTi
 }
 
 void SimFabric::tx_ready(Nic& nic) { ports_[nic.index()]->kick(); }
+
+bool SimFabric::dispatch_rx_cqe(Nic& nic, uint32_t worker, const hal_cqe& cqe)
+{
+    dpa_->offer(nic, worker, cqe);  // only NICs of a fabric with the cost model dispatch
+    return true;
+}
 
 void SimFabric::arm_timer(Nic& nic, uint32_t worker, uint32_t id, uint64_t deadline_ns)
 {

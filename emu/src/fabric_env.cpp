@@ -39,6 +39,7 @@ bool FabricParams::from_env(FabricParams* out, std::string* err)
         }
         p.wall_clock = v2 == "wall";
     }
+    if (!DpaParams::from_env(&p.dpa, err)) return false;
     *out = p;
     return true;
 }

@@ -26,6 +26,7 @@ void hal_window_add64(hal_worker* w, const hal_window* win, uint64_t word, uint6
     auto* p = reinterpret_cast<uint64_t*>(win->host_addr) + word;
     __atomic_fetch_add(p, value, __ATOMIC_ACQ_REL);
     sdr::emu::counter_add(w->window_writes, 1);
+    sdr::emu::counter_add(w->window_adds, 1);
     if (w->nic) w->nic->note_host_event();
 }
 

@@ -26,6 +26,7 @@ const char* to_string(RxDrop d)
     case RxDrop::OutOfBounds: return "out_of_bounds";
     case RxDrop::BadQkey: return "bad_qkey";
     case RxDrop::CtrlRingFull: return "ctrl_ring_full";
+    case RxDrop::CqOverflow: return "cq_overflow";
     case RxDrop::Count: break;
     }
     return "?";
@@ -308,9 +309,9 @@ void Nic::respond(const PacketMeta& m, const uint8_t* payload, const NicAddress&
     cqe.byte_len = m.dma_len;
     cqe.opcode = HAL_CQE_RECV_WRITE_IMM;
     cqe.status = HAL_CQE_OK;
-    // The channel's DPA worker drains its CQ: at once (the simulator charges no handler time),
-    // or on its own thread if the executor runs workers on dedicated cores.
-    if (!(cqe_dispatch_ && exec_->dispatch_rx_cqe(qp.channel, cqe))) run_rx_cqe(qp.channel, cqe);
+    // The channel's DPA worker drains its CQ: at once (the simulator without its cost model),
+    // on its own thread (real-time executors with worker cores), or later in virtual time.
+    if (!(cqe_dispatch_ && exec_->dispatch_rx_cqe(*this, qp.channel, cqe))) run_rx_cqe(qp.channel, cqe);
 }
 
 void Nic::run_rx_cqe(uint32_t worker, const hal_cqe& cqe)
@@ -603,6 +604,7 @@ hal_worker Nic::worker(uint32_t i) const
     for (const hal_worker* w : {workers_[i].get(), rx_workers_[i].get()}) {
         for (uint32_t c = 0; c < HAL_MAX_COUNTERS; c++) sum.counters[c] += counter_read(w->counters[c]);
         sum.window_writes += counter_read(w->window_writes);
+        sum.window_adds += counter_read(w->window_adds);
         sum.window_refused += counter_read(w->window_refused);
         sum.cqe_handler_calls += counter_read(w->cqe_handler_calls);
         sum.doorbell_handler_calls += counter_read(w->doorbell_handler_calls);

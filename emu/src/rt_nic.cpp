@@ -155,7 +155,7 @@ void RtNic::arm_timer(Nic&, uint32_t worker, uint32_t id, uint64_t deadline_ns)
     if (std::this_thread::get_id() != thread_.get_id()) kick();
 }
 
-bool RtNic::dispatch_rx_cqe(uint32_t worker, const hal_cqe& cqe)
+bool RtNic::dispatch_rx_cqe(Nic&, uint32_t worker, const hal_cqe& cqe)
 {
     if (!workers_) return false;
     workers_->post(worker, cqe);

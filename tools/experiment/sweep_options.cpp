@@ -83,7 +83,7 @@ const std::set<std::string> kRunOnly = {"--jobs", "--out", "--no-plots", "--plot
 void print_sweep_usage(FILE* out)
 {
     std::fprintf(out,
-        "usage: sdr_sweep [--only messages|allreduce] [--sizes MIN:MAX] [--drops MIN:MAX] [--per-decade N]\n"
+        "usage: sdr_sweep [--only messages|allreduce|dpa] [--sizes MIN:MAX] [--drops MIN:MAX] [--per-decade N]\n"
         "                 [--schemes S,...] [--samples N] [--min-samples N] [--bytes-per-point B]\n"
         "                 [--nodes MIN:MAX] [--ar-bytes B] [--ar-samples N] [--ar-schemes S,...]\n"
         "                 [--bw-gbps G] [--rtt-ms R] [--mtu B] [--chunk B] [--channels N] [--alpha A]\n"
@@ -101,7 +101,9 @@ void print_sweep_usage(FILE* out)
         "--shard I/N runs shard I (0-based) of N: a share of the grid fixed by the grid and N alone,\n"
         "its CSV rows and shard.txt in --out, no figures or summary unless --plots/--summary.\n"
         "--merge joins the directories of all N shards of one grid into the CSVs, summary and figures\n"
-        "an unsharded run gives (wall_s aside), refusing a set that is incomplete or mixes grids.\n");
+        "an unsharded run gives (wall_s aside), refusing a set that is incomplete or mixes grids.\n"
+        "dpa (only when asked for): the paper's BlueField-3 DPA figures predicted by the simulator's\n"
+        "DPA and PCIe cost model (SDR_SIM_DPA_* override its parameters): dpa.csv and dpa.svg/png.\n");
 }
 
 bool parse_shard_id(const std::string& text, ShardId* id, std::string* err)
@@ -145,14 +147,15 @@ bool parse_sweep_options(const std::vector<std::string>& args, SweepOptions* out
                 if (i + 1 >= args.size()) throw Bad(a + " needs a value");
                 const std::string& v = args[++i];
                 if (a == "--only") {
-                    o.messages = o.allreduce = false;
+                    o.messages = o.allreduce = o.dpa = false;
                     std::stringstream ss(v);
                     for (std::string e; std::getline(ss, e, ',');) {
                         if (e == "messages") o.messages = true;
                         else if (e == "allreduce") o.allreduce = true;
-                        else throw Bad("--only: messages or allreduce");
+                        else if (e == "dpa") o.dpa = true;
+                        else throw Bad("--only: messages, allreduce or dpa");
                     }
-                    if (!o.messages && !o.allreduce) throw Bad("--only: messages or allreduce");
+                    if (!o.messages && !o.allreduce && !o.dpa) throw Bad("--only: messages, allreduce or dpa");
                 } else if (a == "--sizes") {
                     auto [lo, hi] = split(v, ':');
                     o.size_min = parse_size(lo);
@@ -193,6 +196,8 @@ bool parse_sweep_options(const std::vector<std::string>& args, SweepOptions* out
             for (const auto& g : given)
                 if (!kRunOnly.count(g)) throw Bad("--merge takes the grid from the shards' shard.txt; " + g + " cannot go with it");
         }
+        if (o.dpa && (o.sharded || !o.merge.empty()))
+            throw Bad("--only dpa runs whole in seconds: not with --shard or --merge");
         if (o.size_min > o.size_max || o.size_max > (1ull << 32)) throw Bad("--sizes: MIN <= MAX <= 4G");
         if (!(o.drop_min > 0 && o.drop_min <= o.drop_max && o.drop_max < 1)) throw Bad("--drops: 0 < MIN <= MAX < 1");
         if (o.per_decade < 1 || o.samples < 1 || o.ar_samples < 1) throw Bad("--per-decade and sample counts must be >= 1");

@@ -29,6 +29,7 @@ struct SweepOptions {
     uint32_t ar_samples = 200;
     std::vector<std::string> ar_schemes = {"sr", "ec-mds:32,8"};
     bool messages = true, allreduce = true;
+    bool dpa = false;  // the DPA cost-model experiment: only with --only dpa
     LinkSetup link;
     double alpha = 2;
     uint64_t seed = 1;

@@ -4,6 +4,7 @@
 // tap of every frame that crossed a link, stamped with its virtual arrival time.
 #pragma once
 
+#include <sdr/emu/dpa_model.hpp>
 #include <sdr/emu/impairment.hpp>
 #include <sdr/emu/nic.hpp>
 #include <sdr/emu/pcap_writer.hpp>
@@ -43,6 +44,8 @@ struct FabricParams {
     // its time has come, waits block in real time, and hosts read wall time. The in-memory
     // port as a real-time emulator, run inline on the thread that polls. Default: virtual time.
     bool wall_clock = false;
+    // The DPA and PCIe cost model (dpa_model.hpp); off by default: handlers cost nothing.
+    DpaParams dpa;
 
     // Defaults overridden by SDR_SIM_* environment variables (see README). false + err on a
     // malformed value.
@@ -144,6 +147,9 @@ public:
     uint64_t now_ns() override { return sim_.now() / kPsPerNs; }
     void tx_ready(Nic& nic) override;
     void arm_timer(Nic& nic, uint32_t worker, uint32_t id, uint64_t deadline_ns) override;
+    bool dispatch_rx_cqe(Nic& nic, uint32_t worker, const hal_cqe& cqe) override;
+    // The cost model, if params().dpa.enabled (its per-NIC statistics).
+    DpaModel* dpa() { return dpa_.get(); }
 
     // Frame buffers for the full-payload mode.
     uint8_t* frame_alloc();
@@ -181,6 +187,7 @@ private:
     };
     class Injector;
     std::unique_ptr<Injector> injector_;
+    std::unique_ptr<DpaModel> dpa_;
 };
 
 }  // namespace sdr::emu

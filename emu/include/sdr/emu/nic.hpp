@@ -46,6 +46,7 @@ enum class RxDrop : uint8_t {
     OutOfBounds,  // slot or offset outside the root key / posted buffer
     BadQkey,      // control datagram whose Q_Key is not the control QP's
     CtrlRingFull, // control datagram arrived while the host had not drained the ring
+    CqOverflow,   // its CQE found the DPA thread's CQ full (cost model, dpa_model.hpp)
     Count
 };
 const char* to_string(RxDrop d);
@@ -86,10 +87,12 @@ public:
     virtual uint64_t now_ns() = 0;
     virtual void tx_ready(Nic& nic) = 0;  // the send engine has work
     virtual void arm_timer(Nic& nic, uint32_t worker, uint32_t id, uint64_t deadline_ns) = 0;
-    // A receive CQE for `worker`: true if the executor hands it to that worker's own thread
-    // (which calls Nic::run_rx_cqe), false to run the handler inline, now.
-    virtual bool dispatch_rx_cqe(uint32_t worker, const hal_cqe& cqe)
+    // A receive CQE of `nic` for `worker`: true if the executor hands it to that worker's own
+    // thread or a later time (which calls Nic::run_rx_cqe, or drops it as a CQ overflow), false
+    // to run the handler inline, now.
+    virtual bool dispatch_rx_cqe(Nic& nic, uint32_t worker, const hal_cqe& cqe)
     {
+        (void)nic;
         (void)worker;
         (void)cqe;
         return false;
@@ -211,6 +214,8 @@ public:
     // The firmware's receive handler on DPA worker `worker` (inline, or on the worker's thread:
     // it touches only firmware receive state, with atomics, and that worker's counters).
     void run_rx_cqe(uint32_t worker, const hal_cqe& cqe);
+    // A receive CQE the executor could not queue (its DPA thread's CQ was full): counted.
+    void cq_overflow() { drop(RxDrop::CqOverflow, nullptr); }
 
     // HAL entry points (hal_emu.cpp forwards here).
     bool hal_tx_post(hal_worker* w, const hal_tx_wqe& wqe);

@@ -68,7 +68,7 @@ public:
     uint64_t now_ns() override;
     void tx_ready(Nic& nic) override;
     void arm_timer(Nic& nic, uint32_t worker, uint32_t id, uint64_t deadline_ns) override;
-    bool dispatch_rx_cqe(uint32_t worker, const hal_cqe& cqe) override;
+    bool dispatch_rx_cqe(Nic& nic, uint32_t worker, const hal_cqe& cqe) override;
     uint32_t worker_threads() const { return workers_ ? workers_->threads() : 0; }
     // Lock held (so the polling thread posts nothing new): wait for the worker threads to empty
     // their rings.

@@ -40,6 +40,7 @@ struct alignas(64) hal_worker {
     uint64_t counters[HAL_MAX_COUNTERS] = {};
     // Host-memory window traffic: each write is a PCIe transaction on hardware.
     uint64_t window_writes = 0;
+    uint64_t window_adds = 0;  // of which fetch-and-adds (non-posted: a round trip each)
     uint64_t window_refused = 0;  // outside the window: not written
     // Per-handler invocation counts (PsPIN-style handler counters).
     uint64_t cqe_handler_calls = 0;
