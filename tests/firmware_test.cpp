@@ -33,6 +33,30 @@ TEST(ImmCodec, RoundTripsDefaultAndAlternativeSplits)
     EXPECT_FALSE(fw_imm_layout_valid(fw_imm_layout{0, 28, 4}));
 }
 
+// Found by fuzz_firmware: layout 26+2+4 was accepted, but a short message's padding packet for
+// fragment j goes at packet offset j (4..7 here), which 2 offset bits cannot hold: the offset
+// spilled into the message id and the padding of message 0 claimed to be message 1. Every
+// valid layout must carry every fragment index as a packet offset.
+TEST(ImmCodec, EveryValidLayoutAddressesEveryPaddingFragment)
+{
+    EXPECT_FALSE(fw_imm_layout_valid(fw_imm_layout{26, 2, 4}));
+    EXPECT_FALSE(fw_imm_layout_valid(fw_imm_layout{27, 4, 1}));
+    EXPECT_TRUE(fw_imm_layout_valid(fw_imm_layout{26, 5, 1}));
+    int valid = 0;
+    for (uint8_t m = 1; m < 32; m++)
+        for (uint8_t f = 1; m + f < 32; f++) {
+            fw_imm_layout l{m, static_cast<uint8_t>(32 - m - f), f};
+            if (!fw_imm_layout_valid(l)) continue;
+            valid++;
+            for (uint32_t j = 0; j < fw_imm_num_frags(l); j++) {
+                fw_imm d = fw_imm_decode(l, fw_imm_encode(l, 0, j, 0));
+                ASSERT_EQ(d.packet_offset, j) << int(m) << "+" << int(l.offset_bits) << "+" << int(f);
+                ASSERT_EQ(d.msg_id, 0u) << int(m) << "+" << int(l.offset_bits) << "+" << int(f);
+            }
+        }
+    EXPECT_GT(valid, 100);
+}
+
 // One receive QP in "NIC memory" with its host window, driven CQE by CQE.
 struct RxRig {
     fw_rx_qp qp{};

@@ -6,8 +6,11 @@ bool fw_imm_layout_valid(struct fw_imm_layout l)
     if (l.msg_bits == 0 || l.offset_bits == 0 || l.frag_bits == 0) return false;
     if (l.msg_bits + l.offset_bits + l.frag_bits != 32) return false;
     /* fragments must tile the 32-bit user immediate, and their count be a power of two */
-    return l.frag_bits == 1 || l.frag_bits == 2 || l.frag_bits == 4 || l.frag_bits == 8 ||
-           l.frag_bits == 16;
+    if (l.frag_bits != 1 && l.frag_bits != 2 && l.frag_bits != 4 && l.frag_bits != 8 && l.frag_bits != 16)
+        return false;
+    /* A short message's padding packet for fragment j travels at packet offset j, so every
+     * fragment index must fit the offset field (else it spills into the message id). */
+    return (1ull << l.offset_bits) >= fw_imm_num_frags(l);
 }
 
 const char *const fw_counter_names[FW_CNT__COUNT] = {

@@ -29,7 +29,8 @@ struct fw_imm {
     uint32_t frag; /* the user-immediate fragment this packet carries */
 };
 
-/* true when the three fields add up to 32 bits and frag_bits divides 32 */
+/* true when the three fields add up to 32 bits, frag_bits divides 32 and the packet offset
+ * field can name every fragment index (the padding packets of short messages) */
 bool fw_imm_layout_valid(struct fw_imm_layout l);
 
 /* Number of fragments that rebuild the user immediate (8 for 4-bit fragments). */
