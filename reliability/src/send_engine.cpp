@@ -425,7 +425,9 @@ uint64_t SendEngine::next_deadline() const
     uint64_t t = kNever;
     for (const auto& [seq, m] : msgs_) {
         if (m.st == St::Done) continue;
-        if (m.st != St::WaitCts && m.st != St::Starting) t = std::min(t, m.deadline);
+        // A message waiting for its CTS times out too (on_timer ends it): were its deadline left
+        // out, a lost last CTS would leave a caller that sleeps until the next deadline asleep.
+        if (m.st != St::Starting) t = std::min(t, m.deadline);
         if (m.st == St::Sending) t = std::min({t, m.next_rto, m.probe_at});
     }
     return t;
