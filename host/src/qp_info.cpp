@@ -92,10 +92,13 @@ bool qp_info_read(const uint8_t* in, QpInfo* out, std::string* err)
     r.ctrl_qpn = get32(p);
     r.ctrl_qkey = get32(p);
     r.path_lifetime_ns = get64(p);
+    // The geometry must be one sdr_qp_create could have made (its check_attr): the sender
+    // shifts by slot_log and numbers packets and messages in the immediate's fields.
     if (r.generations == 0 || r.generations > FW_MAX_GENERATIONS || r.path_lifetime_ns > SDR_MAX_LIFETIME_NS ||
         r.channels == 0 || r.channels > FW_MAX_CHANNELS ||
         !fw_imm_layout_valid(r.imm) || r.mtu_log < 6 || r.mtu_log > 12 || r.chunk_log < r.mtu_log ||
-        r.slot_log < r.chunk_log || r.log_slots > r.imm.msg_bits) {
+        r.chunk_log > 30 || r.slot_log < r.chunk_log || r.slot_log > 32 ||
+        r.slot_log - r.mtu_log > r.imm.offset_bits || r.log_slots > r.imm.msg_bits || r.slot_log + r.log_slots > 40) {
         *err = "remote QP info is inconsistent (corrupt blob?)";
         return false;
     }
