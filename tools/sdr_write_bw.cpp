@@ -52,6 +52,7 @@ struct Credit {
 struct SentUpTo {
     uint32_t type = 2;  // sends completed so far (cumulative)
     uint32_t sent;
+    uint64_t frames = 0;  // with every send completed: the frames the client's kernel took (raw:/xdp:)
 };
 struct Result {
     uint32_t type = 3;
@@ -251,17 +252,42 @@ std::vector<std::pair<std::string, uint64_t>> nic_counters(sdr_context* ctx)
     return out;
 }
 
+uint64_t counter(const std::vector<std::pair<std::string, uint64_t>>& all, const std::string& name)
+{
+    for (const auto& [k, v] : all)
+        if (k == name) return v;
+    return 0;
+}
+
+// Before the server reports, every frame the client's kernel took has reached our NIC or been
+// counted as a kernel drop: a slow receiver may give up on messages (the settle time) while
+// their frames still wait in its ring, and a report read then would miss them. The client's
+// last progress report carries its frame count; the frames are in flight for the time the NIC
+// needs to drain its ring, so the wait is bounded (1 s, or the timeout if shorter) and a frame
+// lost where no counter sees it shows as a shortfall in the report, not as a hang.
+void await_accounting(sdr_context* ctx, sdr_oob* oob, uint32_t total, uint32_t* sent, uint64_t* frames, int timeout_ms)
+{
+    std::vector<uint8_t> m;
+    SentUpTo su;
+    while (*sent < total) {
+        if (!oob_poll(oob, &m, timeout_ms)) die("the client stopped reporting its progress");
+        if (take(m, &su)) *sent = su.sent, *frames = su.frames;
+    }
+    const double until = now_s() + std::min(1.0, timeout_ms / 1e3);
+    for (;;) {
+        const auto all = nic_counters(ctx);
+        if (counter(all, "port.rx_frames") + counter(all, "kernel.rx_dropped") >= *frames || now_s() > until) return;
+        sdr_sim_wait(ctx, sdr_now_ns(ctx) + 200'000);
+    }
+}
+
 // What the NIC counted: frames, CQEs, bytes placed, control datagrams, the kernel's drops, and
 // every frame the NIC dropped, by reason (hostile frames show up here), then every non-zero
 // counter as sdr-stat prints it. Text, or the members of a JSON object ("counters" holds all).
 std::string nic_report(sdr_context* ctx, bool json)
 {
     const auto all = nic_counters(ctx);
-    auto get = [&](const std::string& name) {
-        for (const auto& [k, v] : all)
-            if (k == name) return v;
-        return uint64_t{0};
-    };
+    auto get = [&](const std::string& name) { return counter(all, name); };
     auto n = [](uint64_t v) { return std::to_string(v); };
     const std::string drop_prefix = "port.rx_drop.";
     std::string drops, counters, kernel;
@@ -332,6 +358,7 @@ int run_server(const Options& o)
     const uint64_t nchunks = (rp.size + rp.chunk - 1) / rp.chunk;
     std::deque<sdr_recv_handle*> posted;
     uint32_t next_post = 0, done = 0, client_sent = 0;
+    uint64_t client_frames = 0;
     double sent_seen_at = 0, first_arrival = 0, last_done = 0;
     uint64_t chunks_received = 0, bytes_received = 0, corrupt_chunks = 0;
     const uint64_t last_chunk_short = nchunks * rp.chunk - rp.size;  // the last chunk is shorter by this
@@ -364,6 +391,7 @@ int run_server(const Options& o)
         SentUpTo su;
         if (oob_poll(oob, &m) && take(m, &su)) {
             client_sent = su.sent;
+            client_frames = su.frames;
             sent_seen_at = now_s();
         }
         if (posted.size() < s.slots) post();
@@ -397,6 +425,7 @@ int run_server(const Options& o)
         last_done = now_s();
         post();
     }
+    await_accounting(s.ctx, oob, total, &client_sent, &client_frames, o.timeout_ms);
     Result r;
     r.messages = rp.iters;
     r.chunks_expected = nchunks * rp.iters;
@@ -487,6 +516,7 @@ int run_client(const Options& o)
         if (completed > reported && (now_s() - last_report > 0.001 || completed == total)) {
             SentUpTo su;
             su.sent = reported = completed;
+            if (completed == total) su.frames = counter(nic_counters(s.ctx), "kernel.tx_frames");
             last_report = now_s();
             if (sdr_oob_send(oob, &su, sizeof su) != SDR_SUCCESS) die_sdr("reporting progress");
         }
