@@ -3,6 +3,7 @@
 // whole framed message is there.
 #include "internal.hpp"
 
+#include <sdr/host/oob_fd.hpp>
 #include <sdr_oob.h>
 
 #include <netdb.h>
@@ -204,6 +205,12 @@ struct AddrList {
 };
 
 }  // namespace
+
+sdr_oob* sdr::host::oob_adopt(int fd, std::string peer, int timeout_ms)
+{
+    Deadline d(timeout_ms);
+    return finish(fd, std::move(peer), timeout_ms, d);
+}
 
 extern "C" {
 
