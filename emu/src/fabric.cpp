@@ -373,7 +373,7 @@ uint8_t* SimFabric::frame_alloc()
 {
     if (free_frames_.empty()) {
         constexpr size_t kBlock = 256;
-        frame_blocks_.push_back(std::make_unique<uint8_t[]>(kBlock * kFrameCap));
+        frame_blocks_.push_back(std::make_unique_for_overwrite<uint8_t[]>(kBlock * kFrameCap));  // encode writes it
         for (size_t i = 0; i < kBlock; i++) free_frames_.push_back(frame_blocks_.back().get() + i * kFrameCap);
     }
     uint8_t* f = free_frames_.back();
