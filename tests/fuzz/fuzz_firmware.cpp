@@ -27,7 +27,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <deque>
 #include <map>
 #include <vector>
 
@@ -52,6 +51,13 @@ struct SlotModel {  // what the host posted in a slot and which packets the CQEs
     std::vector<uint8_t> pkt;
     uint32_t frag_mask = 0, imm = 0;
     bool imm_written = false;
+    void reset(uint32_t packets)  // keeps pkt's memory: allocations were a large part of a run
+    {
+        armed = imm_written = false;
+        gen = msg_id = nchunks = last_chunk_packets = frag_mask = imm = 0;
+        npackets = packets;
+        pkt.assign(packets, 0);
+    }
 };
 
 struct RxQp {
@@ -78,7 +84,8 @@ struct World {
     std::vector<fw_send_wr> ring = std::vector<fw_send_wr>(kRingSize);
     uint64_t tx_window = 0;
     // the NIC: transport QP handles h = (qp * kG + g) * channels + c, send queues in post order
-    std::deque<Wqe> sq;
+    std::vector<Wqe> sq;  // queued WQEs from sq_head on (a vector: a deque allocated per 9 WQEs)
+    size_t sq_head = 0;
     std::vector<uint32_t> sq_used;
     std::vector<uint8_t> blocked;
     std::map<std::pair<uint32_t, uint32_t>, uint64_t> timers;  // (worker, id) -> deadline
@@ -110,12 +117,13 @@ struct World {
         dev = fw_device{};
         for (RxQp& q : rxq) {
             q.rx = fw_rx_qp{};
-            q.slots.clear();
+            for (SlotModel& m : q.slots) m.reset(0);
             q.posted = 0;
         }
         tx = fw_tx_qp{};
         tx_window = 0;
         sq.clear();
+        sq_head = 0;
         timers.clear();
         sends_posted = 0;
         wr_head = checked_post = last_done = 0;
@@ -313,7 +321,7 @@ void layout(World& w)
         r.window.assign(uint64_t{nslots} * ((nchunks_max + 63) / 64 + 1), 0);
         fw_rx_qp_init(&r.rx, r.mem.data(), w.imm, nslots, max_packets, w.log_ppc(), w.mtu_log,
                       hal_window{reinterpret_cast<uint64_t>(r.window.data()), r.window.size()});
-        r.slots.assign(nslots, SlotModel{});
+        r.slots.resize(nslots);
         w.dev.qps[q].rx = &r.rx;
     }
     fw_tx_qp& t = w.tx;
@@ -400,7 +408,7 @@ void host_recv_post(uint32_t q, uint64_t length)
     std::fill_n(r.window.begin() + uint64_t{s} * sww, sww, 0);
     fw_rx_slot_arm(&r.rx, s, gen, msg_id, length);
     SlotModel& m = r.slots[s];
-    m = SlotModel{};
+    m.reset(0);
     m.armed = true;
     m.gen = gen;
     m.msg_id = msg_id;
@@ -480,9 +488,12 @@ void host_send(uint32_t length, uint32_t chunk_offset, bool with_imm, uint32_t u
 void nic_send(uint32_t n, bool local_error)
 {
     World& w = *W;
-    while (n-- && !w.sq.empty()) {
-        Wqe e = w.sq.front();
-        w.sq.pop_front();
+    while (n-- && w.sq_head < w.sq.size()) {
+        Wqe e = w.sq[w.sq_head++];
+        if (w.sq_head == w.sq.size()) {
+            w.sq.clear();
+            w.sq_head = 0;
+        }
         uint32_t h = e.w.qp;
         w.sq_used[h]--;
         w.wr_queued[e.w.cookie]--;
@@ -624,10 +635,10 @@ void finish()
     }
     if (w.invented_send_cqe) return;
     for (int steps = 0; steps < 1000000; steps++) {
-        if (!w.sq.empty()) nic_send(64, false);
+        if (w.sq_head < w.sq.size()) nic_send(64, false);
         else if (!fire_timer()) break;
     }
-    SDR_FUZZ_CHECK(w.sq.empty() && w.timers.empty(), "the NIC did not drain");
+    SDR_FUZZ_CHECK(w.sq_head == w.sq.size() && w.timers.empty(), "the NIC did not drain");
     SDR_FUZZ_CHECK(static_cast<uint32_t>(w.tx_window) == w.wr_head,
                    "drained NIC, yet %u of %u requests retired (post cursor %u)", static_cast<uint32_t>(w.tx_window),
                    w.wr_head, w.tx.post_cursor);
