@@ -42,7 +42,6 @@ using sdr::fuzz::Reader;
 
 constexpr uint32_t kRingSize = 4096;  // the host library's send ring (kSendRingSize)
 constexpr uint32_t kSqDepth = 16;     // per transport QP: small, so the firmware meets a full queue
-constexpr uint32_t kG = FW_GENERATIONS;
 constexpr uint32_t kRxQps = 2;
 
 struct SlotModel {  // what the host posted in a slot and which packets the CQEs delivered
@@ -74,7 +73,7 @@ struct Wqe {
 
 struct World {
     // geometry (both ends alike)
-    uint32_t mtu_log = 12, chunk_log = 12, slot_log = 12, log_slots = 0, channels = 1;
+    uint32_t mtu_log = 12, chunk_log = 12, slot_log = 12, log_slots = 0, channels = 1, gens = 2;
     fw_imm_layout imm{10, 18, 4};
     uint64_t now_ns = 0;
     std::vector<hal_worker> workers;
@@ -83,7 +82,7 @@ struct World {
     fw_tx_qp tx{};
     std::vector<fw_send_wr> ring = std::vector<fw_send_wr>(kRingSize);
     uint64_t tx_window = 0;
-    // the NIC: transport QP handles h = (qp * kG + g) * channels + c, send queues in post order
+    // the NIC: transport QP handles h = (qp * gens + g) * channels + c, send queues in post order
     std::vector<Wqe> sq;  // queued WQEs from sq_head on (a vector: a deque allocated per 9 WQEs)
     size_t sq_head = 0;
     std::vector<uint32_t> sq_used;
@@ -111,6 +110,7 @@ struct World {
         mtu_log = chunk_log = slot_log = 12;
         log_slots = 0;
         channels = 1;
+        gens = 2;
         imm = fw_imm_layout{10, 18, 4};
         now_ns = 0;
         workers.clear();
@@ -135,10 +135,10 @@ struct World {
     uint32_t nslots() const { return 1u << log_slots; }
     uint32_t max_packets() const { return 1u << (slot_log - mtu_log); }
     uint32_t log_ppc() const { return chunk_log - mtu_log; }
-    uint32_t handle(uint32_t qp, uint32_t g, uint32_t c) const { return (qp * kG + g) * channels + c; }
+    uint32_t handle(uint32_t qp, uint32_t g, uint32_t c) const { return (qp * gens + g) * channels + c; }
     uint32_t tag_of(uint32_t h) const
     {
-        return fw_qp_tag(h / (kG * channels), (h / channels) % kG, h % channels);
+        return fw_qp_tag(h / (gens * channels), (h / channels) % gens, h % channels);
     }
 };
 
@@ -224,7 +224,7 @@ bool hal_tx_post(hal_worker*, const hal_tx_wqe* wqe)
     SDR_FUZZ_CHECK(wqe->cookie < kRingSize && wqe->cookie == (w.tx.post_cursor & (kRingSize - 1)),
                    "WQE cookie %u, request being posted %u", wqe->cookie, w.tx.post_cursor);
     const fw_send_wr& wr = w.ring[wqe->cookie];
-    SDR_FUZZ_CHECK(wr.generation < kG, "request of generation %u", wr.generation);
+    SDR_FUZZ_CHECK(wr.generation < w.gens, "request of generation %u", wr.generation);
     bool channel = false;
     for (uint32_t c = 0; c < w.channels; c++) channel |= wqe->qp == w.handle(0, wr.generation, c);
     SDR_FUZZ_CHECK(channel, "WQE on transport QP %u, not a channel of generation %u", wqe->qp, wr.generation);
@@ -292,7 +292,9 @@ bool geometry(World& w, Reader& in)
     w.slot_log = w.chunk_log + in.u8() % 4;                // 1 .. 8 chunks per slot
     if (w.slot_log - w.mtu_log > 8) w.slot_log = w.mtu_log + 8;  // at most 256 packets a slot
     w.log_slots = in.u8() % 4;
-    w.channels = 1 + in.u8() % FW_MAX_CHANNELS;
+    const uint8_t cb = in.u8();
+    w.channels = 1 + cb % FW_MAX_CHANNELS;
+    w.gens = 1 + ((cb >> 4) + 1) % FW_MAX_GENERATIONS;  // G: 2 for the seeds' small channel bytes
     uint8_t lb = in.u8();
     // any valid immediate layout whose fields hold this geometry
     uint8_t frag_bits = static_cast<uint8_t>(1u << (lb % 5));
@@ -320,7 +322,7 @@ void layout(World& w)
         uint32_t nchunks_max = 1u << (w.slot_log - w.chunk_log);
         r.window.assign(uint64_t{nslots} * ((nchunks_max + 63) / 64 + 1), 0);
         fw_rx_qp_init(&r.rx, r.mem.data(), w.imm, nslots, max_packets, w.log_ppc(), w.mtu_log,
-                      hal_window{reinterpret_cast<uint64_t>(r.window.data()), r.window.size()});
+                      w.gens, hal_window{reinterpret_cast<uint64_t>(r.window.data()), r.window.size()});
         r.slots.resize(nslots);
         w.dev.qps[q].rx = &r.rx;
     }
@@ -328,17 +330,18 @@ void layout(World& w)
     t.imm = w.imm;
     t.mtu_log = w.mtu_log;
     t.num_channels = w.channels;
+    t.num_generations = w.gens;
     t.index = 0;
     t.ring = w.ring.data();
     t.ring_mask = kRingSize - 1;
     t.window = hal_window{reinterpret_cast<uint64_t>(&w.tx_window), 1};
-    for (uint32_t g = 0; g < kG; g++)
+    for (uint32_t g = 0; g < w.gens; g++)
         for (uint32_t c = 0; c < w.channels; c++) t.channel_qp[g][c] = w.handle(0, g, c);
     // connected to a peer of the same geometry (sdr_qp_connect)
     t.slot_bytes = w.slot_bytes();
-    for (uint32_t g = 0; g < kG; g++) t.rkey[g] = 0x1000u + g;
+    for (uint32_t g = 0; g < w.gens; g++) t.rkey[g] = 0x1000u + g;
     w.dev.qps[0].tx = &t;
-    uint32_t handles = kRxQps * kG * w.channels;
+    uint32_t handles = kRxQps * w.gens * w.channels;
     w.sq_used.assign(handles, 0);
     w.blocked.assign(handles, 0);
     w.send_active.assign(nslots, 0);
@@ -402,7 +405,7 @@ void host_recv_post(uint32_t q, uint64_t length)
     uint64_t n = r.posted;
     uint32_t s = static_cast<uint32_t>(n & (w.nslots() - 1));
     if (r.slots[s].armed) return;  // the host answers SDR_RETRY
-    uint32_t gen = static_cast<uint32_t>((n >> w.log_slots) % kG);
+    uint32_t gen = static_cast<uint32_t>((n >> w.log_slots) % w.gens);
     uint32_t msg_id = static_cast<uint32_t>(n & ((1ull << w.imm.msg_bits) - 1));
     uint32_t sww = r.rx.slot_window_words;
     std::fill_n(r.window.begin() + uint64_t{s} * sww, sww, 0);
@@ -465,7 +468,7 @@ void host_send(uint32_t length, uint32_t chunk_offset, bool with_imm, uint32_t u
     uint64_t room = w.slot_bytes() - (uint64_t{chunk_offset} << w.chunk_log);
     length = static_cast<uint32_t>(std::min<uint64_t>(length, room));
     uint32_t msg_id = static_cast<uint32_t>(n & ((1ull << w.imm.msg_bits) - 1));
-    uint32_t gen = static_cast<uint32_t>((n >> w.log_slots) % kG);
+    uint32_t gen = static_cast<uint32_t>((n >> w.log_slots) % w.gens);
     uint32_t first = chunk_offset << w.log_ppc();
     uint32_t npk = data_packets(length);
     uint32_t nf = fw_imm_num_frags(w.imm), all = nf >= 32 ? 0xFFFFFFFFu : (1u << nf) - 1u;

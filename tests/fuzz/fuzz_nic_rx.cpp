@@ -6,8 +6,11 @@
 // handed to Nic::rx_frame. Flags repair what random bytes rarely get right, so the fuzzer also
 // reaches the checks behind them: bit 0 sets the IPv4 and UDP lengths (and RETH DMA length)
 // from the frame size, bit 1 recomputes the IPv4 header checksum, bit 2 the ICRC; bit 3 maps
-// the BTH destination QP to one of the NIC's live QPNs (value mod their count) and bit 4 the
-// RETH rkey to one of its root keys.
+// the BTH destination QP to one of the NIC's live QPNs (value mod their count), bit 4 the
+// RETH rkey to one of its root keys (a control datagram's Q_Key to its QP's), and bit 5 makes
+// the frame come from the connected peer: its MAC and IP, the UDP source port of the peer QP
+// connected to the destination QP (ids.hpp udp_src_port) and, for a control datagram, the
+// peer control QP's QPN in the DETH. Without bit 5 a frame is almost always a WrongPeer drop.
 //
 // Invariants after every frame:
 //  - it is counted once: one received frame, and exactly one of a drop (by reason), a CQE or a
@@ -24,6 +27,7 @@
 #include "fuzz_input.hpp"
 #include "nic_world.hpp"
 
+#include <sdr/emu/ids.hpp>
 #include <sdr/emu/wire.hpp>
 
 #include <algorithm>
@@ -63,7 +67,8 @@ struct Target {
     fw_rx_qp* rx = nic.firmware()->qps[0].rx;
     std::vector<uint8_t> pristine, shadow, fw_mem, window;
     std::vector<uint8_t> guard;  // 1 = a byte no frame may change
-    std::vector<uint32_t> qpns, rkeys;
+    std::vector<uint32_t> qpns, rkeys, peer_qpns;  // peer_qpns[i]: connected to qpns[i]
+    sdr::emu::NicAddress peer;
     uint64_t fw_mem_bytes = 0;
     const bool trace = std::getenv("SDR_FUZZ_TRACE") != nullptr;  // say what became of each frame
 
@@ -76,12 +81,18 @@ struct Target {
         fw_mem.assign(reinterpret_cast<uint8_t*>(rx->slots), reinterpret_cast<uint8_t*>(rx->slots) + fw_mem_bytes);
         auto* win = reinterpret_cast<uint8_t*>(rx->window.host_addr);
         window.assign(win, win + rx->window.nwords * 8);
+        // The world connects transport QP h of one NIC to transport QP h of the other, and
+        // control QP 0 to control QP 0.
+        sdr::emu::Nic& sender = nw.world().nic(0);
+        peer = sender.address();
         for (uint32_t h = 0; nic.qp_counters(h); h++) {
             qpns.push_back(nic.qpn(h));
+            peer_qpns.push_back(sender.qpn(h));
             uint32_t k = nic.qp_root_key(h);
             if (k && std::find(rkeys.begin(), rkeys.end(), k) == rkeys.end()) rkeys.push_back(k);
         }
         qpns.push_back(nic.ctrl_qpn(0));
+        peer_qpns.push_back(sender.ctrl_qpn(0));
         shadow = pristine;
     }
 
@@ -195,17 +206,31 @@ void put32(uint8_t* p, uint32_t v)
     put16(p + 2, v);
 }
 
+void put24(uint8_t* p, uint32_t v)
+{
+    p[0] = static_cast<uint8_t>(v >> 16);
+    put16(p + 1, v);
+}
+
 void repair(const Target& t, uint8_t flags, std::vector<uint8_t>& f)
 {
     const size_t n = f.size();
     const bool write_imm = n > kBth && f[kBth] == wire::kOpUcWriteOnlyImm;
-    if (flags & 8 && n >= kExt) {
-        uint32_t v = t.qpns[get24(&f[kBth + 5]) % t.qpns.size()];
-        f[kBth + 5] = static_cast<uint8_t>(v >> 16);
-        put16(&f[kBth + 6], v);
-    }
+    const bool datagram = n > kBth && (f[kBth] == wire::kOpUdSendOnly || f[kBth] == wire::kOpUdSendOnlyImm);
+    if (flags & 8 && n >= kExt) put24(&f[kBth + 5], t.qpns[get24(&f[kBth + 5]) % t.qpns.size()]);
     if (flags & 16 && write_imm && n >= kExt + 12 && !t.rkeys.empty())
         put32(&f[kExt + 8], t.rkeys[get32(&f[kExt + 8]) % t.rkeys.size()]);
+    if (flags & 16 && datagram && n >= kExt + 8) put32(&f[kExt], t.nic.ctrl_qkey(0));
+    if (flags & 32 && n >= kExt) {
+        std::copy(t.peer.mac.begin(), t.peer.mac.end(), f.begin() + 6);
+        put32(&f[kIp + 12], t.peer.ip);
+        const auto at = std::find(t.qpns.begin(), t.qpns.end(), get24(&f[kBth + 5]));
+        if (at != t.qpns.end()) {
+            const uint32_t remote = t.peer_qpns[static_cast<size_t>(at - t.qpns.begin())];
+            put16(&f[kUdp], sdr::emu::udp_src_port(remote));
+            if (datagram && n >= kExt + 8) put24(&f[kExt + 5], remote);
+        }
+    }
     if (flags & 1 && n >= kBth) {
         put16(&f[kIp + 2], static_cast<uint32_t>(n - kIp));
         put16(&f[kUdp + 4], static_cast<uint32_t>(n - kUdp));

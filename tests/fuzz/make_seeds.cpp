@@ -107,10 +107,12 @@ void nic_rx()
         at += per[m];
         write("nic_rx", m < 5 ? "message" + std::to_string(m) : "ctrl-datagram", frames_input(0, msg));
     }
-    // one data frame with the lengths and checksums repaired (mutations then survive them), and
-    // with its QPN and rkey taken as indices too
+    // one data frame with the lengths and checksums repaired (mutations then survive them),
+    // with its QPN and rkey taken as indices too, and with its source made the peer's
     write("nic_rx", "repaired-frame", frames_input(0x07, {frames[4]}));
     write("nic_rx", "symbolic-frame", frames_input(0x1F, {frames[4]}));
+    write("nic_rx", "peer-frame", frames_input(0x3F, {frames[4]}));
+    write("nic_rx", "peer-datagram", frames_input(0x3F, {frames.back()}));
 }
 
 // ---- firmware: programs replaying a transfer (fuzz_firmware.cpp's operations) -------------
