@@ -262,9 +262,9 @@ uint64_t counter(const std::vector<std::pair<std::string, uint64_t>>& all, const
 // Before the server reports, every frame the client's kernel took has reached our NIC or been
 // counted as a kernel drop: a slow receiver may give up on messages (the settle time) while
 // their frames still wait in its ring, and a report read then would miss them. The client's
-// last progress report carries its frame count; the frames are in flight for the time the NIC
-// needs to drain its ring, so the wait is bounded (1 s, or the timeout if shorter) and a frame
-// lost where no counter sees it shows as a shortfall in the report, not as a hang.
+// last progress report carries its frame count. The wait lasts while the count still moves
+// (the NIC draining its ring); once nothing has moved for 200 ms (or the timeout passed), a
+// frame lost where no counter sees it shows as a shortfall in the report, not as a hang.
 void await_accounting(sdr_context* ctx, sdr_oob* oob, uint32_t total, uint32_t* sent, uint64_t* frames, int timeout_ms)
 {
     std::vector<uint8_t> m;
@@ -273,10 +273,14 @@ void await_accounting(sdr_context* ctx, sdr_oob* oob, uint32_t total, uint32_t* 
         if (!oob_poll(oob, &m, timeout_ms)) die("the client stopped reporting its progress");
         if (take(m, &su)) *sent = su.sent, *frames = su.frames;
     }
-    const double until = now_s() + std::min(1.0, timeout_ms / 1e3);
-    for (;;) {
+    const double until = now_s() + timeout_ms / 1e3;
+    double moved_at = now_s();
+    for (uint64_t last = 0;;) {
         const auto all = nic_counters(ctx);
-        if (counter(all, "port.rx_frames") + counter(all, "kernel.rx_dropped") >= *frames || now_s() > until) return;
+        const uint64_t seen = counter(all, "port.rx_frames") + counter(all, "kernel.rx_dropped");
+        if (seen >= *frames || now_s() > until) return;
+        if (seen != last) last = seen, moved_at = now_s();
+        if (now_s() - moved_at > 0.2) return;
         sdr_sim_wait(ctx, sdr_now_ns(ctx) + 200'000);
     }
 }
@@ -316,16 +320,15 @@ std::string nic_report(sdr_context* ctx, bool json)
            "\ncounters (sdr-stat names):" + counters;
 }
 
-// Corrupt chunks among the complete ones of a received message; the slot is zeroed after, so
-// the next message in it cannot pass on stale bytes.
-uint64_t verify(sdr_recv_handle* h, uint8_t* msg, const RunParams& rp)
+// Corrupt chunks among the complete ones (`bits`, the bitmap read before sdr_recv_complete) of
+// a received message; the slot is zeroed after, so the next message in it cannot pass on stale
+// bytes. Called after sdr_recv_complete: from then on the NIC writes nothing into the buffer,
+// also not a straggler of an incomplete chunk, which the memset would race with.
+uint64_t verify(const std::vector<uint8_t>& bits, uint8_t* msg, const RunParams& rp)
 {
-    uint8_t* bm;
-    size_t nb;
-    sdr_recv_bitmap_get(h, &bm, &nb);
     uint64_t bad = 0;
     for (uint64_t c = 0; c * rp.chunk < rp.size; c++) {
-        if (!(__atomic_load_n(&bm[c / 8], __ATOMIC_ACQUIRE) >> (c % 8) & 1)) continue;
+        if (!(bits[c / 8] >> (c % 8) & 1)) continue;
         size_t end = std::min<size_t>(rp.size, (c + 1) * size_t{rp.chunk});
         for (size_t i = c * size_t{rp.chunk}; i < end; i++)
             if (msg[i] != pattern(i)) {
@@ -359,6 +362,7 @@ int run_server(const Options& o)
     std::deque<sdr_recv_handle*> posted;
     uint32_t next_post = 0, done = 0, client_sent = 0;
     uint64_t client_frames = 0;
+    std::vector<uint8_t> bits;  // the bitmap of the message being verified
     double sent_seen_at = 0, first_arrival = 0, last_done = 0;
     uint64_t chunks_received = 0, bytes_received = 0, corrupt_chunks = 0;
     const uint64_t last_chunk_short = nchunks * rp.chunk - rp.size;  // the last chunk is shorter by this
@@ -418,8 +422,12 @@ int run_server(const Options& o)
                                    ? last_chunk_short
                                    : 0);
         }
-        if (o.verify) corrupt_chunks += verify(h, buf.data() + size_t{done % s.slots} * rp.size, rp);
+        if (o.verify) {
+            bits.resize(nb);
+            for (size_t i = 0; i < nb; i++) bits[i] = __atomic_load_n(&bm[i], __ATOMIC_ACQUIRE);
+        }
         sdr_recv_complete(h);
+        if (o.verify) corrupt_chunks += verify(bits, buf.data() + size_t{done % s.slots} * rp.size, rp);
         posted.pop_front();
         done++;
         last_done = now_s();
