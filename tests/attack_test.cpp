@@ -259,13 +259,6 @@ private:
     uint64_t n_ = 0;
 };
 
-// A one-line JSON object of `role` in a program's output.
-std::string json_of(const std::string& out, const std::string& role)
-{
-    size_t at = out.find("{\"role\":\"" + role + "\"");
-    return at == std::string::npos ? "" : out.substr(at, out.find('\n', at) - at);
-}
-
 }  // namespace
 
 TEST(Attack, ThirdHostOnTheSegmentWritesNothing)

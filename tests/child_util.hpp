@@ -43,4 +43,11 @@ inline double json_number(const std::string& json, const std::string& key)
     return at == std::string::npos ? std::nan("") : std::strtod(json.c_str() + at + key.size() + 3, nullptr);
 }
 
+// The one-line JSON object a program printed for `role` ({"role":"ROLE",...}); empty if none.
+inline std::string json_of(const std::string& out, const std::string& role)
+{
+    size_t at = out.find("{\"role\":\"" + role + "\"");
+    return at == std::string::npos ? "" : out.substr(at, out.find('\n', at) - at);
+}
+
 }  // namespace sdr::test
