@@ -289,7 +289,12 @@ private:
         std::array<uint8_t, kCtrlMaxBytes> data;
     };
 
-    RootKey* root_key(uint32_t rkey);
+    RootKey* root_key(uint32_t rkey)  // inline: the responder looks one up per packet
+    {
+        uint32_t i = NicIds::root_key_index(rkey);
+        if (i >= root_keys_.size() || !root_keys_[i].live || root_keys_[i].rkey != rkey) return nullptr;
+        return &root_keys_[i];
+    }
     void ctrl_receive(const PacketMeta& m, const uint8_t* payload, const NicAddress& src);
     void respond(const PacketMeta& m, const uint8_t* payload, const NicAddress& src);  // the UC responder
     void grow_sq_ring();
