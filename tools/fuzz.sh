@@ -38,5 +38,7 @@ limit=()
 for a in "$@"; do
   if [ -f "$a" ]; then exec "$bin" "$@"; fi
 done
-exec "$bin" "${limit[@]}" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+# -timeout=60: every input runs in well under a second; a wall-clock limit this long is not
+# tripped by a run that shares its core (a 10 s limit was, under a parallel build).
+exec "$bin" "${limit[@]}" -timeout=60 -rss_limit_mb=2048 -print_final_stats=1 \
   -artifact_prefix="$out/" "$@" "$out/corpus" "$seeds"
