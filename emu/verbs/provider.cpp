@@ -1,0 +1,136 @@
+// The provider's face to libibverbs: registration, device matching and allocation, context
+// open and close, and the ops table. libibverbs finds a device in the sysfs tree sdr-rdma writes
+// ($SYSFS_PATH), opens its node /dev/infiniband/uverbsN (the null device: there is no kernel
+// side) and calls alloc_context here.
+#include "provider.hpp"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstddef>
+#include <cstdlib>
+#include <new>
+
+namespace sdr::verbs {
+
+Context* to_context(ibv_context* c)
+{
+    auto* vctx = reinterpret_cast<verbs_context*>(reinterpret_cast<char*>(c) - offsetof(verbs_context, context));
+    return reinterpret_cast<Context*>(reinterpret_cast<char*>(vctx) - offsetof(Context, vctx));
+}
+
+Device* to_device(ibv_device* d)
+{
+    return reinterpret_cast<Device*>(reinterpret_cast<char*>(d) - offsetof(Device, vdev) - offsetof(verbs_device, device));
+}
+
+namespace {
+
+void free_context(ibv_context* c)
+{
+    Context* ctx = to_context(c);
+    if (ctx->state) {
+        for (const ChannelPipe& p : ctx->state->channels) close(p.write_fd);
+        delete ctx->state;
+    }
+    verbs_uninit_context(&ctx->vctx);  // closes cmd_fd and async_fd
+    std::free(ctx);
+}
+
+constexpr verbs_context_ops kOps = [] {
+    verbs_context_ops o{};
+    o.alloc_pd = alloc_pd;
+    o.async_event = async_event;
+    o.cq_event = cq_event;
+    o.create_cq = create_cq;
+    o.dealloc_pd = dealloc_pd;
+    o.dereg_mr = dereg_mr;
+    o.destroy_cq = destroy_cq;
+    o.free_context = free_context;
+    o.query_device_ex = query_device_ex;
+    o.query_port = query_port;
+    o.reg_mr = reg_mr;
+    o.req_notify_cq = req_notify_cq;
+    return o;  // every other op stays libibverbs' dummy: EOPNOTSUPP
+}();
+
+verbs_context* alloc_context(ibv_device* ibdev, int cmd_fd, void* /*private_data*/)
+{
+    // Takes cmd_fd (closes it on failure); calloc'd wrapper with the verbs_context inside.
+    auto* ctx = static_cast<Context*>(_verbs_init_and_alloc_context(
+        ibdev, cmd_fd, sizeof(Context), reinterpret_cast<verbs_context*>(offsetof(Context, vctx)), 0));
+    if (!ctx) return nullptr;
+    int err = 0;
+    ctx->state = new (std::nothrow) ContextState;
+    if (!ctx->state) {
+        err = ENOMEM;
+    } else if (!read_port_info(ibdev->ibdev_path, &ctx->state->port)) {
+        err = errno;
+    } else {
+        // libibverbs would ask the kernel for the async event fd; with no kernel the provider
+        // owns it. No asynchronous event is raised in this slice, so it never becomes readable.
+        ctx->vctx.context.async_fd = eventfd(0, EFD_CLOEXEC);
+        if (ctx->vctx.context.async_fd < 0) err = errno;
+    }
+    if (err) {
+        free_context(&ctx->vctx.context);
+        errno = err;
+        return nullptr;
+    }
+    ctx->vctx.context.num_comp_vectors = 1;
+    verbs_set_ops(&ctx->vctx, &kOps);
+    return &ctx->vctx;
+}
+
+verbs_device* alloc_device(verbs_sysfs_dev* /*sysfs_dev*/)
+{
+    auto* dev = static_cast<Device*>(std::calloc(1, sizeof(Device)));
+    if (!dev) return nullptr;
+    dev->mrs = new (std::nothrow) MrTable;
+    dev->next_pd_id = new (std::nothrow) std::atomic<uint32_t>(1);
+    if (!dev->mrs || !dev->next_pd_id) {
+        delete dev->mrs;
+        delete dev->next_pd_id;
+        std::free(dev);
+        return nullptr;
+    }
+    return &dev->vdev;
+}
+
+void uninit_device(verbs_device* vdev)
+{
+    Device* dev = to_device(&vdev->device);
+    delete dev->mrs;
+    delete dev->next_pd_id;
+    std::free(dev);
+}
+
+// Without netlink RDMA libibverbs knows no driver id, so the device matches by name: the
+// library's modalias for a device with no modalias file is "rdma_device:N<ibdev>".
+const verbs_match_ent kMatch[] = {
+    {nullptr, {"rdma_device:*Nsdr*"}, 0, 0, SDR_VERBS_MATCH_MODALIAS},
+    {nullptr, {nullptr}, 0, 0, SDR_VERBS_MATCH_SENTINEL},
+};
+
+// sdr-rdma writes abi_version 1 into uverbsN; nothing else reads it.
+const verbs_device_ops kDeviceOps = {
+    .name = "sdr",
+    .match_min_abi_version = 1,
+    .match_max_abi_version = 1,
+    .match_table = kMatch,
+    .static_providers = nullptr,
+    .match_device = nullptr,
+    .alloc_context = alloc_context,
+    .import_context = nullptr,
+    .alloc_device = alloc_device,
+    .uninit_device = uninit_device,
+};
+
+__attribute__((constructor)) void register_driver()
+{
+    verbs_register_driver_34(&kDeviceOps);
+}
+
+}  // namespace
+}  // namespace sdr::verbs
