@@ -128,6 +128,13 @@ local function ranges(list)
     return table.concat(out, ",")
 end
 
+-- The same for a list of {first, last} pairs.
+local function pair_ranges(pairs_)
+    local out = {}
+    for _, r in ipairs(pairs_) do out[#out + 1] = (r[1] == r[2]) and tostring(r[1]) or (r[1] .. "-" .. r[2]) end
+    return table.concat(out, ",")
+end
+
 ---------------------------------------------------------------------------------------------
 -- Retransmissions.
 --
@@ -317,16 +324,15 @@ local function dissect_ctrl(tvb, pinfo, root)
     if ty == 2 then
         -- ACK: every chunk below base is held; bit i says whether chunk base + i is.
         local held, last = {}, -1
+        if base > 0 then held = { { 0, base - 1 } } end
         for i = 0, nbits - 1 do
             if bit_set(tvb, i) then
-                held[#held + 1] = base + i
                 last = base + i
+                local r = held[#held]
+                if r and r[2] == last - 1 then r[2] = last else held[#held + 1] = { last, last } end
             end
         end
-        local all = {}
-        if base > 0 then all[1] = base == 1 and "0" or ("0-" .. (base - 1)) end
-        if #held > 0 then all[#all + 1] = ranges(held) end
-        local acked = #all > 0 and table.concat(all, ",") or "none"
+        local acked = #held > 0 and pair_ranges(held) or "none"
         tree:add(f.acked, tvb(24, 4), acked)
         local holes = {}
         for c = base, last - 1 do
