@@ -163,7 +163,7 @@ void drive(sdr_context* ctx, sdr_rel_endpoint* tx, sdr_rel_endpoint* rx, uint64_
 }
 
 // The link's drops, one line each, stamped with the time the frame would have arrived (it left
-// at t and had RTT/2 to go): the capture's clock, so a tool can merge both (tests/README.md).
+// at t and had RTT/2 to go): the capture's clock, so a tool can merge both (tools/README.md).
 void write_drop_log(const std::string& path, const sdr::emu::SimFabric& fabric, double rtt_ms)
 {
     FILE* f = std::fopen(path.c_str(), "w");
