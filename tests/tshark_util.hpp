@@ -41,11 +41,14 @@ inline std::string shell_quote(const std::string& s)
 // `tshark -r pcap -T fields -E occurrence=f -e f1 -e f2 ...`: the first occurrence of each
 // field (some, like infiniband.immdt, appear twice per packet), tab-separated, one row per
 // packet; an absent field is an empty string. stderr is dropped (as root tshark warns).
-// nullopt plus *err if tshark cannot be run or exits non-zero.
+// `options` go after those (e.g. -X lua_script:FILE, -o pref:value, -E occurrence=a for every
+// occurrence, comma-separated). nullopt plus *err if tshark cannot be run or exits non-zero.
 inline std::optional<std::vector<std::vector<std::string>>> tshark_fields(
-    const std::string& pcap, const std::vector<std::string>& fields, std::string* err)
+    const std::string& pcap, const std::vector<std::string>& fields, std::string* err,
+    const std::vector<std::string>& options = {})
 {
     std::string cmd = "tshark -n -r " + shell_quote(pcap) + " -T fields -E occurrence=f -E separator=/t";
+    for (const auto& o : options) cmd += " " + shell_quote(o);
     for (const auto& f : fields) cmd += " -e " + shell_quote(f);
     cmd += " 2>/dev/null";
     FILE* p = popen(cmd.c_str(), "r");

@@ -9,6 +9,7 @@
 #include <sdr_sim.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -27,6 +28,7 @@ struct Options {
     std::vector<std::string> schemes;  // empty: sr and ec-mds:32,8
     std::string pcap = "sdr_demo.pcap";
     uint32_t snaplen = 128;
+    std::string drop_log;  // empty: none
 };
 
 void usage(FILE* f)
@@ -34,12 +36,13 @@ void usage(FILE* f)
     std::fprintf(f,
                  "usage: sdr_demo [--size BYTES] [--bw-gbps G] [--rtt-ms R] [--loss P] [--mtu 64..4096]\n"
                  "                [--chunk BYTES] [--channels 1..16] [--seed N] [--scheme S]... [--alpha A]\n"
-                 "                [--pcap FILE|''] [--snaplen BYTES]\n"
+                 "                [--pcap FILE|''] [--snaplen BYTES] [--drop-log FILE]\n"
                  "Delivers one message reliably from sim:0 to sim:1 over a simulated link, once per scheme\n"
                  "(S: sr, sr-nack, ec-xor:k,m, ec-mds:k,m; repeat --scheme for several). Defaults: 64 MiB,\n"
                  "100 Gbit/s, 25 ms RTT, 1e-4 packet loss, MTU 4096, 64 KiB chunks, 8 channels, schemes sr\n"
                  "and ec-mds:32,8, RTO = RTT*(1+alpha) with alpha 2, pcap sdr_demo.pcap with 128-byte\n"
-                 "snaplen (--snaplen 0 keeps whole frames).\n");
+                 "snaplen (--snaplen 0 keeps whole frames). --drop-log writes every frame the link dropped,\n"
+                 "one tab-separated line each (what a capture after the link cannot show).\n");
 }
 
 uint64_t parse_size(const char* s)
@@ -97,6 +100,7 @@ Options parse(int argc, char** argv)
         else if (a == "--alpha") o.alpha = parse_num("--alpha", v);
         else if (a == "--pcap") o.pcap = v;
         else if (a == "--snaplen") o.snaplen = static_cast<uint32_t>(parse_num("--snaplen", v));
+        else if (a == "--drop-log") o.drop_log = v;
         else {
             std::fprintf(stderr, "sdr_demo: unknown option %s\n", a.c_str());
             usage(stderr);
@@ -158,6 +162,24 @@ void drive(sdr_context* ctx, sdr_rel_endpoint* tx, sdr_rel_endpoint* rx, uint64_
     }
 }
 
+// The link's drops, one line each, stamped with the time the frame would have arrived (it left
+// at t and had RTT/2 to go): the capture's clock, so a tool can merge both (tools/README.md).
+void write_drop_log(const std::string& path, const sdr::emu::SimFabric& fabric, double rtt_ms)
+{
+    FILE* f = std::fopen(path.c_str(), "w");
+    if (!f) {
+        std::fprintf(stderr, "sdr_demo: --drop-log %s: %s\n", path.c_str(), std::strerror(errno));
+        std::exit(1);
+    }
+    std::fprintf(f, "arrival_ns\tsrc_nic\tdst_nic\topcode\tdest_qp\trkey\timm\n");
+    const uint64_t half_rtt_ps = static_cast<uint64_t>(std::llround(rtt_ms * 1e9 / 2.0));
+    for (const auto& d : fabric.drop_log())
+        std::fprintf(f, "%llu\t%u\t%u\t0x%02x\t0x%06x\t0x%08x\t0x%08x\n",
+                     (unsigned long long)((d.t + half_rtt_ps) / 1000), d.src_nic, d.dst_nic, d.meta.opcode,
+                     d.meta.dest_qp, d.meta.rkey, d.meta.imm);
+    std::fclose(f);
+}
+
 struct Run {
     sdr_rel_stats tx{}, rx{};
     bool exact = false;
@@ -216,6 +238,7 @@ int main(int argc, char** argv)
     fp.seed = o.seed;
     fp.pcap_path = o.pcap;
     fp.pcap_snaplen = o.snaplen;
+    fp.drop_log = !o.drop_log.empty();
     sdr::emu::SimFabric::install(std::make_unique<sdr::emu::SimFabric>(fp));
 
     // From here on: the SDR C API, as an application writes it.
@@ -293,6 +316,8 @@ int main(int argc, char** argv)
                 (unsigned long long)rn.counters().rx_cqes, (unsigned long long)rn.counters().rx_drops_total(),
                 (unsigned long long)rn.fw_counter(FW_CNT_CHUNK_COMPLETE), (unsigned long long)rn.fw_counter(FW_CNT_RX_STALE),
                 (unsigned long long)rn.fw_counter(FW_CNT_RX_DUPLICATE), (unsigned long long)sn.counters().rx_ctrl);
+
+    if (!o.drop_log.empty()) write_drop_log(o.drop_log, *fabric, o.rtt_ms);
 
     sdr_mr_dereg(smr);
     sdr_mr_dereg(rmr);

@@ -27,3 +27,17 @@ C
 cc -std=c11 -Wall -Werror "$work/app.c" -o "$work/app" $(pkg-config --cflags --libs sdr)
 LD_LIBRARY_PATH="$prefix/lib:$prefix/lib/x86_64-linux-gnu" "$work/app"
 echo "install check: a C program built with pkg-config sdr runs"
+
+# The Wireshark dissector is installed and loads where tshark is: an empty pcap read through it
+# with a filter on its fields (an unknown field or a Lua error fails).
+lua="$prefix/share/sdr/wireshark/sdr.lua"
+test -f "$lua" || { echo "install check: $lua is missing" >&2; exit 1; }
+if command -v tshark >/dev/null; then
+    printf '\xd4\xc3\xb2\xa1\x02\x00\x04\x00\0\0\0\0\0\0\0\0\xff\xff\0\0\x01\0\0\0' > "$work/empty.pcap"
+    if ! out=$(tshark -X lua_script:"$lua" -r "$work/empty.pcap" -Y "sdr.msg_id || sdr.ctrl.type" 2>&1) ||
+        grep -q "Lua" <<<"$out"; then
+        echo "install check: tshark does not load $lua: $out" >&2
+        exit 1
+    fi
+    echo "install check: tshark loads the installed SDR dissector"
+fi
