@@ -447,6 +447,36 @@ TEST(VerbsUc, FrameFromAnotherHostIsDropped)
     EXPECT_TRUE(std::all_of(rbuf.begin(), rbuf.end(), [](uint8_t c) { return c == 0; }));
 }
 
+TEST(VerbsUc, UnknownQpnOtherTransportAndUnreadyQpAreDropped)
+{
+    UcPair t(false, 256);
+    Injector in{t};
+    std::vector<uint8_t> rbuf(256, 0), p(16, 0x77);
+    uint32_t rkey = t.b.reg(rbuf, kLocalWrite);
+    ASSERT_EQ(t.b.nic->verbs_post_recv(t.b.qp, recv_wr(1, {sge(rbuf, rkey, 0, 256)})), 0);
+    auto frame = [&](uint8_t op, uint32_t qpn) {
+        wire::Headers h = in.base();
+        h.opcode = op;
+        h.dest_qp = qpn;
+        h.psn = 5000;
+        std::vector<uint8_t> f(wire::frame_bytes(op, 16, true));
+        EXPECT_EQ(wire::encode(h, p.data(), 16, f.data(), f.size()), f.size());
+        t.f.inject_frame(1, f, t.f.sim().now());
+        t.f.run_until_idle();
+    };
+    frame(wire::kOpUcSendOnly, t.b.qpn() ^ (1u << 13));  // another tag
+    EXPECT_EQ(drops(*t.b.nic, RxDrop::UnknownQp), 1u);
+    frame(wire::kOpUdSendOnly, t.b.qpn());  // UD to a UC QP
+    EXPECT_EQ(drops(*t.b.nic, RxDrop::WrongOpcode), 1u);
+    QpAttr a;
+    a.state = QpState::Reset;
+    ASSERT_EQ(t.b.nic->verbs_qp_modify(t.b.qp, a, QpAttr::kState), 0);
+    frame(wire::kOpUcSendOnly, t.b.qpn());
+    EXPECT_EQ(drops(*t.b.nic, RxDrop::QpNotReady), 1u);
+    EXPECT_TRUE(std::all_of(rbuf.begin(), rbuf.end(), [](uint8_t c) { return c == 0; }));
+    EXPECT_TRUE(t.b.poll(t.b.rcq).empty());
+}
+
 TEST(VerbsUc, ReceiveShorterThanTheMessageCompletesWithLengthError)
 {
     UcPair t(false, 256);

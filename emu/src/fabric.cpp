@@ -233,8 +233,8 @@ void SimLink::deliver(const InFlight& f)
     delivered_++;
     if (fabric_.pcap_.is_open()) {
         if (f.frame) {
-            // Control datagrams stay whole: they are small, their content is the protocol, and
-            // tshark calls a cut UD SEND malformed.
+            // UD datagrams (control and verbs) stay whole: they are small, a control datagram's
+            // content is the protocol, and tshark calls a cut UD SEND malformed.
             bool ctrl = wire::has_deth(f.meta.opcode);
             uint32_t snap = ctrl ? 0 : fabric_.params_.pcap_snaplen;
             uint32_t cap = snap && snap < f.frame_len ? snap : f.frame_len;

@@ -1,6 +1,6 @@
 // The NIC's receive path: frame decode (hostile bytes), dispatch to the control QPs, the verbs
-// QPs (nic_verbs_rx.cpp) or SDR's UC responder, whose checks each count a drop and write nothing; then the DMA and the CQE to the
-// channel's DPA worker.
+// QPs (nic_verbs_rx.cpp) or SDR's UC responder, whose checks each count a drop and write
+// nothing; then the DMA and the CQE to the channel's DPA worker.
 
 #include "same_mac.hpp"
 

@@ -26,6 +26,7 @@ class Nic;
 // What one RoCEv2 packet says (decoded from a frame, or never encoded: payload-free mode).
 struct PacketMeta {
     uint64_t va = 0;
+    // dma_len: the payload's bytes (a verbs WRITE FIRST's RETH length travels beside it)
     uint32_t dest_qp = 0, psn = 0, rkey = 0, dma_len = 0, imm = 0;
     uint32_t qkey = 0, src_qp = 0;  // DETH of a control datagram (UD SEND)
     uint16_t udp_src_port = 0;  // flow entropy
@@ -42,7 +43,7 @@ enum class RxDrop : uint8_t {
     Truncated, NotIpv4, NotRoce, BadIpHeader, BadLength, BadOpcode, BadIcrc,  // frame checks
     UnknownQp,    // destination QPN not a live transport QP
     WrongPeer,    // not from the connected peer's MAC, IP, UDP source port (and control QPN)
-    WrongOpcode,  // not a UC RDMA WRITE-only-with-immediate
+    WrongOpcode,  // SDR QP: not a UC WRITE-only-with-immediate; verbs QP: another transport's opcode
     UnknownKey,   // rkey is not the root key bound to that QP
     OutOfBounds,  // slot or offset outside the root key / posted buffer
     BadQkey,      // control datagram whose Q_Key is not the control QP's
