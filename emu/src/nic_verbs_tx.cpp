@@ -57,10 +57,12 @@ bool Nic::verbs_tx_next(TxPacket* out)
         out->cookie = static_cast<uint32_t>(q.sq_next);
         out->meta.src_qp = q.qpn;  // DETH for UD; for UC, tx_done's check that the QP is the same
         if (q.wqe_off == 0) {
-            // Local protection (lkey, PD, bounds) is checked once per WQE, before its first
-            // packet: a failure sends nothing, completes the WQE in error and the QP goes to ERR.
+            // Local protection (lkey, PD, bounds; a UD WQE's address handle still there) is
+            // checked once per WQE, before its first packet: a failure sends nothing, completes
+            // the WQE in error and the QP goes to ERR.
             uint32_t total;
-            if (!verbs_sges_ok(q.pd, w.sg.data(), w.num_sge, 0, &total)) {
+            if (!verbs_sges_ok(q.pd, w.sg.data(), w.num_sge, 0, &total) ||
+                (q.type == QpType::Ud && !vahs_[w.ah].live)) {
                 out->local_error = true;
                 out->signaled = true;
                 q.state = QpState::Err;  // nothing more leaves; tx_done completes and flushes

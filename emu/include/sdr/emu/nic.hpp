@@ -1,6 +1,7 @@
 // The emulated SmartNIC: memory regions, UC transport QPs, root keys, the UC responder that
 // places payload and raises one CQE per packet, the emulated DPA workers that run the
-// firmware per CQE, the send engine that turns firmware WQEs into packets, and counters.
+// firmware per CQE, the send engine that turns firmware WQEs into packets, and counters; and
+// the verbs device beside SDR: PDs, regions, address handles, CQs and UC/UD QPs (verbs.hpp).
 // Executor-agnostic: the simulator (or a real-time loop) calls rx_*/tx_* and provides time.
 #pragma once
 
@@ -41,7 +42,7 @@ struct NicAddress {
 // Why a received frame was dropped. Every drop is counted; none writes memory.
 enum class RxDrop : uint8_t {
     Truncated, NotIpv4, NotRoce, BadIpHeader, BadLength, BadOpcode, BadIcrc,  // frame checks
-    UnknownQp,    // destination QPN not a live transport QP
+    UnknownQp,    // destination QPN not a live transport, control or verbs QP
     WrongPeer,    // not from the connected peer's MAC, IP, UDP source port (and control QPN)
     WrongOpcode,  // SDR QP: not a UC WRITE-only-with-immediate; verbs QP: another transport's opcode
     UnknownKey,   // rkey is not the root key bound to that QP
@@ -465,6 +466,9 @@ private:
     fw_device* fw_ = nullptr;
     uint64_t nic_mem_bytes_ = 0;
     NicIds ids_;
+    PortCounters port_;
+    std::atomic<uint64_t> host_events_{0};
+    // The verbs device (after SDR's state, which the per-packet path touches).
     std::vector<VerbsPd> vpds_;
     std::vector<VerbsMr> vmrs_;
     std::vector<VerbsAh> vahs_;
@@ -477,8 +481,6 @@ private:
     bool verbs_turn_ = false;  // toggled per packet while both SDR and verbs have work
     std::array<uint8_t, 4096> verbs_gather_{};  // a packet spanning SGEs, until it is encoded
     uint64_t verbs_cq_errors_ = 0;
-    PortCounters port_;
-    std::atomic<uint64_t> host_events_{0};
 };
 
 }  // namespace sdr::emu
