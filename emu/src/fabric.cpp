@@ -35,8 +35,9 @@ public:
         while (n_ < kMaxBatch && wire_free < now + kTxBatchPs && nic_.tx_next(&batch_[n_])) {
             TxPacket& p = batch_[n_++];
             if (p.local_error) continue;
-            uint32_t frame_len = static_cast<uint32_t>(p.ctrl ? wire::frame_bytes_ud_send(p.meta.dma_len)
-                                                              : wire::frame_bytes_write_imm(p.meta.dma_len));
+            const bool sdr = p.kind == TxPacket::Kind::Sdr;
+            uint32_t frame_len = static_cast<uint32_t>(sdr ? wire::frame_bytes_write_imm(p.meta.dma_len)
+                                                           : Nic::other_frame_bytes(p));
             uint64_t t = wire_frac_ + (frame_len + kWireOverheadBytes) * ps_per_byte_fp_;
             if ((t >> kFracBits) < tx_spacing_ps_) t = tx_spacing_ps_ << kFracBits;  // DPA TX thread
             wire_free_ += t >> kFracBits;
@@ -45,7 +46,7 @@ public:
             SimLink* link = route(p.remote_ip);
             if (!link) continue;
             uint8_t* frame = nullptr;
-            if (nic_.payload() || p.ctrl) {  // control datagrams always carry their bytes
+            if (!sdr || nic_.payload()) {  // control and verbs frames always carry their bytes
                 frame = f_.frame_alloc();
                 frame_len = static_cast<uint32_t>(nic_.tx_encode(p, frame, kFrameCap));
             }
@@ -232,9 +233,9 @@ void SimLink::deliver(const InFlight& f)
     delivered_++;
     if (fabric_.pcap_.is_open()) {
         if (f.frame) {
-            // Control datagrams stay whole: they are small, their content is the protocol, and
-            // tshark calls a cut UD SEND malformed.
-            bool ctrl = f.meta.opcode == wire::kOpUdSendOnly || f.meta.opcode == wire::kOpUdSendOnlyImm;
+            // UD datagrams (control and verbs) stay whole: they are small, a control datagram's
+            // content is the protocol, and tshark calls a cut UD SEND malformed.
+            bool ctrl = wire::has_deth(f.meta.opcode);
             uint32_t snap = ctrl ? 0 : fabric_.params_.pcap_snaplen;
             uint32_t cap = snap && snap < f.frame_len ? snap : f.frame_len;
             fabric_.pcap_.write(f.arrival, f.frame, cap, f.frame_len);
@@ -361,6 +362,15 @@ void SimFabric::tx_ready(Nic& nic) { ports_[nic.index()]->kick(); }
 bool SimFabric::dispatch_rx_cqe(Nic& nic, uint32_t worker, const hal_cqe& cqe)
 {
     dpa_->offer(nic, worker, cqe);  // only NICs of a fabric with the cost model dispatch
+    return true;
+}
+
+// Every NIC of the fabric is one hop away: its MAC is known from its IP.
+bool SimFabric::resolve_mac(uint32_t ip, std::array<uint8_t, 6>* mac)
+{
+    Nic* n = nic_by_ip(ip);
+    if (!n) return false;
+    *mac = n->address().mac;
     return true;
 }
 

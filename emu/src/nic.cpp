@@ -2,7 +2,9 @@
 // timers) and the counters summed over workers. The other jobs have files of their own:
 // memory and keys (nic_memory.cpp), transport QPs (nic_qp.cpp), the receive path and UC
 // responder (nic_rx.cpp), the control QPs' UD datagrams (nic_ctrl.cpp), the send engine
-// (nic_tx.cpp).
+// (nic_tx.cpp), and the verbs device: its objects (nic_verbs_objects.cpp), QPs and their
+// queues (nic_verbs_qp.cpp), requester (nic_verbs_tx.cpp), receive dispatch (nic_verbs_rx.cpp)
+// and the transport rules of UC (nic_uc.cpp) and UD (nic_ud.cpp).
 
 #include <sdr/emu/nic.hpp>
 #include <sdr/emu/wire.hpp>
@@ -33,6 +35,11 @@ const char* to_string(RxDrop d)
     case RxDrop::BadQkey: return "bad_qkey";
     case RxDrop::CtrlRingFull: return "ctrl_ring_full";
     case RxDrop::CqOverflow: return "cq_overflow";
+    case RxDrop::QpNotReady: return "qp_not_ready";
+    case RxDrop::PsnSequence: return "psn_sequence";
+    case RxDrop::Duplicate: return "duplicate";
+    case RxDrop::NoRecvWqe: return "no_recv_wqe";
+    case RxDrop::AccessDenied: return "access_denied";
     case RxDrop::Count: break;
     }
     return "?";

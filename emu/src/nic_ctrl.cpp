@@ -13,7 +13,7 @@ uint32_t Nic::ctrl_qp_create()
 {
     size_t h = 0;
     while (h < ctrl_qps_.size() && ctrl_qps_[h].live) h++;
-    if (h >> NicIds::kQpnIndexBits) return kNoHandle;
+    if (h >= kVerbsQpnBit) return kNoHandle;  // the upper half of the index space is the verbs QPs'
     if (h == ctrl_qps_.size()) ctrl_qps_.emplace_back();
     CtrlQp q;
     q.live = true;

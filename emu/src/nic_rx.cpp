@@ -1,6 +1,6 @@
-// The NIC's receive path: frame decode (hostile bytes), dispatch to the control QPs or the UC
-// responder, whose checks each count a drop and write nothing; then the DMA and the CQE to the
-// channel's DPA worker.
+// The NIC's receive path: frame decode (hostile bytes), dispatch to the control QPs, the verbs
+// QPs (nic_verbs_rx.cpp) or SDR's UC responder, whose checks each count a drop and write
+// nothing; then the DMA and the CQE to the channel's DPA worker.
 
 #include "same_mac.hpp"
 
@@ -45,8 +45,11 @@ void Nic::rx_frame(const uint8_t* frame, size_t len)
     m.qkey = p.h.qkey;
     m.src_qp = p.h.src_qp;
     const NicAddress src{p.h.src_mac, p.h.src_ip};
-    bool ud = m.opcode == wire::kOpUdSendOnly || m.opcode == wire::kOpUdSendOnlyImm;
-    if (ud && m.dest_qp >= kCtrlQpnBase) return ctrl_receive(m, p.payload, src);
+    // QPN bit 23 clear: SDR's data QPs, straight on. Set: bit 12 names a verbs QP, else a control QP.
+    if (m.dest_qp & NicIds::kCtrlQpnBit) {
+        if (m.dest_qp & kVerbsQpnBit) return verbs_receive(m, p.payload, src, frame + wire::kEthBytes, p.h.dma_len);
+        if (wire::has_deth(m.opcode)) return ctrl_receive(m, p.payload, src);
+    }
     respond(m, p.payload, src);  // a UD frame for a data QP is a WrongOpcode drop there
 }
 

@@ -1,5 +1,9 @@
 // The NIC's send engine: WQEs from every QP in post order through one ring, packets handed to
-// the port, completions back to the firmware, and the frame encoder's headers.
+// the port, completions back to the firmware, and the frame encoder's headers. Arbitration of
+// the port: control datagrams first (strict priority, they are few and small), then SDR's ring
+// and the verbs QPs one packet each in turn while both have work, so neither starves the other
+// and a long verbs message never delays SDR by more than one packet per packet of its own;
+// among verbs QPs, one packet per QP in turn (nic_verbs_tx.cpp).
 
 #include <sdr/emu/nic.hpp>
 #include <sdr/emu/wire.hpp>
@@ -56,7 +60,7 @@ bool Nic::tx_next(TxPacket* out)
     if (ctrl_next_ != ctrl_head_) {  // control datagrams go first
         const CtrlSend& c = ctrl_sq_[ctrl_next_++ % kCtrlSqDepth];
         *out = TxPacket{};
-        out->ctrl = true;
+        out->kind = TxPacket::Kind::Ctrl;
         out->qp = c.handle;
         out->meta = c.meta;
         out->remote_ip = c.remote_ip;
@@ -64,6 +68,9 @@ bool Nic::tx_next(TxPacket* out)
         out->payload = c.data.data();
         return true;
     }
+    // Only a NIC with verbs work pays for the turn: SDR alone tests one counter.
+    if (verbs_active_n_ && (!sq_count_ || (verbs_turn_ = !verbs_turn_)))
+        if (verbs_tx_next(out)) return true;
     if (!sq_count_) return false;
     const size_t mask = sq_ring_.size() - 1;
     const SqEntry& e = sq_ring_[sq_tail_++ & mask];  // stays put: nothing posts until tx_done
@@ -75,7 +82,7 @@ bool Nic::tx_next(TxPacket* out)
     out->qp = e.qp;
     out->cookie = w.cookie;
     out->signaled = w.signaled;
-    out->ctrl = false;
+    out->kind = TxPacket::Kind::Sdr;
     out->local_error = !q.live || (w.length && !mr_covers(w.lkey, w.local_addr, w.length));
     if (out->local_error) return true;  // local protection error: nothing goes on the wire
     PacketMeta& m = out->meta;
@@ -98,7 +105,8 @@ bool Nic::tx_next(TxPacket* out)
 
 void Nic::tx_done(const TxPacket& p)
 {
-    if (p.ctrl) {
+    if (p.kind != TxPacket::Kind::Sdr) {
+        if (p.kind == TxPacket::Kind::Verbs) return verbs_tx_done(p);
         ctrl_done_++;
         port_.tx_frames++;
         port_.tx_ctrl++;
@@ -161,6 +169,7 @@ wire::Headers roce_headers(const PacketMeta& m, const NicAddress& src, const Nic
 
 size_t Nic::tx_encode(const TxPacket& p, uint8_t* out, size_t cap) const
 {
+    if (p.kind == TxPacket::Kind::Verbs) return verbs_encode(p, out, cap);
     NicAddress dst{p.remote_mac, p.remote_ip};
     return wire::encode(roce_headers(p.meta, addr_, dst), p.payload, p.meta.dma_len, out, cap);
 }

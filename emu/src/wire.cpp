@@ -39,13 +39,10 @@ inline uint32_t ipv4_sum(const uint8_t* ip)
     return sum;
 }
 
-bool is_write_imm(uint8_t op) { return op == kOpUcWriteOnlyImm; }
-bool has_imm(uint8_t op) { return op == kOpUcWriteOnlyImm || op == kOpUdSendOnlyImm; }
-
 // Writes Eth..ImmDt for a payload of payload_len bytes; caller checked cap >= header_bytes.
-void put_headers(const Headers& h, size_t hdr, uint32_t payload_len, uint8_t* out)
+void put_headers(const Headers& h, size_t hdr, uint32_t payload_len, uint32_t pad, uint8_t* out)
 {
-    const size_t ip_total = hdr - kEthBytes + payload_len + kIcrcBytes;
+    const size_t ip_total = hdr - kEthBytes + payload_len + pad + kIcrcBytes;
 
     std::memcpy(out, h.dst_mac.data(), 6);
     std::memcpy(out + 6, h.src_mac.data(), 6);
@@ -72,7 +69,7 @@ void put_headers(const Headers& h, size_t hdr, uint32_t payload_len, uint8_t* ou
 
     uint8_t* bth = out + kBthOff;
     bth[0] = h.opcode;
-    bth[1] = uint8_t((h.solicited ? 0x80 : 0));  // MigReq 0, PadCnt 0, TVer 0
+    bth[1] = uint8_t((h.solicited ? 0x80 : 0) | pad << 4);  // MigReq 0, TVer 0
     put16(bth + 2, h.pkey);
     bth[4] = 0;  // resv8a (FECN/BECN in RoCEv2)
     put24(bth + 5, h.dest_qp & 0xFFFFFF);
@@ -80,12 +77,12 @@ void put_headers(const Headers& h, size_t hdr, uint32_t payload_len, uint8_t* ou
     put24(bth + 9, h.psn & 0xFFFFFF);
 
     uint8_t* ext = out + kExtOff;
-    if (is_write_imm(h.opcode)) {
+    if (has_reth(h.opcode)) {
         put64(ext, h.va);
         put32(ext + 8, h.rkey);
         put32(ext + 12, h.dma_len);
         ext += kRethBytes;
-    } else {
+    } else if (has_deth(h.opcode)) {
         put32(ext, h.qkey);
         ext[4] = 0;
         put24(ext + 5, h.src_qp & 0xFFFFFF);
@@ -98,12 +95,16 @@ void put_headers(const Headers& h, size_t hdr, uint32_t payload_len, uint8_t* ou
 
 size_t header_bytes(uint8_t opcode)
 {
-    switch (opcode) {
-    case kOpUcWriteOnlyImm: return kWriteImmHeaderBytes;
-    case kOpUdSendOnly: return kExtOff + kDethBytes;
-    case kOpUdSendOnlyImm: return kExtOff + kDethBytes + kImmBytes;
-    default: return 0;
-    }
+    if (opcode == kOpUcWriteOnlyImm) return kWriteImmHeaderBytes;  // SDR's: first, no arithmetic
+    if ((opcode < kOpUcSendFirst || opcode > kOpUcWriteOnlyImm) && !has_deth(opcode)) return 0;
+    return kExtOff + (has_reth(opcode) ? kRethBytes : 0) + (has_deth(opcode) ? kDethBytes : 0) +
+           (has_imm(opcode) ? kImmBytes : 0);
+}
+
+size_t frame_bytes(uint8_t opcode, size_t payload, bool pad)
+{
+    size_t hdr = header_bytes(opcode);
+    return hdr ? hdr + payload + (pad ? pad_bytes(payload) : 0) + kIcrcBytes : 0;
 }
 
 uint32_t icrc(const uint8_t* frame, size_t len_without_icrc)
@@ -151,19 +152,22 @@ size_t encode_headers(const Headers& h, uint32_t payload_len, uint8_t* out, size
 {
     const size_t hdr = header_bytes(h.opcode);
     // The IP total length field is 16 bits: refuse a payload it cannot describe.
-    if (hdr == 0 || cap < hdr || hdr - kEthBytes + size_t(payload_len) + kIcrcBytes > 0xFFFF) return 0;
-    put_headers(h, hdr, payload_len, out);
+    const uint32_t pad = h.pad ? uint32_t(pad_bytes(payload_len)) : 0;
+    if (hdr == 0 || cap < hdr || hdr - kEthBytes + size_t(payload_len) + pad + kIcrcBytes > 0xFFFF) return 0;
+    put_headers(h, hdr, payload_len, pad, out);
     return hdr;
 }
 
 size_t encode(const Headers& h, const uint8_t* payload, uint32_t payload_len, uint8_t* out, size_t cap)
 {
     const size_t hdr = header_bytes(h.opcode);
-    const size_t total = hdr + size_t(payload_len) + kIcrcBytes;
+    const uint32_t pad = h.pad ? uint32_t(pad_bytes(payload_len)) : 0;
+    const size_t total = hdr + size_t(payload_len) + pad + kIcrcBytes;
     if (hdr == 0 || cap < total || total - kEthBytes > 0xFFFF) return 0;
-    put_headers(h, hdr, payload_len, out);
+    put_headers(h, hdr, payload_len, pad, out);
     if (payload_len) std::memcpy(out + hdr, payload, payload_len);
-    write_icrc(out, hdr + payload_len);
+    if (pad) std::memset(out + hdr + payload_len, 0, pad);
+    write_icrc(out, hdr + payload_len + pad);
     return total;
 }
 
@@ -218,7 +222,7 @@ Verdict decode(const uint8_t* frame, size_t len, Parsed* out, bool verify_icrc)
     if (verify_icrc && !icrc_ok(frame, len)) return Verdict::BadIcrc;
 
     const uint8_t* ext = frame + kExtOff;
-    if (is_write_imm(op) && get32(ext + 12) != payload_len) return Verdict::BadLength;
+    if ((op == kOpUcWriteOnlyImm || op == kOpUcWriteOnly) && get32(ext + 12) != payload_len) return Verdict::BadLength;
 
     if (!out) return Verdict::Ok;  // a validity check only
     Headers& h = out->h;
@@ -236,17 +240,17 @@ Verdict decode(const uint8_t* frame, size_t len, Parsed* out, bool verify_icrc)
     h.dest_qp = get24(bth + 5);
     h.ack_req = (bth[8] & 0x80) != 0;
     h.psn = get24(bth + 9);
-    if (is_write_imm(op)) {
+    h.pad = pad != 0;
+    h.va = 0;
+    h.rkey = h.dma_len = h.qkey = h.src_qp = 0;
+    if (has_reth(op)) {
         h.va = get64(ext);
         h.rkey = get32(ext + 8);
         h.dma_len = get32(ext + 12);
-        h.qkey = h.src_qp = 0;
         ext += kRethBytes;
-    } else {
+    } else if (has_deth(op)) {
         h.qkey = get32(ext);
         h.src_qp = get24(ext + 5);
-        h.va = 0;
-        h.rkey = h.dma_len = 0;
         ext += kDethBytes;
     }
     h.imm = has_imm(op) ? get32(ext) : 0;

@@ -148,6 +148,7 @@ public:
     void tx_ready(Nic& nic) override;
     void arm_timer(Nic& nic, uint32_t worker, uint32_t id, uint64_t deadline_ns) override;
     bool dispatch_rx_cqe(Nic& nic, uint32_t worker, const hal_cqe& cqe) override;
+    bool resolve_mac(uint32_t ip, std::array<uint8_t, 6>* mac) override;
     // The cost model, if params().dpa.enabled (its per-NIC statistics).
     DpaModel* dpa() { return dpa_.get(); }
 

@@ -19,9 +19,10 @@ namespace sdr::emu {
 
 class NicIds {
 public:
-    // QPNs are 24 bits. Bit 23 tells control QPs (UD) from transport QPs (UC), below it a
+    // QPNs are 24 bits. Bit 23 tells SDR's transport QPs (UC, clear) from the rest, below it a
     // tag of 10 random bits and the index: 2^13 = 8192 transport QPs per NIC, FW_MAX_QPS x
-    // FW_GENERATIONS x FW_MAX_CHANNELS, and as many control QPs.
+    // FW_GENERATIONS x FW_MAX_CHANNELS. With bit 23 set the index's top bit tells the verbs
+    // QPs (set, Nic::kVerbsQpnBit) from the control QPs (clear): 4096 of each.
     static constexpr uint32_t kQpnIndexBits = 13;
     static constexpr uint32_t kCtrlQpnBit = 0x800000;
     // Keys are 32 bits: root keys keep 12 index bits (4096 live, 512 needed today) and 20 random

@@ -1,10 +1,12 @@
 // The emulated SmartNIC: memory regions, UC transport QPs, root keys, the UC responder that
 // places payload and raises one CQE per packet, the emulated DPA workers that run the
-// firmware per CQE, the send engine that turns firmware WQEs into packets, and counters.
+// firmware per CQE, the send engine that turns firmware WQEs into packets, and counters; and
+// the verbs device beside SDR: PDs, regions, address handles, CQs and UC/UD QPs (verbs.hpp).
 // Executor-agnostic: the simulator (or a real-time loop) calls rx_*/tx_* and provides time.
 #pragma once
 
 #include <sdr/emu/ids.hpp>
+#include <sdr/emu/verbs.hpp>
 #include <sdr/emu/wire.hpp>
 #include <sdr/emu/worker.hpp>
 #include <sdr/firmware/fw.h>
@@ -25,6 +27,7 @@ class Nic;
 // What one RoCEv2 packet says (decoded from a frame, or never encoded: payload-free mode).
 struct PacketMeta {
     uint64_t va = 0;
+    // dma_len: the payload's bytes (a verbs WRITE FIRST's RETH length travels beside it)
     uint32_t dest_qp = 0, psn = 0, rkey = 0, dma_len = 0, imm = 0;
     uint32_t qkey = 0, src_qp = 0;  // DETH of a control datagram (UD SEND)
     uint16_t udp_src_port = 0;  // flow entropy
@@ -39,14 +42,20 @@ struct NicAddress {
 // Why a received frame was dropped. Every drop is counted; none writes memory.
 enum class RxDrop : uint8_t {
     Truncated, NotIpv4, NotRoce, BadIpHeader, BadLength, BadOpcode, BadIcrc,  // frame checks
-    UnknownQp,    // destination QPN not a live transport QP
+    UnknownQp,    // destination QPN not a live transport, control or verbs QP
     WrongPeer,    // not from the connected peer's MAC, IP, UDP source port (and control QPN)
-    WrongOpcode,  // not a UC RDMA WRITE-only-with-immediate
+    WrongOpcode,  // SDR QP: not a UC WRITE-only-with-immediate; verbs QP: another transport's opcode
     UnknownKey,   // rkey is not the root key bound to that QP
     OutOfBounds,  // slot or offset outside the root key / posted buffer
     BadQkey,      // control datagram whose Q_Key is not the control QP's
     CtrlRingFull, // control datagram arrived while the host had not drained the ring
     CqOverflow,   // its CQE found the DPA thread's CQ full (cost model, dpa_model.hpp)
+    // verbs QPs (nic_verbs_rx.cpp, nic_uc.cpp, nic_ud.cpp)
+    QpNotReady,   // the verbs QP is not in RTR or RTS
+    PsnSequence,  // UC: a PSN gap, or a MIDDLE/LAST of a message the responder abandoned
+    Duplicate,    // UC: a PSN behind the expected one (a duplicate)
+    NoRecvWqe,    // SEND or WRITE-with-immediate found the receive queue empty
+    AccessDenied, // the rkey's region or the QP does not allow it, or another PD's region
     Count
 };
 const char* to_string(RxDrop d);
@@ -75,9 +84,13 @@ struct TxPacket {
     std::array<uint8_t, 6> remote_mac{};
     const uint8_t* payload = nullptr;  // local MR bytes (full-payload mode)
     uint32_t qp = 0;                   // transport QP handle
-    uint32_t cookie = 0;
-    bool signaled = false;
-    bool ctrl = false;                 // a control datagram: qp is the control QP handle
+    uint32_t cookie = 0;               // verbs: the send queue index of the packet's WQE
+    uint32_t reth_len = 0;             // verbs WRITE FIRST: the message's length (RETH DMA length)
+    bool signaled = false;             // verbs: the last packet of its WQE
+    // Sdr: a transport QP's WRITE-with-immediate; Ctrl: a control datagram (qp: the control
+    // QP handle); Verbs: a verbs QP's packet (qp: the verbs QP handle). One byte, so SDR's
+    // per-packet path tests one value for "not SDR".
+    enum class Kind : uint8_t { Sdr, Ctrl, Verbs } kind = Kind::Sdr;
     bool local_error = false;          // lkey/bounds check failed: no packet, error completion
 };
 
@@ -95,6 +108,15 @@ public:
         (void)nic;
         (void)worker;
         (void)cqe;
+        return false;
+    }
+    // The next hop's MAC towards IPv4 address ip (host order), for a verbs address vector: the
+    // one place a GID becomes a MAC (Nic::resolve_gid). The simulator knows every NIC's address;
+    // the real-time executor's ARP and gateway lookup is the real-time slice's (none yet: false).
+    virtual bool resolve_mac(uint32_t ip, std::array<uint8_t, 6>* mac)
+    {
+        (void)ip;
+        (void)mac;
         return false;
     }
 
@@ -172,12 +194,19 @@ public:
     void rx_frame(const uint8_t* frame, size_t len);
     void rx_packet(const PacketMeta& m, const uint8_t* payload, const NicAddress& src);
 
-    // Send engine, in post order across all QPs.
-    bool tx_pending() const { return sq_count_ != 0 || ctrl_next_ != ctrl_head_; }
+    // Send engine: control datagrams first, then SDR's WQEs in post order across its QPs and
+    // the verbs QPs' messages, one packet each in turn while both have work (nic_tx.cpp).
+    bool tx_pending() const { return sq_count_ != 0 || ctrl_next_ != ctrl_head_ || verbs_active_n_ != 0; }
     bool tx_next(TxPacket* out);
     void tx_done(const TxPacket& p);  // the packet left the port (or failed locally)
     // Encode the whole frame of p (headers, payload, ICRC); returns bytes, 0 if cap too small.
     size_t tx_encode(const TxPacket& p, uint8_t* out, size_t cap) const;
+    // Bytes of the frame tx_encode makes of a control or verbs packet (a verbs pad included).
+    static size_t verbs_frame_bytes(const TxPacket& p) { return wire::frame_bytes(p.meta.opcode, p.meta.dma_len, true); }
+    static size_t other_frame_bytes(const TxPacket& p)
+    {
+        return p.kind == TxPacket::Kind::Ctrl ? wire::frame_bytes_ud_send(p.meta.dma_len) : verbs_frame_bytes(p);
+    }
 
     // Control QPs: the small datagram channel beside each SDR QP (arXiv 2505.05366, the
     // paper's UD control QP). Datagrams travel as RoCEv2 UD SEND Only frames with a DETH over
@@ -201,6 +230,45 @@ public:
     // Oldest received datagram: its length (copied into buf), 0 if none, -1 if cap is smaller
     // than the datagram (which stays queued).
     int64_t ctrl_recv(uint32_t handle, void* buf, size_t cap);
+
+    // ---- verbs objects (nic_verbs_objects.cpp, nic_verbs_qp.cpp) ----------------------------
+    // The NIC as an RDMA device: protection domains, memory regions with access flags, address
+    // handles, completion queues and UC/UD QPs, beside SDR's own regions, root keys and QPs
+    // (which stay as they are). Failures return an errno value (EINVAL, ENOMEM, EBUSY), as
+    // verbs does, or 0 / kNoHandle where a handle or key is returned. Create, modify and destroy
+    // run under the executor's lock; post_send/post_recv/cq_poll are one side of a
+    // single-producer/single-consumer ring each (verbs.hpp), the NIC the other.
+    static constexpr uint32_t kVerbsQpnBit = 1u << (NicIds::kQpnIndexBits - 1);  // in the control QPN space
+    static constexpr uint32_t kMaxVerbsQps = kVerbsQpnBit;  // 4096 verbs QPs, 4096 control QPs
+    uint32_t verbs_pd_alloc();  // kNoHandle if none left
+    int verbs_pd_dealloc(uint32_t pd);  // EBUSY while a region, AH or QP uses it
+    // A region of `pd` with IBV_ACCESS_* flags: its key serves as lkey and rkey (random, ids.hpp);
+    // 0 on failure (remote write without local write is refused, as verbs does).
+    uint32_t verbs_mr_reg(uint32_t pd, void* addr, size_t len, uint32_t access);
+    int verbs_mr_dereg(uint32_t key);
+    // An address handle: the destination GID resolved once to MAC and IP (resolve_gid).
+    uint32_t verbs_ah_create(uint32_t pd, const verbs::Gid& gid);
+    int verbs_ah_destroy(uint32_t ah);
+    // A completion queue of `depth` entries. Overflow: the completion is lost and the CQ is in
+    // error from then on (IBV_EVENT_CQ_ERR): cq_poll returns -1 (verbs_cq_overflowed).
+    uint32_t verbs_cq_create(uint32_t depth);
+    int verbs_cq_destroy(uint32_t cq);  // EBUSY while a QP uses it
+    int verbs_cq_poll(uint32_t cq, verbs::Wc* wc, int n);  // completions taken, -1: CQ in error
+    bool verbs_cq_overflowed(uint32_t cq) const;
+    uint32_t verbs_qp_create(verbs::QpType type, uint32_t pd, uint32_t send_cq, uint32_t recv_cq,
+                             uint32_t sq_depth, uint32_t rq_depth);
+    int verbs_qp_destroy(uint32_t qp);
+    uint32_t verbs_qpn(uint32_t qp) const;
+    // ibv_modify_qp: RESET->INIT->RTR->RTS, *->ERR (flushes both queues), *->RESET; the
+    // attributes each transition needs (README), EINVAL otherwise.
+    int verbs_qp_modify(uint32_t qp, const verbs::QpAttr& attr, uint32_t mask);
+    verbs::QpState verbs_qp_state(uint32_t qp) const;
+    int verbs_post_send(uint32_t qp, const verbs::SendWr& wr);  // ENOMEM: send queue full
+    int verbs_post_recv(uint32_t qp, const verbs::RecvWr& wr);  // ENOMEM: receive queue full
+    const verbs::QpCountersVerbs* verbs_qp_counters(uint32_t qp) const;
+    uint64_t verbs_cq_errors() const { return verbs_cq_errors_; }
+    // IPv4-mapped GID -> the peer's MAC and IP, through the executor's resolve_mac.
+    bool resolve_gid(const verbs::Gid& gid, NicAddress* out) const;
 
     // Events a polling host could notice: host-window writes by the firmware and received
     // control datagrams. A virtual-time waiter stops when this changes. One counter, read per
@@ -289,6 +357,80 @@ private:
         std::array<uint8_t, kCtrlMaxBytes> data;
     };
 
+    // ---- verbs objects ----
+    struct VerbsPd {
+        bool live = false;
+        uint32_t users = 0;
+    };
+    struct VerbsMr {
+        bool live = false;
+        uint32_t key = 0, pd = 0, access = 0;
+        uint8_t* addr = nullptr;
+        uint64_t len = 0;
+    };
+    struct VerbsAh {
+        bool live = false;
+        uint32_t pd = 0;
+        NicAddress dst;
+    };
+    struct VerbsCq {
+        explicit VerbsCq(uint32_t depth) : ring(depth) {}
+        verbs::SpscRing<verbs::Wc> ring;
+        bool overflowed = false;
+        uint32_t users = 0;
+    };
+    struct VerbsSend {
+        verbs::SendWr wr;
+        uint32_t total = 0;  // bytes of the message (sum of its SGEs)
+    };
+    struct VerbsQp {
+        VerbsQp(uint32_t sq_depth, uint32_t rq_depth) : sq(sq_depth), rq(rq_depth) {}
+        bool live = true;
+        verbs::QpType type = verbs::QpType::Uc;
+        verbs::QpState state = verbs::QpState::Reset;
+        uint32_t qpn = 0, pd = 0, send_cq = 0, recv_cq = 0;
+        uint32_t access = 0, qkey = 0, pmtu = 4096;
+        uint32_t sq_psn = 0, epsn = 0, dest_qpn = 0;
+        NicAddress remote;
+        verbs::SpscRing<VerbsSend> sq;
+        verbs::SpscRing<verbs::RecvWr> rq;
+        // Requester: sq tail <= sq_next <= head. Entries before sq_next have every packet out;
+        // UC/UD retire one when its last packet leaves (tx_done), RC will when it is ACKed.
+        uint64_t sq_next = 0;
+        uint32_t wqe_off = 0;  // bytes of WQE sq_next already sent
+        bool queued = false;   // its handle is in verbs_active_ (a new QP in the entry inherits it)
+        // UC responder: the message in progress (a SEND fills rq.front()).
+        bool in_msg = false, msg_write = false;
+        uint32_t msg_off = 0;      // bytes received of it
+        uint64_t write_va = 0;     // WRITE: RETH of its FIRST
+        uint32_t write_len = 0, write_key = 0;
+        verbs::QpCountersVerbs counters;
+    };
+    VerbsMr* verbs_mr(uint32_t key)
+    {
+        uint32_t i = NicIds::lkey_index(key);
+        if (i >= vmrs_.size() || !vmrs_[i].live || vmrs_[i].key != key) return nullptr;
+        return &vmrs_[i];
+    }
+    VerbsQp* vqp(uint32_t h) const { return h < vqps_.size() ? vqps_[h].get() : nullptr; }
+    // Every SGE of a WQE inside a live region of pd (with `access`); its bytes in *total.
+    bool verbs_sges_ok(uint32_t pd, const verbs::Sge* sg, uint32_t n, uint32_t access, uint32_t* total);
+    // Copy len bytes to offset `off` of the scatter list (checked with verbs_sges_ok).
+    static void verbs_scatter(const verbs::RecvWr& r, uint32_t off, const uint8_t* src, uint32_t len);
+    void verbs_complete(uint32_t cq, const verbs::Wc& wc);
+    void verbs_flush(VerbsQp& q);  // ERR: every queued WQE completes with WR_FLUSH_ERR
+    void verbs_doorbell(uint32_t h);  // the QP has send work: into verbs_active_
+    bool verbs_tx_next(TxPacket* out);
+    void verbs_tx_done(const TxPacket& p);
+    size_t verbs_encode(const TxPacket& p, uint8_t* out, size_t cap) const;
+    // reth_len: the RETH's DMA length (a WRITE FIRST's is the message's; m.dma_len is the payload's)
+    void verbs_receive(const PacketMeta& m, const uint8_t* payload, const NicAddress& src, const uint8_t* ip_header,
+                       uint32_t reth_len);
+    void uc_receive(VerbsQp& q, const PacketMeta& m, const uint8_t* payload, const NicAddress& src,
+                    uint32_t reth_len);
+    void ud_receive(VerbsQp& q, const PacketMeta& m, const uint8_t* payload, const uint8_t* ip_header);
+    void verbs_drop(RxDrop d, VerbsQp* q);
+
     RootKey* root_key(uint32_t rkey)  // inline: the responder looks one up per packet
     {
         uint32_t i = NicIds::root_key_index(rkey);
@@ -326,6 +468,19 @@ private:
     NicIds ids_;
     PortCounters port_;
     std::atomic<uint64_t> host_events_{0};
+    // The verbs device (after SDR's state, which the per-packet path touches).
+    std::vector<VerbsPd> vpds_;
+    std::vector<VerbsMr> vmrs_;
+    std::vector<VerbsAh> vahs_;
+    std::vector<std::unique_ptr<VerbsCq>> vcqs_;
+    std::vector<std::unique_ptr<VerbsQp>> vqps_;
+    // Verbs QPs with packets to send, served in turn: a ring of handles, each at most once (its
+    // queued flag), so as many entries as QP entries suffice.
+    std::vector<uint32_t> verbs_active_;
+    uint32_t verbs_active_head_ = 0, verbs_active_n_ = 0;
+    bool verbs_turn_ = false;  // toggled per packet while both SDR and verbs have work
+    std::array<uint8_t, 4096> verbs_gather_{};  // a packet spanning SGEs, until it is encoded
+    uint64_t verbs_cq_errors_ = 0;
 };
 
 }  // namespace sdr::emu

@@ -1,11 +1,14 @@
 // RoCEv2 wire format of the emulated NIC: Ethernet / IPv4 / UDP 4791 / BTH / (RETH | DETH) /
-// ImmDt / payload / ICRC. Encode builds a whole frame; decode treats a frame as hostile and
+// ImmDt / payload / pad / ICRC: SDR's UC WRITE-only-with-immediate, the verbs QPs' UC SEND and
+// RDMA WRITE (FIRST/MIDDLE/LAST/ONLY, with and without immediate) and UD SEND Only (+Imm). Encode builds a whole frame; decode treats a frame as hostile and
 // says why it is not usable. Per-packet path: no allocation, no exceptions, no virtual calls.
 //
 // Deliberate limits (all frames we emit are within them):
 //  - IPv4 only, no IP options (IHL 5), no fragments, no VLAN tag.
-//  - encode never pads: PadCnt is 0, so payloads should be multiples of 4 to be IBA-compliant
-//    (MTU-sized SDR packets are). decode honours a peer's PadCnt and excludes the pad bytes.
+//  - encode pads only when asked (Headers::pad, the verbs QPs' frames: PadCnt bytes of zero bring
+//    the payload to a multiple of 4, as the IBTA spec requires); SDR's frames keep PadCnt 0 and
+//    their exact length (MTU-sized SDR packets need no pad). decode honours a peer's PadCnt and
+//    excludes the pad bytes.
 //  - The UDP checksum is sent as 0 and ignored on receipt: RoCEv2 leaves it outside the ICRC
 //    (it is a variant field), and verifying it would cost a second pass over the payload.
 #pragma once
@@ -17,15 +20,33 @@
 namespace sdr::emu::wire {
 
 inline constexpr uint16_t kRoceUdpPort = 4791;
-inline constexpr uint8_t kOpUcWriteOnlyImm = 0x2B;  // UC RDMA WRITE Only with Immediate
+// BTH opcodes (IBTA vol. 1, table 38): UC is 0x20-0x2B, UD 0x64-0x65.
+inline constexpr uint8_t kOpUcSendFirst = 0x20, kOpUcSendMiddle = 0x21, kOpUcSendLast = 0x22,
+                         kOpUcSendLastImm = 0x23, kOpUcSendOnly = 0x24, kOpUcSendOnlyImm = 0x25;
+inline constexpr uint8_t kOpUcWriteFirst = 0x26, kOpUcWriteMiddle = 0x27, kOpUcWriteLast = 0x28,
+                         kOpUcWriteLastImm = 0x29, kOpUcWriteOnly = 0x2A;
+inline constexpr uint8_t kOpUcWriteOnlyImm = 0x2B;  // UC RDMA WRITE Only with Immediate (SDR's)
 inline constexpr uint8_t kOpUdSendOnly = 0x64, kOpUdSendOnlyImm = 0x65;  // UD SEND Only (+Imm), carry DETH
 inline constexpr size_t kEthBytes = 14, kIpv4Bytes = 20, kUdpBytes = 8, kBthBytes = 12, kRethBytes = 16,
                         kDethBytes = 8, kImmBytes = 4, kIcrcBytes = 4;
 inline constexpr size_t kWriteImmHeaderBytes = 74;  // Eth..ImmDt for 0x2B
 static_assert(kWriteImmHeaderBytes == kEthBytes + kIpv4Bytes + kUdpBytes + kBthBytes + kRethBytes + kImmBytes);
 
-// 74 for 0x2B, 14+20+8+12+8(+4) for the UD ops, 0 for an unsupported opcode.
+// Which extension headers an opcode carries (false for an unsupported one).
+constexpr bool has_reth(uint8_t op) { return op == kOpUcWriteFirst || op == kOpUcWriteOnly || op == kOpUcWriteOnlyImm; }
+constexpr bool has_deth(uint8_t op) { return op == kOpUdSendOnly || op == kOpUdSendOnlyImm; }
+constexpr bool has_imm(uint8_t op)
+{
+    return op == kOpUcSendLastImm || op == kOpUcSendOnlyImm || op == kOpUcWriteLastImm || op == kOpUcWriteOnlyImm ||
+           op == kOpUdSendOnlyImm;
+}
+
+// Eth..ImmDt: 74 for 0x2B, 14+20+8+12+8(+4) for the UD ops, 54 + RETH/ImmDt for the other UC
+// ops, 0 for an unsupported opcode.
 size_t header_bytes(uint8_t opcode);
+// A whole frame of `payload` bytes, with its pad when `pad` (0 for an unsupported opcode).
+constexpr size_t pad_bytes(size_t payload) { return (4 - (payload & 3)) & 3; }
+size_t frame_bytes(uint8_t opcode, size_t payload, bool pad);
 constexpr size_t frame_bytes_write_imm(size_t payload) { return kWriteImmHeaderBytes + payload + kIcrcBytes; }
 // Whole frame of a UD SEND Only (control datagram): Eth..DETH, payload, ICRC.
 inline constexpr size_t kUdSendHeaderBytes = kEthBytes + kIpv4Bytes + kUdpBytes + kBthBytes + kDethBytes;
@@ -39,10 +60,11 @@ struct Headers {
     uint16_t udp_src_port = 0xC000;  // flow entropy
     uint8_t opcode = kOpUcWriteOnlyImm;
     bool solicited = false, ack_req = false;
+    bool pad = false;  // encode: pad the payload to a multiple of 4 (PadCnt); decode: PadCnt != 0
     uint16_t pkey = 0xFFFF;
     uint32_t dest_qp = 0;                                        // 24 bits
     uint32_t psn = 0;                                            // 24 bits
-    uint64_t va = 0;  uint32_t rkey = 0;  uint32_t dma_len = 0;  // RETH (0x2B)
+    uint64_t va = 0;  uint32_t rkey = 0;  uint32_t dma_len = 0;  // RETH (WRITE FIRST/ONLY)
     uint32_t qkey = 0; uint32_t src_qp = 0;                      // DETH (UD)
     uint32_t imm = 0;                                            // ImmDt, host order
 };
@@ -73,11 +95,12 @@ struct Parsed {
 //   NotIpv4      ethertype != 0x0800, IP version != 4 or IHL != 5;
 //   NotRoce      IP protocol not UDP, or UDP destination port != 4791;
 //   BadIpHeader  IPv4 header checksum wrong, or the packet is a fragment;
-//   BadOpcode    not 0x2B, 0x64 or 0x65;
+//   BadOpcode    not 0x20-0x2B, 0x64 or 0x65;
 //   BadLength    IP total length != len - 14, UDP length != IP payload, PadCnt > payload;
 //   BadIcrc      ICRC mismatch (only if verify_icrc);
-//   BadLength    (0x2B) RETH dma_len != payload length — checked after the ICRC, so a
-//                corrupted dma_len counts as BadIcrc and a well-formed lie as BadLength.
+//   BadLength    (WRITE ONLY, 0x2A/0x2B) RETH dma_len != payload length — checked after the
+//                ICRC, so a corrupted dma_len counts as BadIcrc and a well-formed lie as
+//                BadLength. (A WRITE FIRST's dma_len is the whole message: the responder checks it.)
 // On Ok, *out holds the headers (UDP checksum, TVer, BTH reserved bits are not reported).
 Verdict decode(const uint8_t* frame, size_t len, Parsed* out, bool verify_icrc = true);
 

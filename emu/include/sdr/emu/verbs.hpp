@@ -1,0 +1,126 @@
+// The verbs objects of the emulated NIC as a provider drives them: work requests, completions,
+// QP attributes, and the single-producer/single-consumer ring that carries each of them between
+// a host thread and the NIC's polling thread. Numbering follows libibverbs (ibv_wc_status,
+// ibv_wc_opcode, ibv_wr_opcode, IBV_ACCESS_*), so a provider passes values through unchanged.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+namespace sdr::emu::verbs {
+
+// IBV_ACCESS_* bits this model checks (others are accepted and ignored).
+enum Access : uint32_t { kLocalWrite = 1, kRemoteWrite = 2, kRemoteRead = 4 };
+
+enum class QpType : uint8_t { Uc, Ud };  // RC: the next slice (see emu/README.md)
+enum class QpState : uint8_t { Reset, Init, Rtr, Rts, Err };
+
+enum class WcStatus : uint8_t {  // ibv_wc_status
+    Success = 0, LocLenErr = 1, LocQpOpErr = 2, LocProtErr = 4, WrFlushErr = 5, RemAccessErr = 10,
+};
+enum class WcOpcode : uint8_t { Send = 0, RdmaWrite = 1, Recv = 128, RecvRdmaWithImm = 129 };  // ibv_wc_opcode
+enum class WrOpcode : uint8_t { RdmaWrite = 0, RdmaWriteWithImm = 1, Send = 2, SendWithImm = 3 };  // ibv_wr_opcode
+
+using Gid = std::array<uint8_t, 16>;
+// ::ffff:a.b.c.d, the RoCEv2 GID of an IPv4 address (host order in, network order in the GID).
+Gid gid_from_ipv4(uint32_t ip);
+// The IPv4 address of an IPv4-mapped GID; false for any other GID.
+bool ipv4_from_gid(const Gid& gid, uint32_t* ip);
+
+inline constexpr uint32_t kMaxSge = 4;  // scatter/gather entries per work request
+inline constexpr uint32_t kGrhBytes = 40;
+
+struct Sge {
+    uint64_t addr = 0;
+    uint32_t length = 0, lkey = 0;
+};
+
+struct SendWr {
+    uint64_t wr_id = 0;
+    WrOpcode opcode = WrOpcode::Send;
+    bool signaled = true;
+    uint32_t imm = 0;  // host order; the wire carries it big-endian
+    uint32_t num_sge = 0;
+    std::array<Sge, kMaxSge> sg{};
+    uint64_t remote_addr = 0;  // RDMA WRITE
+    uint32_t rkey = 0;
+    uint32_t ah = 0, remote_qpn = 0, remote_qkey = 0;  // UD: address handle, destination QP, Q_Key
+};
+
+struct RecvWr {
+    uint64_t wr_id = 0;
+    uint32_t num_sge = 0;
+    std::array<Sge, kMaxSge> sg{};
+};
+
+struct Wc {
+    uint64_t wr_id = 0;
+    WcStatus status = WcStatus::Success;
+    WcOpcode opcode = WcOpcode::Send;
+    bool with_imm = false, grh = false;  // IBV_WC_WITH_IMM, IBV_WC_GRH
+    uint32_t byte_len = 0, imm = 0;
+    uint32_t qp_num = 0, src_qp = 0;  // src_qp: UD only
+};
+
+// ibv_modify_qp's attributes this model uses; `mask` says which are set (QpAttr::k*).
+struct QpAttr {
+    enum Mask : uint32_t {
+        kState = 1, kAccess = 2, kQkey = 4, kPathMtu = 8, kRqPsn = 16, kSqPsn = 32, kDestQpn = 64, kAv = 128,
+    };
+    QpState state = QpState::Reset;
+    uint32_t access = 0, qkey = 0;
+    uint32_t path_mtu = 1024;  // bytes: 256, 512, 1024, 2048 or 4096
+    uint32_t rq_psn = 0, sq_psn = 0, dest_qpn = 0;
+    Gid remote_gid{};  // the address vector: the peer's RoCEv2 GID
+};
+
+struct QpCountersVerbs {
+    uint64_t rx_packets = 0, rx_drops = 0, rx_messages = 0, rx_aborted = 0;  // aborted: PSN gap mid-message
+    uint64_t tx_packets = 0, tx_messages = 0;
+};
+
+// A bounded single-producer/single-consumer ring: one thread pushes (head), one consumes (tail).
+// The consumer may also look at any entry between tail and head (the send queue's requester
+// walks a cursor of its own ahead of the tail and retires entries later). Capacity is a power
+// of two; an entry is reused only after the consumer advanced past it.
+template <class T>
+class SpscRing {
+public:
+    explicit SpscRing(uint32_t depth)
+    {
+        uint32_t cap = 1;
+        while (cap < depth) cap *= 2;
+        buf_.resize(cap);
+        mask_ = cap - 1;
+        depth_ = depth;
+    }
+    uint32_t depth() const { return depth_; }
+    // Producer: false if depth entries are queued.
+    bool push(const T& v)
+    {
+        uint64_t h = head_.load(std::memory_order_relaxed);
+        if (h - tail_.load(std::memory_order_acquire) >= depth_) return false;
+        buf_[h & mask_] = v;
+        head_.store(h + 1, std::memory_order_release);
+        return true;
+    }
+    // Consumer side.
+    uint64_t head() const { return head_.load(std::memory_order_acquire); }
+    uint64_t tail() const { return tail_.load(std::memory_order_relaxed); }
+    bool empty() const { return head() == tail(); }
+    T& at(uint64_t i) { return buf_[i & mask_]; }
+    T& front() { return at(tail()); }
+    void pop() { tail_.store(tail() + 1, std::memory_order_release); }
+    // Both sides stopped (QP reset): forget every entry.
+    void clear() { tail_.store(head_.load(std::memory_order_relaxed), std::memory_order_relaxed); }
+
+private:
+    std::vector<T> buf_;
+    uint32_t mask_ = 0, depth_ = 0;
+    alignas(64) std::atomic<uint64_t> head_{0};
+    alignas(64) std::atomic<uint64_t> tail_{0};
+};
+
+}  // namespace sdr::emu::verbs

@@ -1,0 +1,48 @@
+// UD responder rules: SEND Only (+immediate) with a DETH whose Q_Key must be the QP's, at most
+// the path MTU of payload, into the receive WQE it consumes after the 40-byte GRH that verbs
+// places first. For RoCEv2 over IPv4 the GRH slot holds 20 bytes of zero and then the packet's
+// IPv4 header as received (the layout rdma-core's ibv_wc_read/rxe use: the IPv4 header in the
+// last 20 bytes).
+
+#include <sdr/emu/nic.hpp>
+
+#include <cstring>
+
+namespace sdr::emu {
+
+using verbs::WcOpcode;
+using verbs::WcStatus;
+
+void Nic::ud_receive(VerbsQp& q, const PacketMeta& m, const uint8_t* payload, const uint8_t* ip_header)
+{
+    // A controlled Q_Key (high bit) is the sender's own QP's, sent for it by its NIC: it is
+    // compared like any other, so a host can only reach a QP whose Q_Key it was told.
+    if (m.qkey != q.qkey) return verbs_drop(RxDrop::BadQkey, &q);
+    if (m.dma_len > q.pmtu) return verbs_drop(RxDrop::BadLength, &q);
+    if (q.rq.empty()) return verbs_drop(RxDrop::NoRecvWqe, &q);
+    const verbs::RecvWr r = q.rq.front();
+    q.rq.pop();
+    verbs::Wc wc{r.wr_id, WcStatus::Success, WcOpcode::Recv, wire::has_imm(m.opcode), true,
+                 verbs::kGrhBytes + m.dma_len, wire::has_imm(m.opcode) ? m.imm : 0, q.qpn, m.src_qp};
+    uint32_t room;
+    if (!verbs_sges_ok(q.pd, r.sg.data(), r.num_sge, verbs::kLocalWrite, &room)) {
+        wc.status = WcStatus::LocProtErr;
+        verbs_complete(q.recv_cq, wc);
+        return verbs_drop(RxDrop::AccessDenied, &q);
+    }
+    if (verbs::kGrhBytes + m.dma_len > room) {
+        wc.status = WcStatus::LocLenErr;
+        verbs_complete(q.recv_cq, wc);
+        return verbs_drop(RxDrop::OutOfBounds, &q);
+    }
+    uint8_t grh[verbs::kGrhBytes] = {};
+    std::memcpy(grh + 20, ip_header, wire::kIpv4Bytes);
+    verbs_scatter(r, 0, grh, sizeof grh);
+    verbs_scatter(r, verbs::kGrhBytes, payload, m.dma_len);
+    q.counters.rx_packets++;
+    q.counters.rx_messages++;
+    port_.rx_placed_bytes += m.dma_len;
+    verbs_complete(q.recv_cq, wc);
+}
+
+}  // namespace sdr::emu

@@ -1,0 +1,189 @@
+// The verbs device's objects in the NIC: protection domains, memory regions with their PD,
+// access flags and bounds, address handles (GID -> MAC/IP, the one resolution hook) and
+// completion queues (bounded rings the host polls; overflow puts the CQ in error).
+
+#include <sdr/emu/nic.hpp>
+
+#include <cerrno>
+#include <cstring>
+
+namespace sdr::emu {
+
+namespace verbs {
+
+Gid gid_from_ipv4(uint32_t ip)
+{
+    Gid g{};
+    g[10] = g[11] = 0xFF;
+    g[12] = uint8_t(ip >> 24);
+    g[13] = uint8_t(ip >> 16);
+    g[14] = uint8_t(ip >> 8);
+    g[15] = uint8_t(ip);
+    return g;
+}
+
+bool ipv4_from_gid(const Gid& g, uint32_t* ip)
+{
+    for (int i = 0; i < 10; i++)
+        if (g[i]) return false;
+    if (g[10] != 0xFF || g[11] != 0xFF) return false;
+    *ip = uint32_t(g[12]) << 24 | uint32_t(g[13]) << 16 | uint32_t(g[14]) << 8 | g[15];
+    return true;
+}
+
+}  // namespace verbs
+
+uint32_t Nic::verbs_pd_alloc()
+{
+    size_t i = 0;
+    while (i < vpds_.size() && vpds_[i].live) i++;
+    if (i >= kMaxVerbsQps) return kNoHandle;
+    if (i == vpds_.size()) vpds_.emplace_back();
+    vpds_[i] = VerbsPd{true, 0};
+    return static_cast<uint32_t>(i);
+}
+
+int Nic::verbs_pd_dealloc(uint32_t pd)
+{
+    if (pd >= vpds_.size() || !vpds_[pd].live) return EINVAL;
+    if (vpds_[pd].users) return EBUSY;
+    vpds_[pd].live = false;
+    return 0;
+}
+
+uint32_t Nic::verbs_mr_reg(uint32_t pd, void* addr, size_t len, uint32_t access)
+{
+    if (pd >= vpds_.size() || !vpds_[pd].live || !addr || len == 0) return 0;
+    // IBTA: remote write (and atomics) need local write too; verbs refuses the region otherwise.
+    if ((access & verbs::kRemoteWrite) && !(access & verbs::kLocalWrite)) return 0;
+    size_t i = 0;
+    while (i < vmrs_.size() && vmrs_[i].live) i++;
+    if (i >> NicIds::kLkeyIndexBits) return 0;
+    if (i == vmrs_.size()) vmrs_.emplace_back();
+    VerbsMr& r = vmrs_[i];
+    r = VerbsMr{true, ids_.lkey(static_cast<uint32_t>(i), r.key), pd, access, static_cast<uint8_t*>(addr), len};
+    vpds_[pd].users++;
+    return r.key;
+}
+
+int Nic::verbs_mr_dereg(uint32_t key)
+{
+    VerbsMr* r = verbs_mr(key);
+    if (!r) return EINVAL;
+    vpds_[r->pd].users--;
+    r->live = false;  // keeps its key: the next region of this entry draws another
+    r->addr = nullptr;
+    r->len = 0;
+    return 0;
+}
+
+bool Nic::verbs_sges_ok(uint32_t pd, const verbs::Sge* sg, uint32_t n, uint32_t access, uint32_t* total)
+{
+    uint64_t sum = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        sum += sg[i].length;
+        if (!sg[i].length) continue;
+        const VerbsMr* r = verbs_mr(sg[i].lkey);
+        if (!r || r->pd != pd || (r->access & access) != access) return false;
+        uint64_t base = reinterpret_cast<uint64_t>(r->addr);
+        if (sg[i].addr < base || sg[i].length > r->len || sg[i].addr - base > r->len - sg[i].length) return false;
+    }
+    if (sum > UINT32_MAX) return false;
+    *total = static_cast<uint32_t>(sum);
+    return true;
+}
+
+void Nic::verbs_scatter(const verbs::RecvWr& r, uint32_t off, const uint8_t* src, uint32_t len)
+{
+    for (uint32_t i = 0; i < r.num_sge && len; i++) {
+        const verbs::Sge& s = r.sg[i];
+        if (off >= s.length) {
+            off -= s.length;
+            continue;
+        }
+        uint32_t n = std::min(len, s.length - off);
+        std::memcpy(reinterpret_cast<uint8_t*>(s.addr) + off, src, n);  // the DMA
+        src += n;
+        len -= n;
+        off = 0;
+    }
+}
+
+bool Nic::resolve_gid(const verbs::Gid& gid, NicAddress* out) const
+{
+    uint32_t ip;
+    if (!verbs::ipv4_from_gid(gid, &ip)) return false;  // RoCEv2 over IPv4 only
+    out->ip = ip;
+    return exec_->resolve_mac(ip, &out->mac);
+}
+
+uint32_t Nic::verbs_ah_create(uint32_t pd, const verbs::Gid& gid)
+{
+    if (pd >= vpds_.size() || !vpds_[pd].live) return kNoHandle;
+    NicAddress dst;
+    if (!resolve_gid(gid, &dst)) return kNoHandle;
+    size_t i = 0;
+    while (i < vahs_.size() && vahs_[i].live) i++;
+    if (i == vahs_.size()) vahs_.emplace_back();
+    vahs_[i] = VerbsAh{true, pd, dst};
+    vpds_[pd].users++;
+    return static_cast<uint32_t>(i);
+}
+
+int Nic::verbs_ah_destroy(uint32_t ah)
+{
+    if (ah >= vahs_.size() || !vahs_[ah].live) return EINVAL;
+    vahs_[ah].live = false;
+    vpds_[vahs_[ah].pd].users--;
+    return 0;
+}
+
+uint32_t Nic::verbs_cq_create(uint32_t depth)
+{
+    if (depth == 0 || depth > (1u << 20)) return kNoHandle;
+    size_t i = 0;
+    while (i < vcqs_.size() && vcqs_[i]) i++;
+    if (i == vcqs_.size()) vcqs_.emplace_back();
+    vcqs_[i] = std::make_unique<VerbsCq>(depth);
+    return static_cast<uint32_t>(i);
+}
+
+int Nic::verbs_cq_destroy(uint32_t cq)
+{
+    if (cq >= vcqs_.size() || !vcqs_[cq]) return EINVAL;
+    if (vcqs_[cq]->users) return EBUSY;
+    vcqs_[cq].reset();
+    return 0;
+}
+
+int Nic::verbs_cq_poll(uint32_t cq, verbs::Wc* wc, int n)
+{
+    if (cq >= vcqs_.size() || !vcqs_[cq]) return -1;
+    VerbsCq& c = *vcqs_[cq];
+    int k = 0;
+    while (k < n && !c.ring.empty()) {
+        wc[k++] = c.ring.front();
+        c.ring.pop();
+    }
+    // Completions queued before the overflow are still handed out; then the CQ is in error.
+    if (k == 0 && c.overflowed) return -1;
+    return k;
+}
+
+bool Nic::verbs_cq_overflowed(uint32_t cq) const { return cq < vcqs_.size() && vcqs_[cq] && vcqs_[cq]->overflowed; }
+
+// The IBTA leaves a CQ overrun as a CQ error (an asynchronous IBV_EVENT_CQ_ERR): the completion
+// cannot be kept, and the CQ is not usable afterwards.
+void Nic::verbs_complete(uint32_t cq, const verbs::Wc& wc)
+{
+    VerbsCq& c = *vcqs_[cq];
+    if (c.overflowed) return;
+    if (!c.ring.push(wc)) {
+        c.overflowed = true;
+        verbs_cq_errors_++;
+        return;
+    }
+    note_host_event();
+}
+
+}  // namespace sdr::emu

@@ -1,0 +1,207 @@
+// The verbs QPs (UC and UD): creation with a random QPN in the verbs half of the control QPN
+// space, the state machine RESET -> INIT -> RTR -> RTS (and ERR, which flushes both queues),
+// posting to the send and receive queues.
+
+#include <sdr/emu/nic.hpp>
+
+#include <algorithm>
+#include <cerrno>
+
+namespace sdr::emu {
+
+using verbs::QpAttr;
+using verbs::QpState;
+using verbs::QpType;
+using verbs::WcOpcode;
+using verbs::WcStatus;
+using verbs::WrOpcode;
+
+uint32_t Nic::verbs_qp_create(QpType type, uint32_t pd, uint32_t send_cq, uint32_t recv_cq, uint32_t sq_depth,
+                              uint32_t rq_depth)
+{
+    if (pd >= vpds_.size() || !vpds_[pd].live) return kNoHandle;
+    for (uint32_t cq : {send_cq, recv_cq})
+        if (cq >= vcqs_.size() || !vcqs_[cq]) return kNoHandle;
+    if (!sq_depth || !rq_depth || sq_depth > 16384 || rq_depth > 16384) return kNoHandle;
+    size_t h = 0;
+    while (h < vqps_.size() && vqps_[h] && vqps_[h]->live) h++;
+    if (h >= kMaxVerbsQps) return kNoHandle;
+    if (h == vqps_.size()) {
+        vqps_.emplace_back();
+        if (vqps_.size() > verbs_active_.size()) {  // keep room for every entry, in order
+            std::vector<uint32_t> ring(std::max<size_t>(16, verbs_active_.size() * 2));
+            for (uint32_t i = 0; i < verbs_active_n_; i++)
+                ring[i] = verbs_active_[(verbs_active_head_ + i) & (verbs_active_.size() - 1)];
+            verbs_active_ = std::move(ring);
+            verbs_active_head_ = 0;
+        }
+    }
+    uint32_t previous = vqps_[h] ? vqps_[h]->qpn : 0;
+    auto q = std::make_unique<VerbsQp>(sq_depth, rq_depth);
+    q->queued = vqps_[h] && vqps_[h]->queued;  // the handle may still wait in verbs_active_
+    q->type = type;
+    q->qpn = ids_.ctrl_qpn(kVerbsQpnBit | static_cast<uint32_t>(h), previous);
+    q->pd = pd;
+    q->send_cq = send_cq;
+    q->recv_cq = recv_cq;
+    vqps_[h] = std::move(q);
+    vpds_[pd].users++;
+    vcqs_[send_cq]->users++;
+    vcqs_[recv_cq]->users++;
+    return static_cast<uint32_t>(h);
+}
+
+int Nic::verbs_qp_destroy(uint32_t h)
+{
+    VerbsQp* q = vqp(h);
+    if (!q || !q->live) return EINVAL;
+    q->live = false;  // the entry keeps its QPN so that the next QP in it draws another
+    vpds_[q->pd].users--;
+    vcqs_[q->send_cq]->users--;
+    vcqs_[q->recv_cq]->users--;
+    return 0;
+}
+
+uint32_t Nic::verbs_qpn(uint32_t h) const
+{
+    const VerbsQp* q = vqp(h);
+    return q && q->live ? q->qpn : 0;
+}
+
+QpState Nic::verbs_qp_state(uint32_t h) const
+{
+    const VerbsQp* q = vqp(h);
+    return q && q->live ? q->state : QpState::Reset;
+}
+
+const verbs::QpCountersVerbs* Nic::verbs_qp_counters(uint32_t h) const
+{
+    const VerbsQp* q = vqp(h);
+    return q ? &q->counters : nullptr;
+}
+
+static bool valid_mtu(uint32_t mtu) { return mtu >= 256 && mtu <= 4096 && (mtu & (mtu - 1)) == 0; }
+
+// The transitions of the IBTA QP state machine this model has, and the attributes each one
+// needs (ibv_modify_qp's required masks for UC and UD); anything else is EINVAL.
+int Nic::verbs_qp_modify(uint32_t h, const QpAttr& a, uint32_t mask)
+{
+    VerbsQp* q = vqp(h);
+    if (!q || !q->live) return EINVAL;
+    const QpState cur = q->state, next = (mask & QpAttr::kState) ? a.state : cur;
+    const bool ud = q->type == QpType::Ud;
+    if ((mask & QpAttr::kPathMtu) && !valid_mtu(a.path_mtu)) return EINVAL;
+    auto needs = [&](uint32_t m) { return (mask & m) == m; };
+    switch (next) {
+    case QpState::Reset:
+        q->sq.clear();
+        q->rq.clear();
+        q->sq_next = q->sq.head();
+        q->wqe_off = 0;
+        q->in_msg = false;
+        q->state = QpState::Reset;
+        return 0;
+    case QpState::Err:
+        q->state = QpState::Err;
+        verbs_flush(*q);
+        return 0;
+    case QpState::Init:
+        if (cur != QpState::Reset && cur != QpState::Init) return EINVAL;
+        if (cur == QpState::Reset && !needs(ud ? QpAttr::kQkey : QpAttr::kAccess)) return EINVAL;
+        break;
+    case QpState::Rtr:
+        if (cur != QpState::Init) return EINVAL;
+        if (!ud && !needs(QpAttr::kPathMtu | QpAttr::kDestQpn | QpAttr::kRqPsn | QpAttr::kAv)) return EINVAL;
+        break;
+    case QpState::Rts:
+        if (cur != QpState::Rtr && cur != QpState::Rts) return EINVAL;
+        if (cur == QpState::Rtr && !needs(QpAttr::kSqPsn)) return EINVAL;
+        break;
+    }
+    NicAddress remote = q->remote;
+    if ((mask & QpAttr::kAv) && !resolve_gid(a.remote_gid, &remote)) return EINVAL;
+    if (mask & QpAttr::kAccess) q->access = a.access;
+    if (mask & QpAttr::kQkey) q->qkey = a.qkey;
+    if (mask & QpAttr::kPathMtu) q->pmtu = a.path_mtu;
+    if (mask & QpAttr::kRqPsn) q->epsn = a.rq_psn & 0xFFFFFF;
+    if (mask & QpAttr::kSqPsn) q->sq_psn = a.sq_psn & 0xFFFFFF;
+    if (mask & QpAttr::kDestQpn) q->dest_qpn = a.dest_qpn & 0xFFFFFF;
+    q->remote = remote;
+    q->state = next;
+    if (next == QpState::Rts && q->sq_next != q->sq.head()) verbs_doorbell(h);
+    return 0;
+}
+
+static WcOpcode send_wc_opcode(WrOpcode op)
+{
+    return op == WrOpcode::Send || op == WrOpcode::SendWithImm ? WcOpcode::Send : WcOpcode::RdmaWrite;
+}
+
+// Every WQE still queued completes with WR_FLUSH_ERR, in order: sends first, then receives
+// (a receive bound to a message in progress too: that message will never complete).
+void Nic::verbs_flush(VerbsQp& q)
+{
+    for (uint64_t i = q.sq.tail(); i != q.sq.head(); i++) {
+        verbs::Wc wc;
+        wc.wr_id = q.sq.at(i).wr.wr_id;
+        wc.status = WcStatus::WrFlushErr;
+        wc.opcode = send_wc_opcode(q.sq.at(i).wr.opcode);
+        wc.qp_num = q.qpn;
+        verbs_complete(q.send_cq, wc);
+        q.sq.pop();
+    }
+    q.sq_next = q.sq.tail();
+    q.wqe_off = 0;
+    while (!q.rq.empty()) {
+        verbs::Wc wc;
+        wc.wr_id = q.rq.front().wr_id;
+        wc.status = WcStatus::WrFlushErr;
+        wc.opcode = WcOpcode::Recv;
+        wc.qp_num = q.qpn;
+        verbs_complete(q.recv_cq, wc);
+        q.rq.pop();
+    }
+    q.in_msg = false;
+}
+
+int Nic::verbs_post_send(uint32_t h, const verbs::SendWr& wr)
+{
+    VerbsQp* q = vqp(h);
+    if (!q || !q->live || wr.num_sge > verbs::kMaxSge) return EINVAL;
+    const bool ud = q->type == QpType::Ud;
+    const bool send = wr.opcode == WrOpcode::Send || wr.opcode == WrOpcode::SendWithImm;
+    if (wr.opcode > WrOpcode::SendWithImm || (ud && !send)) return EINVAL;
+    if (q->state != QpState::Rts && q->state != QpState::Err) return EINVAL;
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < wr.num_sge; i++) total += wr.sg[i].length;
+    if (total > (1u << 31)) return EINVAL;  // the IBTA's largest message
+    if (ud && (total > q->pmtu || wr.ah >= vahs_.size() || !vahs_[wr.ah].live || vahs_[wr.ah].pd != q->pd))
+        return EINVAL;
+    if (!q->sq.push(VerbsSend{wr, static_cast<uint32_t>(total)})) return ENOMEM;
+    if (q->state == QpState::Err) {
+        verbs_flush(*q);  // verbs: a WQE posted in ERR completes flushed
+        return 0;
+    }
+    verbs_doorbell(h);
+    return 0;
+}
+
+int Nic::verbs_post_recv(uint32_t h, const verbs::RecvWr& wr)
+{
+    VerbsQp* q = vqp(h);
+    if (!q || !q->live || wr.num_sge > verbs::kMaxSge || q->state == QpState::Reset) return EINVAL;
+    if (!q->rq.push(wr)) return ENOMEM;
+    if (q->state == QpState::Err) verbs_flush(*q);
+    return 0;
+}
+
+void Nic::verbs_doorbell(uint32_t h)
+{
+    VerbsQp& q = *vqps_[h];
+    if (q.queued || q.state != QpState::Rts) return;
+    q.queued = true;
+    verbs_active_[(verbs_active_head_ + verbs_active_n_++) & (verbs_active_.size() - 1)] = h;
+    exec_->tx_ready(*this);
+}
+
+}  // namespace sdr::emu

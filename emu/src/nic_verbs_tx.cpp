@@ -1,0 +1,173 @@
+// The verbs requester: a send WQE (a message) is cut into packets of the path MTU, UC SEND and
+// RDMA WRITE as FIRST/MIDDLE/LAST/ONLY (+immediate on the last), UD SEND as one ONLY with a
+// DETH; one packet per turn of the QP (nic_tx.cpp arbitrates with SDR's queue), the WQE
+// completing when its last packet leaves the port.
+
+#include <sdr/emu/nic.hpp>
+
+#include <algorithm>
+#include <cstring>
+
+namespace sdr::emu {
+
+using verbs::QpState;
+using verbs::QpType;
+using verbs::WcOpcode;
+using verbs::WcStatus;
+using verbs::WrOpcode;
+
+namespace {
+
+uint8_t uc_opcode(WrOpcode op, bool first, bool last)
+{
+    const bool imm = op == WrOpcode::SendWithImm || op == WrOpcode::RdmaWriteWithImm;
+    if (op == WrOpcode::Send || op == WrOpcode::SendWithImm) {
+        if (first && last) return imm ? wire::kOpUcSendOnlyImm : wire::kOpUcSendOnly;
+        if (first) return wire::kOpUcSendFirst;
+        if (last) return imm ? wire::kOpUcSendLastImm : wire::kOpUcSendLast;
+        return wire::kOpUcSendMiddle;
+    }
+    if (first && last) return imm ? wire::kOpUcWriteOnlyImm : wire::kOpUcWriteOnly;
+    if (first) return wire::kOpUcWriteFirst;
+    if (last) return imm ? wire::kOpUcWriteLastImm : wire::kOpUcWriteLast;
+    return wire::kOpUcWriteMiddle;
+}
+
+}  // namespace
+
+// One packet of the QP at the head of verbs_active_; the QP goes to the back while it has more.
+// A packet's bytes are read where they lie (one SGE) or gathered into verbs_gather_, which
+// stays valid until the next call: every executor encodes a packet before it asks for another.
+bool Nic::verbs_tx_next(TxPacket* out)
+{
+    while (verbs_active_n_) {
+        const uint32_t h = verbs_active_[verbs_active_head_];
+        verbs_active_head_ = (verbs_active_head_ + 1) & (verbs_active_.size() - 1);
+        verbs_active_n_--;
+        VerbsQp& q = *vqps_[h];
+        if (!q.live || q.state != QpState::Rts || q.sq_next == q.sq.head()) {
+            q.queued = false;
+            continue;
+        }
+        VerbsSend& e = q.sq.at(q.sq_next);
+        const verbs::SendWr& w = e.wr;
+        *out = TxPacket{};
+        out->kind = TxPacket::Kind::Verbs;
+        out->qp = h;
+        out->cookie = static_cast<uint32_t>(q.sq_next);
+        out->meta.src_qp = q.qpn;  // DETH for UD; for UC, tx_done's check that the QP is the same
+        if (q.wqe_off == 0) {
+            // Local protection (lkey, PD, bounds; a UD WQE's address handle still there) is
+            // checked once per WQE, before its first packet: a failure sends nothing, completes
+            // the WQE in error and the QP goes to ERR.
+            uint32_t total;
+            if (!verbs_sges_ok(q.pd, w.sg.data(), w.num_sge, 0, &total) ||
+                (q.type == QpType::Ud && !vahs_[w.ah].live)) {
+                out->local_error = true;
+                out->signaled = true;
+                q.state = QpState::Err;  // nothing more leaves; tx_done completes and flushes
+                q.queued = false;
+                return true;
+            }
+        }
+        const uint32_t mtu = q.type == QpType::Ud ? e.total : q.pmtu;
+        const uint32_t len = std::min(mtu, e.total - q.wqe_off);
+        const bool first = q.wqe_off == 0, last = q.wqe_off + len == e.total;
+        PacketMeta& m = out->meta;
+        if (q.type == QpType::Ud) {
+            const VerbsAh& ah = vahs_[w.ah];
+            m.opcode = w.opcode == WrOpcode::SendWithImm ? wire::kOpUdSendOnlyImm : wire::kOpUdSendOnly;
+            m.dest_qp = w.remote_qpn & 0xFFFFFF;
+            // A controlled Q_Key (high bit set) in the WR means: send the QP's own (IBTA).
+            m.qkey = (w.remote_qkey & 0x80000000u) ? q.qkey : w.remote_qkey;
+            out->remote_ip = ah.dst.ip;
+            out->remote_mac = ah.dst.mac;
+        } else {
+            m.opcode = uc_opcode(w.opcode, first, last);
+            m.dest_qp = q.dest_qpn;
+            if (first && (w.opcode == WrOpcode::RdmaWrite || w.opcode == WrOpcode::RdmaWriteWithImm)) {
+                m.va = w.remote_addr;
+                m.rkey = w.rkey;
+                out->reth_len = e.total;
+            }
+            out->remote_ip = q.remote.ip;
+            out->remote_mac = q.remote.mac;
+        }
+        m.psn = q.sq_psn;
+        q.sq_psn = (q.sq_psn + 1) & 0xFFFFFF;
+        m.dma_len = len;
+        if (wire::has_imm(m.opcode)) m.imm = w.imm;
+        m.udp_src_port = udp_src_port(q.qpn);
+        // The bytes [wqe_off, wqe_off + len) of the gather list.
+        uint32_t off = q.wqe_off, i = 0;
+        while (i < w.num_sge && off >= w.sg[i].length) off -= w.sg[i++].length;
+        if (len && off + len <= w.sg[i].length) {
+            out->payload = reinterpret_cast<const uint8_t*>(w.sg[i].addr) + off;
+        } else if (len) {
+            uint32_t done = 0;
+            for (; done < len; i++, off = 0) {
+                uint32_t n = std::min(len - done, w.sg[i].length - off);
+                std::memcpy(verbs_gather_.data() + done, reinterpret_cast<const uint8_t*>(w.sg[i].addr) + off, n);
+                done += n;
+            }
+            out->payload = verbs_gather_.data();
+        }
+        out->signaled = last;
+        if (last) {
+            q.sq_next++;
+            q.wqe_off = 0;
+        } else {
+            q.wqe_off += len;
+        }
+        if (q.sq_next != q.sq.head()) {
+            verbs_active_[(verbs_active_head_ + verbs_active_n_++) & (verbs_active_.size() - 1)] = h;
+        } else {
+            q.queued = false;
+        }
+        return true;
+    }
+    return false;
+}
+
+void Nic::verbs_tx_done(const TxPacket& p)
+{
+    VerbsQp* q = vqp(p.qp);
+    if (!p.local_error) {
+        port_.tx_frames++;
+        port_.tx_bytes += verbs_frame_bytes(p);
+    } else {
+        port_.tx_local_errors++;
+    }
+    // The QP was destroyed (or its entry reused), or flushed since: nothing to complete.
+    if (!q || !q->live || q->qpn != p.meta.src_qp) return;
+    if (!p.local_error) q->counters.tx_packets++;
+    if (!p.signaled || q->sq.empty() || static_cast<uint32_t>(q->sq.tail()) != p.cookie) return;
+    const VerbsSend& e = q->sq.front();
+    verbs::Wc wc;
+    wc.wr_id = e.wr.wr_id;
+    wc.opcode = e.wr.opcode == WrOpcode::Send || e.wr.opcode == WrOpcode::SendWithImm ? WcOpcode::Send
+                                                                                    : WcOpcode::RdmaWrite;
+    wc.byte_len = e.total;
+    wc.qp_num = q->qpn;
+    if (p.local_error) {
+        wc.status = WcStatus::LocProtErr;
+        verbs_complete(q->send_cq, wc);
+        q->sq.pop();
+        verbs_flush(*q);
+        return;
+    }
+    q->counters.tx_messages++;
+    if (e.wr.signaled) verbs_complete(q->send_cq, wc);
+    q->sq.pop();
+}
+
+size_t Nic::verbs_encode(const TxPacket& p, uint8_t* out, size_t cap) const
+{
+    NicAddress dst{p.remote_mac, p.remote_ip};
+    wire::Headers h = roce_headers(p.meta, addr_, dst);
+    h.dma_len = p.reth_len;  // WRITE FIRST: the whole message; ONLY: the same as the payload
+    h.pad = true;
+    return wire::encode(h, p.payload, p.meta.dma_len, out, cap);
+}
+
+}  // namespace sdr::emu

@@ -1,0 +1,206 @@
+// Wireshark dissects every opcode the verbs QPs send as we meant it: UC SEND and RDMA WRITE
+// FIRST/MIDDLE/LAST/ONLY with and without immediate (RETH on WRITE FIRST/ONLY, PadCnt on odd
+// lengths) and UD SEND Only with and without immediate (DETH: Q_Key, source QP); every captured
+// ICRC verifies (tshark does not check it).
+#include "tshark_util.hpp"
+
+#include <sdr/emu/fabric.hpp>
+#include <sdr/emu/verbs.hpp>
+#include <sdr/emu/wire.hpp>
+
+#include <gtest/gtest.h>
+#include <pcap/pcap.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+using namespace sdr::emu;
+using namespace sdr::emu::verbs;
+using sdr::test::parse_tshark_bytes_be;
+using sdr::test::parse_tshark_uint;
+
+namespace {
+
+struct Expect {
+    uint8_t opcode;
+    uint32_t dest_qp, psn, pad = 0;
+    std::optional<uint64_t> va;
+    uint32_t rkey = 0, dmalen = 0;
+    std::optional<uint32_t> imm;
+    std::optional<uint32_t> qkey, src_qp;
+};
+
+}  // namespace
+
+TEST(VerbsTshark, EveryOpcodeDissectsWithItsFields)
+{
+    if (!sdr::test::tshark_available()) GTEST_SKIP() << "tshark is not on PATH; install tshark to dissect our pcaps";
+    const std::string path = "/tmp/sdr_verbs_tshark_" + std::to_string(getpid()) + ".pcap";
+    std::vector<Expect> want;
+    {
+        FabricParams p;
+        p.link.rtt_ms = 0.01;
+        p.pcap_path = path;
+        SimFabric f(p);
+        Nic& na = f.nic(0, 1);
+        Nic& nb = f.nic(1, 1);
+        const uint32_t pda = na.verbs_pd_alloc(), pdb = nb.verbs_pd_alloc();  // one PD per NIC
+        auto ep = [](Nic& n, QpType t, const uint32_t* pd, uint32_t* qp) {
+            uint32_t cq = n.verbs_cq_create(64);
+            *qp = n.verbs_qp_create(t, *pd, cq, cq, 32, 32);
+        };
+        uint32_t uca, ucb, uda, udb;
+        ep(na, QpType::Uc, &pda, &uca);
+        ep(nb, QpType::Uc, &pdb, &ucb);
+        ep(na, QpType::Ud, &pda, &uda);
+        ep(nb, QpType::Ud, &pdb, &udb);
+        // UC a -> b, MTU 256, send PSN 10
+        QpAttr at;
+        at.state = QpState::Init;
+        at.access = kLocalWrite | kRemoteWrite;
+        for (auto [n, q] : {std::pair{&na, uca}, std::pair{&nb, ucb}}) ASSERT_EQ(n->verbs_qp_modify(q, at, 3), 0);
+        at.state = QpState::Rtr;
+        at.path_mtu = 256;
+        at.rq_psn = 10;
+        at.dest_qpn = nb.verbs_qpn(ucb);
+        at.remote_gid = gid_from_ipv4(nb.address().ip);
+        const uint32_t rtr = QpAttr::kState | QpAttr::kPathMtu | QpAttr::kDestQpn | QpAttr::kRqPsn | QpAttr::kAv;
+        ASSERT_EQ(na.verbs_qp_modify(uca, at, rtr), 0);
+        at.dest_qpn = na.verbs_qpn(uca);
+        at.remote_gid = gid_from_ipv4(na.address().ip);
+        ASSERT_EQ(nb.verbs_qp_modify(ucb, at, rtr), 0);
+        at.state = QpState::Rts;
+        at.sq_psn = 10;
+        ASSERT_EQ(na.verbs_qp_modify(uca, at, QpAttr::kState | QpAttr::kSqPsn), 0);
+        // UD both ways ready, Q_Key 0x1234
+        for (auto [n, q] : {std::pair{&na, uda}, std::pair{&nb, udb}}) {
+            QpAttr u;
+            u.state = QpState::Init;
+            u.qkey = 0x1234;
+            ASSERT_EQ(n->verbs_qp_modify(q, u, QpAttr::kState | QpAttr::kQkey), 0);
+            u.state = QpState::Rtr;
+            ASSERT_EQ(n->verbs_qp_modify(q, u, QpAttr::kState), 0);
+            u.state = QpState::Rts;
+            ASSERT_EQ(n->verbs_qp_modify(q, u, QpAttr::kState | QpAttr::kSqPsn), 0);
+        }
+        std::vector<uint8_t> src(4096, 0x42), dst(4096), rbuf(4096);
+        uint32_t skey = na.verbs_mr_reg(pda, src.data(), src.size(), kLocalWrite);
+        uint32_t dkey = nb.verbs_mr_reg(pdb, dst.data(), dst.size(), kLocalWrite | kRemoteWrite);
+        uint32_t rkey = nb.verbs_mr_reg(pdb, rbuf.data(), rbuf.size(), kLocalWrite);
+        for (int i = 0; i < 16; i++) {
+            RecvWr r;
+            r.num_sge = 1;
+            r.sg[0] = Sge{reinterpret_cast<uint64_t>(rbuf.data()), 4096, rkey};
+            ASSERT_EQ(nb.verbs_post_recv(ucb, r), 0);
+            ASSERT_EQ(nb.verbs_post_recv(udb, r), 0);
+        }
+        const uint32_t ucqpn = nb.verbs_qpn(ucb), udqpn = nb.verbs_qpn(udb);
+        const uint64_t dva = reinterpret_cast<uint64_t>(dst.data());
+        uint32_t psn = 10;
+        auto uc = [&](WrOpcode op, uint32_t len, std::vector<uint8_t> opcodes) {
+            SendWr w;
+            w.opcode = op;
+            w.imm = 0xA0B0C0D0u + psn;
+            w.num_sge = 1;
+            w.sg[0] = Sge{reinterpret_cast<uint64_t>(src.data()), len, skey};
+            w.remote_addr = dva + 4;
+            w.rkey = dkey;
+            ASSERT_EQ(na.verbs_post_send(uca, w), 0);
+            for (size_t i = 0; i < opcodes.size(); i++) {
+                Expect e{opcodes[i], ucqpn, psn++, 0, std::nullopt, 0, 0, std::nullopt, std::nullopt, std::nullopt};
+                uint32_t plen = i + 1 < opcodes.size() ? 256 : len - 256 * uint32_t(i);
+                e.pad = (4 - plen % 4) % 4;
+                if (wire::has_reth(opcodes[i])) {
+                    e.va = dva + 4;
+                    e.rkey = dkey;
+                    e.dmalen = len;
+                }
+                if (wire::has_imm(opcodes[i])) e.imm = w.imm;
+                want.push_back(e);
+            }
+        };
+        uc(WrOpcode::SendWithImm, 600, {0x20, 0x21, 0x23});
+        uc(WrOpcode::Send, 301, {0x20, 0x22});
+        uc(WrOpcode::Send, 100, {0x24});
+        uc(WrOpcode::SendWithImm, 7, {0x25});
+        uc(WrOpcode::RdmaWriteWithImm, 513, {0x26, 0x27, 0x29});
+        uc(WrOpcode::RdmaWrite, 512, {0x26, 0x28});
+        uc(WrOpcode::RdmaWrite, 64, {0x2A});
+        uc(WrOpcode::RdmaWriteWithImm, 65, {0x2B});
+        f.run_until_idle();  // UC first: the requester would interleave the two QPs' packets
+        uint32_t ah = na.verbs_ah_create(pda, gid_from_ipv4(nb.address().ip));
+        for (bool imm : {false, true}) {
+            SendWr w;
+            w.opcode = imm ? WrOpcode::SendWithImm : WrOpcode::Send;
+            w.imm = 0x5EED;
+            w.num_sge = 1;
+            w.sg[0] = Sge{reinterpret_cast<uint64_t>(src.data()), 1000, skey};
+            w.ah = ah;
+            w.remote_qpn = udqpn;
+            w.remote_qkey = 0x1234;
+            ASSERT_EQ(na.verbs_post_send(uda, w), 0);
+            Expect e{uint8_t(imm ? 0x65 : 0x64), udqpn, uint32_t(imm), 0, std::nullopt, 0, 0, std::nullopt, std::nullopt, std::nullopt};
+            e.qkey = 0x1234;
+            e.src_qp = na.verbs_qpn(uda);
+            if (imm) e.imm = 0x5EED;
+            want.push_back(e);
+        }
+        f.run_until_idle();
+        EXPECT_EQ(nb.counters().rx_drops_total(), 0u);
+    }
+    std::string err;
+    auto rows = sdr::test::tshark_fields(
+        path,
+        {"infiniband.bth.opcode", "infiniband.bth.destqp", "infiniband.bth.psn", "infiniband.bth.padcnt",
+         "infiniband.reth.va", "infiniband.reth.r_key", "infiniband.reth.dmalen", "infiniband.immdt",
+         "infiniband.deth.q_key", "infiniband.deth.srcqp", "_ws.malformed"},
+        &err);
+    ASSERT_TRUE(rows) << err;
+    ASSERT_EQ(rows->size(), want.size());
+    for (size_t i = 0; i < want.size(); i++) {
+        SCOPED_TRACE("packet " + std::to_string(i) + " opcode " + std::to_string(want[i].opcode));
+        const auto& r = (*rows)[i];
+        ASSERT_EQ(r.size(), 11u);
+        const Expect& e = want[i];
+        EXPECT_EQ(parse_tshark_uint(r[0]), e.opcode);
+        EXPECT_EQ(parse_tshark_uint(r[1]), e.dest_qp);
+        EXPECT_EQ(parse_tshark_uint(r[2]), e.psn);
+        EXPECT_EQ(parse_tshark_uint(r[3]), e.pad);
+        if (e.va) {
+            EXPECT_EQ(parse_tshark_uint(r[4]), *e.va);
+            EXPECT_EQ(parse_tshark_uint(r[5]), e.rkey);
+            EXPECT_EQ(parse_tshark_uint(r[6]), e.dmalen);
+        } else {
+            EXPECT_EQ(r[4], "") << "no RETH";
+        }
+        if (e.imm) {
+            EXPECT_EQ(parse_tshark_bytes_be(r[7]), *e.imm);
+        } else {
+            EXPECT_EQ(r[7], "") << "no ImmDt";
+        }
+        if (e.qkey) {
+            EXPECT_EQ(parse_tshark_uint(r[8]), *e.qkey);
+            EXPECT_EQ(parse_tshark_uint(r[9]), *e.src_qp);
+        } else {
+            EXPECT_EQ(r[8], "") << "no DETH";
+        }
+        EXPECT_EQ(r[10], "") << "tshark calls it malformed";
+    }
+    char errbuf[PCAP_ERRBUF_SIZE];
+    pcap_t* p = pcap_open_offline(path.c_str(), errbuf);
+    ASSERT_NE(p, nullptr) << errbuf;
+    pcap_pkthdr* h;
+    const u_char* data;
+    size_t frames = 0;
+    while (pcap_next_ex(p, &h, &data) == 1) {
+        ASSERT_EQ(h->caplen, h->len);
+        EXPECT_TRUE(wire::icrc_ok(data, h->caplen)) << "frame " << frames;
+        frames++;
+    }
+    pcap_close(p);
+    EXPECT_EQ(frames, want.size());
+    std::remove(path.c_str());
+}
