@@ -9,8 +9,7 @@
 // buffers. The receiver must complete every chunk byte-exact, place exactly the sender's bytes
 // and raise exactly the sender's CQEs, take no control datagram, and count the attacker's
 // frames as drops by reason.
-#include "child_util.hpp"
-#include "netns_util.hpp"
+#include "write_bw_util.hpp"
 
 #include <gtest/gtest.h>
 #include <pcap/pcap.h>
@@ -37,8 +36,6 @@ using namespace sdr::test;
 namespace wire = sdr::emu::wire;
 
 namespace {
-
-const std::string kTool = SDR_WRITE_BW;
 
 struct Host {
     std::array<uint8_t, 6> mac{};
@@ -269,26 +266,12 @@ TEST(Attack, ThirdHostOnTheSegmentWritesNothing)
     Host sender, victim, self;
     ASSERT_TRUE(host_of(tb, 0, &sender) && host_of(tb, 1, &victim) && host_of(tb, 2, &self));
     const std::string port = std::to_string(18700 + getpid() % 250 * 2);
-    auto server_cmd = [&](const std::string& extra) {
-        return "ip netns exec " + tb.ns(1) + " " + kTool + " -d raw:" + tb.ns(1) + " -p " + port +
-               " --json --timeout-ms 30000" + extra;
-    };
-    auto client_cmd = [&](const std::string& extra) {
-        return "ip netns exec " + tb.ns(0) + " " + kTool + " -d raw:" + tb.ns(0) + " -p " + port +
-               " --json --timeout-ms 30000 " + extra + " " + Testbed::ip(1);
-    };
+    const std::string common = " --timeout-ms 30000";
 
     // An earlier connection between the same two hosts, captured at the receiver: its QPNs,
     // root keys and ports are what an attacker who saw it would try.
     const std::string pcap = "/tmp/sdr_attack_" + std::to_string(getpid()) + ".pcap";
-    {
-        Child server(server_cmd(" --pcap " + pcap + " --snaplen 0"));
-        Child client(client_cmd("-s 64K -n 8 -w 0 -q 8"));
-        int cs, ss;
-        std::string cout = client.finish(&cs), sout = server.finish(&ss);
-        ASSERT_EQ(cs, 0) << cout;
-        ASSERT_EQ(ss, 0) << sout;
-    }
+    ASSERT_TRUE(run_write_bw(tb, "raw", port, common + " --pcap " + pcap + " --snaplen 0", common + " -s 64K -n 8 -w 0 -q 8").ok());
     auto replay = data_frames(pcap);
     std::remove(pcap.c_str());
     ASSERT_GE(replay.size(), 8u * 16) << "the earlier connection's capture";
@@ -303,21 +286,13 @@ TEST(Attack, ThirdHostOnTheSegmentWritesNothing)
     AttackStats st;
     std::thread flood([&] { attacker.run(tb.ns(2), ready, stop, &st); });
     while (!ready) std::this_thread::yield();
-    std::string sout, cout;
-    int ss = -1, cs = -1;
-    {
-        Child server(server_cmd(" --verify --settle-ms 1000"));
-        Child client(client_cmd("-s 256K -n 480 -w 16 -q 8 --rate-gbps 0.1"));
-        cout = client.finish(&cs);
-        sout = server.finish(&ss);
-    }
+    const WriteBwRun r =
+        run_write_bw(tb, "raw", port, common + " --verify --settle-ms 1000", common + " -s 256K -n 480 -w 16 -q 8 --rate-gbps 0.1");
     stop = true;
     flood.join();
     ASSERT_TRUE(st.error.empty()) << st.error;
-    ASSERT_EQ(cs, 0) << cout;
-    ASSERT_EQ(ss, 0) << sout;
-    const std::string sj = json_of(sout, "server");
-    ASSERT_FALSE(sj.empty()) << sout;
+    ASSERT_TRUE(r.ok());
+    const std::string& sj = r.sj;
     std::printf("%s\n", sj.c_str());
     std::printf("attacker: %llu frames in %.2f s (%.0f frames/s), %llu send errors;", (unsigned long long)st.total,
                 st.seconds, st.total / st.seconds, (unsigned long long)st.send_errors);

@@ -5,8 +5,7 @@
 // receiver on a core of its own, none is dropped. ctest runs this test alone (RUN_SERIAL) and
 // sets SDR_TEST_OWN_CORE=1, which asserts the 0; run by hand on a busy machine without it, the
 // test asserts the accounting only.
-#include "child_util.hpp"
-#include "netns_util.hpp"
+#include "write_bw_util.hpp"
 
 #include <gtest/gtest.h>
 
@@ -18,10 +17,6 @@
 
 using namespace sdr::test;
 
-namespace {
-const std::string kTool = SDR_WRITE_BW;
-}  // namespace
-
 class WriteBwFullSpeed : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(WriteBwFullSpeed, EveryFrameIsReceivedOrCountedAsAKernelDrop)
@@ -31,17 +26,10 @@ TEST_P(WriteBwFullSpeed, EveryFrameIsReceivedOrCountedAsAKernelDrop)
     Testbed tb(std::string("sdrfs") + kind[0]);
     ASSERT_TRUE(tb.ok());
     const std::string port = std::to_string(18400 + (getpid() % 90) * 2 + (kind == "xdp"));
-    Child server("ip netns exec " + tb.ns(1) + " " + kTool + " -d " + kind + ":" + tb.ns(1) + " -p " + port +
-                 " --core 1 --app-core 1 --json --timeout-ms 20000");
-    Child client("ip netns exec " + tb.ns(0) + " taskset -c 0 " + kTool + " -d " + kind + ":" + tb.ns(0) + " -p " + port +
-                 " -s 1M -n 200 -w 10 -q 128 -c 8 --json --timeout-ms 20000 " + Testbed::ip(1));
-    int cs, ss;
-    std::string cout = client.finish(&cs), sout = server.finish(&ss);
-    ASSERT_EQ(cs, 0) << cout;
-    ASSERT_EQ(ss, 0) << sout;
-    std::string cj = json_of(cout, "client"), sj = json_of(sout, "server");
-    ASSERT_FALSE(cj.empty()) << cout;
-    ASSERT_FALSE(sj.empty()) << sout;
+    const WriteBwRun r = run_write_bw(tb, kind, port, "--core 1 --app-core 1 --timeout-ms 20000",
+                                      "-s 1M -n 200 -w 10 -q 128 -c 8 --timeout-ms 20000", "taskset -c 0 ");
+    ASSERT_TRUE(r.ok());
+    const std::string &cj = r.cj, &sj = r.sj;
     const double sent = json_number(cj, "kernel.tx_frames"), got = json_number(sj, "kernel.rx_frames");
     const double dropped = json_number(sj, "kernel.rx_dropped");
     std::printf("[ info     ] %s: sent %.0f frames, received %.0f, dropped in the kernel %.0f\n", kind.c_str(), sent, got,

@@ -2,8 +2,7 @@
 // other, over AF_PACKET and AF_XDP, meeting through the TCP bootstrap. Under loss the server
 // checks every complete chunk's bytes and the counts add up; its capture dissects as RoCE
 // WRITEs. A client without a server fails with a clear message when its timeout ends.
-#include "child_util.hpp"
-#include "netns_util.hpp"
+#include "write_bw_util.hpp"
 #include "tshark_util.hpp"
 
 #include <gtest/gtest.h>
@@ -38,18 +37,11 @@ TEST_P(WriteBw, ServerAndClientAcrossNamespacesUnderLoss)
     const std::string pcap = "/tmp/sdr_write_bw_" + std::to_string(getpid()) + "_" + tag + ".pcap";
     const std::string port = std::to_string(18600 + (getpid() % 250) * 4 + (kind == "xdp") * 2 + (workers > 0));
     const std::string w = " --workers " + std::to_string(workers);
-    Child server("ip netns exec " + tb.ns(1) + " " + kTool + " -d " + kind + ":" + tb.ns(1) + " -p " + port + w +
-                 " --verify --json --pcap " + pcap + " --snaplen 128 --timeout-ms 20000");
     // 1 % loss on what the client sends; 60 messages of 1 MiB + 1 B (a one-byte last chunk).
-    Child client("ip netns exec " + tb.ns(0) + " " + kTool + " -d " + kind + ":" + tb.ns(0) + " -p " + port + w +
-                 " -s 1048577 -n 50 -w 10 -q 4 --loss 0.01 --seed 11 --json --timeout-ms 20000 " + Testbed::ip(1));
-    int cs, ss;
-    std::string cout = client.finish(&cs), sout = server.finish(&ss);
-    ASSERT_EQ(cs, 0) << cout;
-    ASSERT_EQ(ss, 0) << sout;
-    std::string cj = json_of(cout, "client"), sj = json_of(sout, "server");
-    ASSERT_FALSE(cj.empty()) << cout;
-    ASSERT_FALSE(sj.empty()) << sout;
+    const WriteBwRun r = run_write_bw(tb, kind, port, w + " --verify --pcap " + pcap + " --snaplen 128 --timeout-ms 20000",
+                                      w + " -s 1048577 -n 50 -w 10 -q 4 --loss 0.01 --seed 11 --timeout-ms 20000");
+    ASSERT_TRUE(r.ok());
+    const std::string &cj = r.cj, &sj = r.sj;
     std::printf("%s\n%s\n", cj.c_str(), sj.c_str());
     const double expected = json_number(sj, "chunks_expected"), received = json_number(sj, "chunks_received");
     EXPECT_EQ(expected, 50 * 17.0) << "16 full chunks and a 1-byte one per message";
