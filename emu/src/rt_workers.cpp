@@ -42,7 +42,6 @@ void RtWorkers::post(uint32_t worker, const hal_cqe& cqe)
     Lane& l = *lanes_[worker % lanes_.size()];
     uint64_t h = l.head.load(std::memory_order_relaxed);
     if (h - l.tail.load(std::memory_order_acquire) == kRing) {
-        full_waits_++;
         ring(l);
         // The worker may share this core: give it the core rather than spin against it.
         while (h - l.tail.load(std::memory_order_acquire) == kRing) std::this_thread::yield();

@@ -73,10 +73,4 @@ SchemeEstimate pick_scheme(const std::vector<SchemeEstimate>& v)
     });
 }
 
-SchemeEstimate choose_scheme(const PathEstimate& path, uint64_t bytes, uint32_t chunk_bytes, uint32_t mtu,
-                             const Config& cfg)
-{
-    return pick_scheme(estimate_schemes(path, bytes, chunk_bytes, mtu, cfg));
-}
-
 }  // namespace sdr::rel

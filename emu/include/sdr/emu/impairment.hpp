@@ -1,5 +1,5 @@
 // The link impairment stage: decides, per packet, drop / duplicate / extra delay.
-// Shared by the simulator's links and (later) the real-time ports, so both lose packets the
+// Shared by the simulator's links and the real-time ports, so both lose packets the
 // same way from the same seed. Deterministic: one xoshiro256** stream per link.
 #pragma once
 

@@ -33,7 +33,6 @@ public:
     uint32_t threads() const { return static_cast<uint32_t>(lanes_.size()); }
     // Waits until every CQE posted so far has been handled (the caller stops posts meanwhile).
     void drain();
-    uint64_t full_waits() const { return full_waits_; }
 
 private:
     struct Item {
@@ -56,7 +55,6 @@ private:
     std::function<void()> on_events_;
     std::vector<std::unique_ptr<Lane>> lanes_;
     std::atomic<bool> stop_{false};
-    uint64_t full_waits_ = 0;
 };
 
 }  // namespace sdr::emu

@@ -1,6 +1,6 @@
 // The backend seam of libsdr: what the generic host library needs from a device. One
-// implementation per device kind (the simulator's emulated NIC now; AF_XDP/AF_PACKET emulator
-// ports and rdma-core later), chosen by device name in open_device(). Set-up calls and polling
+// implementation per device kind (the simulator's emulated NIC, the real-time emulator's
+// AF_PACKET/AF_XDP ports), chosen by device name in open_device(). Set-up calls and polling
 // only: the per-packet path stays inside the NIC and its firmware.
 #pragma once
 

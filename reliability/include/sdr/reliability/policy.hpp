@@ -39,9 +39,4 @@ std::vector<SchemeEstimate> estimate_schemes(const PathEstimate& path, uint64_t 
 // (v not empty).
 SchemeEstimate pick_scheme(const std::vector<SchemeEstimate>& v);
 
-// The candidate whose worse ratio to the best candidate, in mean or in p99.9, is smallest: a
-// scheme that wins the mean by a hair but loses the tail by a round trip is not chosen.
-SchemeEstimate choose_scheme(const PathEstimate& path, uint64_t bytes, uint32_t chunk_bytes, uint32_t mtu,
-                             const Config& cfg);
-
 }  // namespace sdr::rel
