@@ -29,12 +29,12 @@ uint64_t mono_ns()
     return uint64_t(ts.tv_sec) * 1'000'000'000ull + uint64_t(ts.tv_nsec);
 }
 
-// The next hop towards ip through ifname from the main routing table (/proc/net/route: one
+// The next hop towards ip through ifname from the main routing table (net/route: one
 // line per route, addresses as the hex of their network-order bytes read as a native word).
 // 0 if no route through ifname covers ip.
 uint32_t next_hop(const std::string& ifname, uint32_t ip)
 {
-    std::ifstream f("/proc/net/route");
+    std::ifstream f("/proc/thread-self/net/route");  // this thread's namespace
     std::string line;
     std::getline(f, line);  // header
     int best_len = -1;
@@ -73,7 +73,7 @@ bool parse_mac(const std::string& s, std::array<uint8_t, 6>* mac)
 // A complete (or permanent) entry of the kernel's ARP table for hop on ifname.
 bool arp_entry(const std::string& ifname, uint32_t hop, std::array<uint8_t, 6>* mac)
 {
-    std::ifstream f("/proc/net/arp");
+    std::ifstream f("/proc/thread-self/net/arp");
     std::string line;
     std::getline(f, line);  // header
     while (std::getline(f, line)) {
