@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <map>
 #include <mutex>
+#include <new>
 
 namespace sdr::verbs {
 namespace {
@@ -41,14 +42,23 @@ Engine* Engine::acquire(const PortInfo& port)
         errno = ENODEV;
         return nullptr;
     }
-    auto* e = new Engine(port.ibdev);
+    Engine* e = nullptr;
+    try {
+        e = new Engine(port.ibdev);
+        // Every handle the model can give, so that set_cq/set_qp never allocate (or throw)
+        // under the lock.
+        e->cqs_.reserve(Limits::kMaxCq);
+        e->qps_.reserve(Limits::kMaxQp);
+        g_engines[port.ibdev] = e;
+    } catch (const std::bad_alloc&) {
+        delete e;
+        errno = ENOMEM;
+        return nullptr;
+    }
     e->rt_ = std::move(rt);
     e->refs_ = 1;
-    {
-        std::lock_guard l(e->lock());
-        e->rt_->set_verbs_cq_listener([e](uint32_t cq) { e->on_completion(cq); });
-    }
-    g_engines[port.ibdev] = e;
+    std::lock_guard l(e->lock());
+    e->rt_->set_verbs_cq_listener([e](uint32_t cq) { e->on_completion(cq); });
     return e;
 }
 
@@ -72,6 +82,8 @@ int Engine::resolve(const ibv_gid& gid) const
     return emu::resolve_neighbour(pi.ifname, pi.addr, ip, emu::RtNic::kResolveTimeoutNs, &mac);
 }
 
+// Within the capacity reserved at start: the model's CQ handles stay below the live CQs
+// (create_cq bounds them by Limits::kMaxCq), its QP handles below Limits::kMaxQp.
 void Engine::set_cq(uint32_t h, Cq* cq)
 {
     if (h >= cqs_.size()) cqs_.resize(h + 1, nullptr);
