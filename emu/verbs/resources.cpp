@@ -219,7 +219,7 @@ int destroy_cq(ibv_cq* ibcq)
     // As with a kernel provider: every event this CQ raised must have been acknowledged
     // (ibv_ack_cq_events) before it goes, or the program could still read a dangling pointer.
     pthread_mutex_lock(&ibcq->mutex);
-    while (ibcq->comp_events_completed != events) pthread_cond_wait(&ibcq->cond, &ibcq->mutex);
+    while (ibcq->comp_events_completed < events) pthread_cond_wait(&ibcq->cond, &ibcq->mutex);
     pthread_mutex_unlock(&ibcq->mutex);
     if (cq->event_fd >= 0) close(cq->event_fd);
     delete cq;
