@@ -181,9 +181,11 @@ void Nic::verbs_complete(uint32_t cq, const verbs::Wc& wc)
     if (!c.ring.push(wc)) {
         c.overflowed = true;
         verbs_cq_errors_++;
+        exec_->verbs_cq_event(cq);
         return;
     }
     note_host_event();
+    exec_->verbs_cq_event(cq);
 }
 
 }  // namespace sdr::emu

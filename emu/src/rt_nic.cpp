@@ -1,3 +1,4 @@
+#include <sdr/emu/neighbour.hpp>
 #include <sdr/emu/rt_nic.hpp>
 #include <sdr/emu/wire.hpp>
 
@@ -162,6 +163,17 @@ bool RtNic::dispatch_rx_cqe(Nic&, uint32_t worker, const hal_cqe& cqe)
     return true;
 }
 
+bool RtNic::resolve_mac(uint32_t ip, std::array<uint8_t, 6>* mac)
+{
+    const PortInfo& pi = port_->info();
+    return resolve_neighbour(pi.ifname, pi.addr, ip, kResolveTimeoutNs, mac) == 0;
+}
+
+void RtNic::verbs_cq_event(uint32_t cq)
+{
+    if (cq_listener_) cq_listener_(cq);
+}
+
 // Notifying under host_mu_ closes the gap between a waiter's check and its sleep.
 void RtNic::notify_host()
 {
@@ -289,6 +301,17 @@ bool RtNic::transmit(uint64_t now)
         did = true;
         size_t len = pk.local_error ? 0 : nic_->tx_encode(pk, buf, cap);
         if (!pk.local_error && !len) c_.tx_too_big++;  // larger than the port's frames: lost
+        if (len && std::memcmp(buf, port_->info().addr.mac.data(), 6) == 0) {
+            // To ourselves (two QPs of this NIC): the kernel would not hand the frame back, so
+            // it goes straight to our receive path once it has "left" (tx_done first, as on
+            // the wire), uncommitted: the next tx_alloc reuses the buffer. No impairment: it
+            // never crosses the link.
+            capture(now, buf, len);
+            nic_->tx_done(pk);
+            c_.looped++;
+            nic_->rx_frame(buf, len);
+            continue;
+        }
         if (len) {
             Shaper::Verdict v = shaper_.decide();
             if (v.copies && v.direct) {

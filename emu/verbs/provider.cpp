@@ -2,7 +2,7 @@
 // open and close, and the ops table. libibverbs finds a device in the sysfs tree sdr-rdma writes
 // ($SYSFS_PATH), opens its node /dev/infiniband/uverbsN (the null device: there is no kernel
 // side) and calls alloc_context here.
-#include "provider.hpp"
+#include "engine.hpp"
 
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -25,6 +25,16 @@ Device* to_device(ibv_device* d)
     return reinterpret_cast<Device*>(reinterpret_cast<char*>(d) - offsetof(Device, vdev) - offsetof(verbs_device, device));
 }
 
+// Started on first use, not at open: ibv_devinfo and other queries open the device without
+// needing the port (which takes root, and the interface in this namespace).
+Engine* context_engine(ibv_context* c)
+{
+    ContextState* st = to_context(c)->state;
+    std::lock_guard lock(st->mu);
+    if (!st->engine) st->engine = Engine::acquire(st->port);
+    return st->engine;
+}
+
 namespace {
 
 void free_context(ibv_context* c)
@@ -32,6 +42,7 @@ void free_context(ibv_context* c)
     Context* ctx = to_context(c);
     if (ctx->state) {
         for (const ChannelPipe& p : ctx->state->channels) close(p.write_fd);
+        if (ctx->state->engine) Engine::release(ctx->state->engine);
         delete ctx->state;
     }
     verbs_uninit_context(&ctx->vctx);  // closes cmd_fd and async_fd
@@ -43,13 +54,22 @@ constexpr verbs_context_ops kOps = [] {
     o.alloc_pd = alloc_pd;
     o.async_event = async_event;
     o.cq_event = cq_event;
+    o.create_ah = create_ah;
     o.create_cq = create_cq;
+    o.create_qp = create_qp;
     o.dealloc_pd = dealloc_pd;
     o.dereg_mr = dereg_mr;
+    o.destroy_ah = destroy_ah;
     o.destroy_cq = destroy_cq;
+    o.destroy_qp = destroy_qp;
     o.free_context = free_context;
+    o.modify_qp = modify_qp;
+    o.poll_cq = poll_cq;
+    o.post_recv = post_recv;
+    o.post_send = post_send;
     o.query_device_ex = query_device_ex;
     o.query_port = query_port;
+    o.query_qp = query_qp;
     o.reg_mr = reg_mr;
     o.req_notify_cq = req_notify_cq;
     return o;  // every other op stays libibverbs' dummy: EOPNOTSUPP
@@ -69,7 +89,7 @@ verbs_context* alloc_context(ibv_device* ibdev, int cmd_fd, void* /*private_data
         err = errno;
     } else {
         // libibverbs would ask the kernel for the async event fd; with no kernel the provider
-        // owns it. No asynchronous event is raised in this slice, so it never becomes readable.
+        // owns it. No asynchronous event is raised yet, so it never becomes readable.
         ctx->vctx.context.async_fd = eventfd(0, EFD_CLOEXEC);
         if (ctx->vctx.context.async_fd < 0) err = errno;
     }
@@ -86,24 +106,12 @@ verbs_context* alloc_context(ibv_device* ibdev, int cmd_fd, void* /*private_data
 verbs_device* alloc_device(verbs_sysfs_dev* /*sysfs_dev*/)
 {
     auto* dev = static_cast<Device*>(std::calloc(1, sizeof(Device)));
-    if (!dev) return nullptr;
-    dev->mrs = new (std::nothrow) MrTable;
-    dev->next_pd_id = new (std::nothrow) std::atomic<uint32_t>(1);
-    if (!dev->mrs || !dev->next_pd_id) {
-        delete dev->mrs;
-        delete dev->next_pd_id;
-        std::free(dev);
-        return nullptr;
-    }
-    return &dev->vdev;
+    return dev ? &dev->vdev : nullptr;
 }
 
 void uninit_device(verbs_device* vdev)
 {
-    Device* dev = to_device(&vdev->device);
-    delete dev->mrs;
-    delete dev->next_pd_id;
-    std::free(dev);
+    std::free(to_device(&vdev->device));
 }
 
 // Without netlink RDMA libibverbs knows no driver id, so the device matches by name: the

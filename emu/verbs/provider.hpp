@@ -1,10 +1,16 @@
 // The objects of the sdr verbs provider: a device (one per ibv_device libibverbs lists), a
-// context (one per ibv_open_device), and the PD, MR and CQ wrappers whose verbs structs
+// context (one per ibv_open_device), and the PD, MR, CQ, AH and QP wrappers whose verbs structs
 // libibverbs hands back to us. Each wrapper starts with (or ends with, for the context) the
-// struct libibverbs knows, so a verbs pointer steps back to its wrapper.
+// struct libibverbs knows, so a verbs pointer steps back to its wrapper. Every wrapper names
+// its object in the NIC model (a handle or key of the engine's Nic): the model is the one
+// source of truth for keys, bounds, access and state.
 #pragma once
 
 #include "rdma_core_private.hpp"
+
+#include <sdr/emu/ids.hpp>
+#include <sdr/emu/nic.hpp>
+#include <sdr/emu/verbs.hpp>
 
 #include <sys/types.h>
 
@@ -16,22 +22,27 @@
 
 namespace sdr::verbs {
 
-// Limits the device reports (ibv_query_device) and enforces. They are the emulated NIC's: 16
-// index bits per memory key as its lkeys (ids.hpp), 2^13 QPs as its QPN index.
+namespace mv = sdr::emu::verbs;  // the NIC model's verbs types
+class Engine;
+
+// Limits the device reports (ibv_query_device) and enforces: the NIC model's.
 struct Limits {
-    static constexpr uint32_t kMaxMr = 1u << 16;
-    static constexpr uint32_t kMaxPd = 1u << 16;
-    static constexpr uint32_t kMaxCq = 1u << 16;
-    static constexpr uint32_t kMaxCqe = 1u << 16;
-    static constexpr uint32_t kMaxQp = 1u << 13;
-    static constexpr uint32_t kMaxQpWr = 512;  // the NIC model's send queue depth
-    static constexpr uint32_t kMaxSge = 1;
+    static constexpr uint32_t kMaxMr = 1u << emu::NicIds::kLkeyIndexBits;  // key index bits
+    static constexpr uint32_t kMaxPd = emu::Nic::kMaxVerbsQps;             // verbs_pd_alloc's table
+    static constexpr uint32_t kMaxQp = emu::Nic::kMaxVerbsQps;
+    static constexpr uint32_t kMaxCq = 1u << 16;    // counted by the engine (the model has no bound)
+    static constexpr uint32_t kMaxCqe = 1u << 20;   // verbs_cq_create
+    static constexpr uint32_t kMaxQpWr = 16384;     // verbs_qp_create's queue depths
+    static constexpr uint32_t kMaxSge = mv::kMaxSge;
+    // IBV_SEND_INLINE: bytes copied at post into a per-QP buffer (one slot per send WQE).
+    static constexpr uint32_t kMaxInline = 256;
     static constexpr uint64_t kMaxMrSize = 1ull << 40;
 };
 
 // What sdr-rdma recorded for the device (its sysfs directory, sdr/ files) and what the
 // interface shows now in the namespace of the process.
 struct PortInfo {
+    std::string ibdev;   // device name
     std::string netdev;  // interface name
     std::string kind;    // "raw" (AF_PACKET) or "xdp" (AF_XDP)
     uint64_t node_guid = 0;  // host order, EUI-64 of the MAC
@@ -40,35 +51,8 @@ struct PortInfo {
     uint32_t speed_mbps = 0;  // 0 when the interface does not say
 };
 
-// A registered region: its bounds and rights, for the data path of the next slice.
-struct MrEntry {
-    uint32_t key = 0;  // lkey == rkey
-    uint64_t addr = 0;
-    uint64_t length = 0;
-    uint64_t iova = 0;
-    int access = 0;
-    const void* pd = nullptr;
-    bool live = false;
-};
-
-// One table per device: keys are unique per device, whichever context registered them.
-class MrTable {
-public:
-    // A key for a new region, or 0 when all kMaxMr entries are live.
-    uint32_t add(const MrEntry& e);
-    bool remove(uint32_t key);
-    size_t live() const;
-
-private:
-    mutable std::mutex mu_;
-    std::vector<MrEntry> entries_;
-    std::vector<uint32_t> free_;
-};
-
 struct Device {
     verbs_device vdev;  // first: libibverbs steps back from the ibv_device
-    MrTable* mrs;
-    std::atomic<uint32_t>* next_pd_id;
 };
 
 // A completion channel's pipe: libibverbs reads 8-byte events (the CQ pointer) from its read
@@ -84,6 +68,7 @@ struct ContextState {
     PortInfo port;
     std::mutex mu;
     std::vector<ChannelPipe> channels;  // closed with the context
+    Engine* engine = nullptr;           // started by the first PD or CQ, released at close
 };
 
 struct Context {
@@ -93,22 +78,56 @@ struct Context {
 
 struct Pd {
     ibv_pd pd;
-    uint32_t id;
-    std::atomic<uint32_t> mrs;  // regions registered on it: dealloc is EBUSY until they go
+    Engine* engine;
+    uint32_t h;  // model PD
 };
 
 struct Mr {
-    verbs_mr vmr;
+    verbs_mr vmr;  // lkey == rkey: the model's key
 };
 
 struct Cq {
     verbs_cq vcq;
-    int event_fd;  // write end of the channel's pipe, -1 without a channel
-    std::atomic<int> armed;  // ibv_req_notify_cq: 0 none, 1 next completion, 2 solicited only
+    Engine* engine;
+    uint32_t h;    // model CQ
+    int event_fd;  // write end of the channel's pipe (non-blocking), -1 without a channel
+    std::atomic<int> armed{0};  // ibv_req_notify_cq: 0 none, 1 next completion, 2 solicited only
+    // Completions the model produced (the engine's listener, under the engine's lock) and the
+    // pollers took (under mu): equal means nothing to poll, without the engine's lock.
+    std::atomic<uint64_t> produced{0};
+    uint64_t consumed = 0;
+    std::mutex mu;  // pollers: the model's CQ ring has one consumer
+    uint64_t events = 0;  // written to the channel (under the engine's lock); destroy waits for their acks
+};
+
+struct Ah {
+    ibv_ah ah;
+    uint32_t h;  // model AH
+};
+
+struct Qp {
+    ibv_qp qp;
+    Engine* engine;
+    uint32_t h;  // model QP
+    mv::QpType type;
+    bool sq_sig_all = false;
+    ibv_qp_cap cap{};
+    // Everything below is under the engine's lock (post_send, poll_cq, modify_qp).
+    // Send WQEs carry their post sequence number as the model's wr_id; the application's wr_id
+    // waits here, by sequence modulo the depth, until its completion is polled. A slot (and its
+    // inline bytes) is reused only once a completion of it or a later WQE was polled, as on a
+    // hardware send queue; posted - retired is the queue's occupancy.
+    std::vector<uint64_t> wr_ids;
+    uint64_t posted = 0, retired = 0;
+    std::vector<uint8_t> inline_buf;  // cap.max_send_wr slots of kMaxInline bytes
+    uint32_t inline_key = 0;          // its model region (local read only)
+    ibv_qp_attr attr{};               // what modify_qp set, for query_qp
 };
 
 Context* to_context(ibv_context* c);
 Device* to_device(ibv_device* d);
+// The context's engine, started on first use; nullptr with errno set if it cannot start.
+Engine* context_engine(ibv_context* c);
 
 // Reads the device's sdr/ record and the interface; false with errno set when the record is
 // unreadable.
@@ -116,7 +135,7 @@ bool read_port_info(const char* ibdev_path, PortInfo* out);
 // The largest IBV_MTU whose payload and RoCEv2 headers fit the interface MTU (0 if none).
 ibv_mtu ibv_mtu_for(uint32_t netdev_mtu);
 
-// The ops of verbs_context_ops this slice fills (query.cpp, resources.cpp).
+// The ops of verbs_context_ops the provider fills (query.cpp, resources.cpp, qp.cpp, datapath.cpp).
 int query_device_ex(ibv_context* context, const ibv_query_device_ex_input* input,
                     ibv_device_attr_ex* attr, size_t attr_size);
 int query_port(ibv_context* context, uint8_t port_num, ibv_port_attr* attr);
@@ -129,5 +148,14 @@ int destroy_cq(ibv_cq* cq);
 int req_notify_cq(ibv_cq* cq, int solicited_only);
 void cq_event(ibv_cq* cq);
 void async_event(ibv_context* context, ibv_async_event* event);
+ibv_ah* create_ah(ibv_pd* pd, ibv_ah_attr* attr);
+int destroy_ah(ibv_ah* ah);
+ibv_qp* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr);
+int modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask);
+int query_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask, ibv_qp_init_attr* init_attr);
+int destroy_qp(ibv_qp* qp);
+int post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr);
+int post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr);
+int poll_cq(ibv_cq* cq, int num_entries, ibv_wc* wc);
 
 }  // namespace sdr::verbs

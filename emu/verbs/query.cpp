@@ -77,6 +77,8 @@ bool read_port_info(const char* ibdev_path, PortInfo* out)
 {
     const std::string dir = ibdev_path;
     std::string guid, mtu;
+    const size_t slash = dir.find_last_of('/');
+    out->ibdev = slash == std::string::npos ? dir : dir.substr(slash + 1);
     if (!read_line(dir + "/sdr/netdev", &out->netdev) || !read_line(dir + "/sdr/port", &out->kind) ||
         !read_line(dir + "/node_guid", &guid) || !parse_guid(guid, &out->node_guid)) {
         errno = ENODEV;
@@ -120,6 +122,7 @@ int query_device_ex(ibv_context* context, const ibv_query_device_ex_input* input
     d.max_qp = static_cast<int>(Limits::kMaxQp);
     d.max_qp_wr = static_cast<int>(Limits::kMaxQpWr);
     d.max_sge = static_cast<int>(Limits::kMaxSge);
+    d.max_sge_rd = static_cast<int>(Limits::kMaxSge);
     d.max_cq = static_cast<int>(Limits::kMaxCq);
     d.max_cqe = static_cast<int>(Limits::kMaxCqe);
     d.max_mr = static_cast<int>(Limits::kMaxMr);

@@ -93,27 +93,37 @@ struct verbs_context_ops {
     void (*async_event)(ibv_context* context, ibv_async_event* event);
     sdr_unused_op attach_counters_point_flow, attach_mcast, bind_mw, close_xrcd;
     void (*cq_event)(ibv_cq* cq);
-    sdr_unused_op create_ah, create_counters;
+    ibv_ah* (*create_ah)(ibv_pd* pd, ibv_ah_attr* attr);
+    sdr_unused_op create_counters;
     ibv_cq* (*create_cq)(ibv_context* context, int cqe, ibv_comp_channel* channel, int comp_vector);
-    sdr_unused_op create_cq_ex, create_flow, create_flow_action_esp, create_qp, create_qp_ex,
-        create_rwq_ind_table, create_srq, create_srq_ex, create_wq, dealloc_mw;
+    sdr_unused_op create_cq_ex, create_flow, create_flow_action_esp;
+    ibv_qp* (*create_qp)(ibv_pd* pd, ibv_qp_init_attr* attr);
+    sdr_unused_op create_qp_ex, create_rwq_ind_table, create_srq, create_srq_ex, create_wq, dealloc_mw;
     int (*dealloc_pd)(ibv_pd* pd);
     sdr_unused_op dealloc_td;
     int (*dereg_mr)(verbs_mr* vmr);
-    sdr_unused_op destroy_ah, destroy_counters;
+    int (*destroy_ah)(ibv_ah* ah);
+    sdr_unused_op destroy_counters;
     int (*destroy_cq)(ibv_cq* cq);
-    sdr_unused_op destroy_flow, destroy_flow_action, destroy_qp, destroy_rwq_ind_table, destroy_srq,
-        destroy_wq, detach_mcast;
+    sdr_unused_op destroy_flow, destroy_flow_action;
+    int (*destroy_qp)(ibv_qp* qp);
+    sdr_unused_op destroy_rwq_ind_table, destroy_srq, destroy_wq, detach_mcast;
     void (*free_context)(ibv_context* context);
     sdr_unused_op free_dm, get_srq_num, import_dm, import_mr, import_pd, modify_cq,
-        modify_flow_action_esp, modify_qp, modify_qp_rate_limit, modify_srq, modify_wq, open_qp,
-        open_xrcd, poll_cq, post_recv, post_send, post_srq_ops, post_srq_recv;
+        modify_flow_action_esp;
+    int (*modify_qp)(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask);
+    sdr_unused_op modify_qp_rate_limit, modify_srq, modify_wq, open_qp, open_xrcd;
+    int (*poll_cq)(ibv_cq* cq, int num_entries, ibv_wc* wc);
+    int (*post_recv)(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr);
+    int (*post_send)(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr);
+    sdr_unused_op post_srq_ops, post_srq_recv;
     int (*query_device_ex)(ibv_context* context, const ibv_query_device_ex_input* input,
                            ibv_device_attr_ex* attr, size_t attr_size);
     sdr_unused_op query_ece;
     int (*query_port)(ibv_context* context, uint8_t port_num, ibv_port_attr* port_attr);
-    sdr_unused_op query_qp, query_qp_data_in_order, query_rt_values, query_srq, read_counters,
-        reg_dm_mr, reg_dmabuf_mr;
+    int (*query_qp)(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask, ibv_qp_init_attr* init_attr);
+    sdr_unused_op query_qp_data_in_order, query_rt_values, query_srq, read_counters, reg_dm_mr,
+        reg_dmabuf_mr;
     ibv_mr* (*reg_mr)(ibv_pd* pd, void* addr, size_t length, uint64_t hca_va, int access);
     int (*req_notify_cq)(ibv_cq* cq, int solicited_only);
     sdr_unused_op rereg_mr, resize_cq, set_ece, unimport_dm, unimport_mr, unimport_pd;
@@ -131,6 +141,14 @@ void verbs_set_ops(verbs_context* vctx, const verbs_context_ops* ops);
 // v44.0 has 76 ops; a placeholder per op keeps the table that size.
 static_assert(sizeof(verbs_context_ops) == 76 * sizeof(void*), "verbs_context_ops must have 76 entries");
 static_assert(offsetof(verbs_context_ops, alloc_pd) == 5 * sizeof(void*));
+static_assert(offsetof(verbs_context_ops, create_ah) == 13 * sizeof(void*));
+static_assert(offsetof(verbs_context_ops, create_qp) == 19 * sizeof(void*));
+static_assert(offsetof(verbs_context_ops, destroy_ah) == 29 * sizeof(void*));
+static_assert(offsetof(verbs_context_ops, destroy_qp) == 34 * sizeof(void*));
+static_assert(offsetof(verbs_context_ops, modify_qp) == 47 * sizeof(void*));
+static_assert(offsetof(verbs_context_ops, poll_cq) == 53 * sizeof(void*));
+static_assert(offsetof(verbs_context_ops, post_send) == 55 * sizeof(void*));
+static_assert(offsetof(verbs_context_ops, query_qp) == 61 * sizeof(void*));
 static_assert(offsetof(verbs_context_ops, create_cq) == 15 * sizeof(void*));
 static_assert(offsetof(verbs_context_ops, dealloc_pd) == 26 * sizeof(void*));
 static_assert(offsetof(verbs_context_ops, free_context) == 39 * sizeof(void*));

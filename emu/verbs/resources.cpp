@@ -1,10 +1,10 @@
-// Protection domains, memory regions and completion queues with their completion channels.
-// Nothing here moves data: the data path (QPs, post/poll) is the next slice, so no completion
-// is ever produced yet; what exists is the bookkeeping that slice checks every access against.
-#include "provider.hpp"
+// Protection domains, memory regions and completion queues with their completion channels:
+// each one the NIC model's object (nic.hpp, "verbs objects"), created and destroyed under the
+// engine's lock.
+#include "engine.hpp"
 
 #include <fcntl.h>
-#include <sys/random.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,77 +15,42 @@
 namespace sdr::verbs {
 namespace {
 
-constexpr uint32_t kKeyIndexBits = 16;
-constexpr uint32_t kKeyIndexMask = (1u << kKeyIndexBits) - 1;
-
-// 16 random tag bits above the table index (as the emulated NIC's lkeys, ids.hpp): a key is
-// not guessable from another, and a reused entry never gets its previous key back.
-uint32_t fresh_key(uint32_t index, uint32_t previous)
-{
-    for (;;) {
-        uint16_t tag = 0;
-        if (getrandom(&tag, sizeof(tag), 0) != static_cast<ssize_t>(sizeof(tag))) continue;
-        uint32_t key = (uint32_t{tag} << kKeyIndexBits) | index;
-        if (tag != 0 && key != previous) return key;
-    }
-}
-
 constexpr int kSupportedAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
 
 }  // namespace
 
-uint32_t MrTable::add(const MrEntry& e)
-{
-    std::lock_guard lock(mu_);
-    uint32_t index;
-    if (!free_.empty()) {
-        index = free_.back();
-        free_.pop_back();
-    } else {
-        if (entries_.size() >= Limits::kMaxMr) return 0;
-        index = static_cast<uint32_t>(entries_.size());
-        entries_.emplace_back();
-    }
-    MrEntry& slot = entries_[index];
-    const uint32_t key = fresh_key(index, slot.key);
-    slot = e;
-    slot.key = key;
-    slot.live = true;
-    return key;
-}
-
-bool MrTable::remove(uint32_t key)
-{
-    std::lock_guard lock(mu_);
-    const uint32_t index = key & kKeyIndexMask;
-    if (index >= entries_.size() || !entries_[index].live || entries_[index].key != key) return false;
-    entries_[index].live = false;  // keeps the key, so the next one differs
-    free_.push_back(index);
-    return true;
-}
-
-size_t MrTable::live() const
-{
-    std::lock_guard lock(mu_);
-    return entries_.size() - free_.size();
-}
-
 ibv_pd* alloc_pd(ibv_context* context)
 {
+    Engine* eng = context_engine(context);
+    if (!eng) return nullptr;
     auto* pd = new (std::nothrow) Pd{};
     if (!pd) {
         errno = ENOMEM;
         return nullptr;
     }
-    pd->id = to_device(context->device)->next_pd_id->fetch_add(1);
-    pd->pd.handle = pd->id;
-    return &pd->pd;
+    pd->engine = eng;
+    {
+        std::lock_guard lock(eng->lock());
+        pd->h = eng->nic().verbs_pd_alloc();
+    }
+    if (pd->h == emu::Nic::kNoHandle) {
+        delete pd;
+        errno = ENOMEM;
+        return nullptr;
+    }
+    pd->pd.handle = pd->h;
+    return &pd->pd;  // libibverbs fills context
 }
 
 int dealloc_pd(ibv_pd* ibpd)
 {
     auto* pd = reinterpret_cast<Pd*>(ibpd);
-    if (pd->mrs.load() != 0) return EBUSY;  // as the kernel: regions still use it
+    int err;
+    {
+        std::lock_guard lock(pd->engine->lock());
+        err = pd->engine->nic().verbs_pd_dealloc(pd->h);  // EBUSY while a region, AH or QP uses it
+    }
+    if (err) return err;
     delete pd;
     return 0;
 }
@@ -101,6 +66,12 @@ ibv_mr* reg_mr(ibv_pd* ibpd, void* addr, size_t length, uint64_t hca_va, int acc
         errno = EOPNOTSUPP;
         return nullptr;
     }
+    // The model addresses regions by virtual address: an IOVA other than the address is a
+    // zero-based or remapped region, which it does not have.
+    if (hca_va != reinterpret_cast<uintptr_t>(addr)) {
+        errno = EOPNOTSUPP;
+        return nullptr;
+    }
     if (length == 0 || length > Limits::kMaxMrSize || reinterpret_cast<uintptr_t>(addr) + length < length) {
         errno = EINVAL;
         return nullptr;
@@ -110,19 +81,17 @@ ibv_mr* reg_mr(ibv_pd* ibpd, void* addr, size_t length, uint64_t hca_va, int acc
         errno = ENOMEM;
         return nullptr;
     }
-    MrEntry e;
-    e.addr = reinterpret_cast<uintptr_t>(addr);
-    e.length = length;
-    e.iova = hca_va;
-    e.access = access;
-    e.pd = ibpd;
-    const uint32_t key = to_device(ibpd->context->device)->mrs->add(e);
-    if (key == 0) {
+    Pd* pd = reinterpret_cast<Pd*>(ibpd);
+    uint32_t key;
+    {
+        std::lock_guard lock(pd->engine->lock());
+        key = pd->engine->nic().verbs_mr_reg(pd->h, addr, length, static_cast<uint32_t>(access));
+    }
+    if (key == 0) {  // all 2^16 keys live
         delete mr;
         errno = ENOMEM;
         return nullptr;
     }
-    reinterpret_cast<Pd*>(ibpd)->mrs.fetch_add(1);
     mr->vmr.mr_type = SDR_IBV_MR_TYPE_MR;
     mr->vmr.access = access;
     mr->vmr.ibv_mr.lkey = key;
@@ -134,8 +103,13 @@ ibv_mr* reg_mr(ibv_pd* ibpd, void* addr, size_t length, uint64_t hca_va, int acc
 int dereg_mr(verbs_mr* vmr)
 {
     ibv_mr& m = vmr->ibv_mr;
-    if (!to_device(m.context->device)->mrs->remove(m.lkey)) return EINVAL;
-    reinterpret_cast<Pd*>(m.pd)->mrs.fetch_sub(1);
+    Engine* eng = reinterpret_cast<Pd*>(m.pd)->engine;
+    int err;
+    {
+        std::lock_guard lock(eng->lock());
+        err = eng->nic().verbs_mr_dereg(m.lkey);
+    }
+    if (err) return err;
     delete reinterpret_cast<Mr*>(vmr);
     return 0;
 }
@@ -187,37 +161,66 @@ int channel_write_fd(ContextState* st, ibv_comp_channel* channel)
 ibv_cq* create_cq(ibv_context* context, int cqe, ibv_comp_channel* channel, int comp_vector)
 {
     if (cqe < 1 || static_cast<uint32_t>(cqe) > Limits::kMaxCqe || comp_vector < 0 ||
-        comp_vector >= context->num_comp_vectors) {
+        comp_vector >= context->num_comp_vectors || (channel && channel->context != context)) {
         errno = EINVAL;
         return nullptr;
     }
+    Engine* eng = context_engine(context);
+    if (!eng) return nullptr;
     auto* cq = new (std::nothrow) Cq{};
     if (!cq) {
         errno = ENOMEM;
         return nullptr;
     }
+    cq->engine = eng;
     cq->event_fd = -1;
     if (channel) {
-        if (channel->context != context) {
-            delete cq;
-            errno = EINVAL;
-            return nullptr;
-        }
         cq->event_fd = channel_write_fd(to_context(context)->state, channel);
-        if (cq->event_fd < 0) {
+        // The NIC's thread writes events: it must never block on a full pipe.
+        if (cq->event_fd < 0 || fcntl(cq->event_fd, F_SETFL, O_NONBLOCK) != 0) {
             const int err = errno;
+            if (cq->event_fd >= 0) close(cq->event_fd);
             delete cq;
             errno = err;
             return nullptr;
         }
     }
+    {
+        std::lock_guard lock(eng->lock());
+        cq->h = eng->live_cqs < Limits::kMaxCq ? eng->nic().verbs_cq_create(static_cast<uint32_t>(cqe))
+                                               : emu::Nic::kNoHandle;
+        if (cq->h != emu::Nic::kNoHandle) {
+            eng->set_cq(cq->h, cq);
+            eng->live_cqs++;
+        }
+    }
+    if (cq->h == emu::Nic::kNoHandle) {
+        if (cq->event_fd >= 0) close(cq->event_fd);
+        delete cq;
+        errno = ENOMEM;
+        return nullptr;
+    }
     cq->vcq.cq.cqe = cqe;
-    return &cq->vcq.cq;  // libibverbs fills context, channel, cq_context and the event counters
+    return &cq->vcq.cq;  // libibverbs fills context, channel, cq_context, the event counters and their mutex
 }
 
 int destroy_cq(ibv_cq* ibcq)
 {
     auto* cq = reinterpret_cast<Cq*>(ibcq);
+    Engine* eng = cq->engine;
+    uint64_t events;
+    {
+        std::lock_guard lock(eng->lock());
+        if (int err = eng->nic().verbs_cq_destroy(cq->h)) return err;  // EBUSY while a QP uses it
+        eng->set_cq(cq->h, nullptr);
+        eng->live_cqs--;
+        events = cq->events;
+    }
+    // As with a kernel provider: every event this CQ raised must have been acknowledged
+    // (ibv_ack_cq_events) before it goes, or the program could still read a dangling pointer.
+    pthread_mutex_lock(&ibcq->mutex);
+    while (ibcq->comp_events_completed < events) pthread_cond_wait(&ibcq->cond, &ibcq->mutex);
+    pthread_mutex_unlock(&ibcq->mutex);
     if (cq->event_fd >= 0) close(cq->event_fd);
     delete cq;
     return 0;
@@ -225,8 +228,7 @@ int destroy_cq(ibv_cq* ibcq)
 
 int req_notify_cq(ibv_cq* ibcq, int solicited_only)
 {
-    // Armed until the next completion (solicited only: the next solicited one) raises an event
-    // on the channel; the data path of the next slice delivers it.
+    // Armed until the next completion raises an event on the channel (Engine::on_completion).
     reinterpret_cast<Cq*>(ibcq)->armed.store(solicited_only ? 2 : 1);
     return 0;
 }

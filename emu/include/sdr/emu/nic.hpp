@@ -112,13 +112,16 @@ public:
     }
     // The next hop's MAC towards IPv4 address ip (host order), for a verbs address vector: the
     // one place a GID becomes a MAC (Nic::resolve_gid). The simulator knows every NIC's address;
-    // the real-time executor's ARP and gateway lookup is the real-time slice's (none yet: false).
+    // the real-time executor asks the kernel's route and neighbour tables (neighbour.hpp).
     virtual bool resolve_mac(uint32_t ip, std::array<uint8_t, 6>* mac)
     {
         (void)ip;
         (void)mac;
         return false;
     }
+    // A completion reached verbs CQ `cq`, or the CQ went into error (Nic::verbs_complete, with
+    // the executor's lock held): where a provider raises its completion-channel event.
+    virtual void verbs_cq_event(uint32_t cq) { (void)cq; }
 
 protected:
     ~NicExecutor() = default;

@@ -1,8 +1,11 @@
 // The real-time executor: one emulated NIC on a real port (AF_XDP or AF_PACKET), driven by a
 // polling thread in wall-clock time. The thread receives frames into the NIC model, whose
 // receive handlers run inline or on dedicated worker threads (RtWorkers), fires firmware
-// timers, and moves the send engine's packets through the impairment stage to the port. Host calls take the NIC lock; the host reads bitmaps and immediates from its memory
-// window without it (the firmware writes them with release stores).
+// timers, and moves the send engine's packets through the impairment stage to the port; a
+// frame to our own MAC never reaches the port: it is looped into our receive path, as an RDMA
+// NIC loops traffic between its own QPs. Host calls take the NIC lock; the host reads bitmaps
+// and immediates from its memory window without it (the firmware writes them with release
+// stores).
 #pragma once
 
 #include <sdr/emu/nic.hpp>
@@ -13,6 +16,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -38,6 +42,7 @@ struct RtParams {
 
 struct RtCounters {
     uint64_t polls = 0, idle_sleeps = 0, tx_too_big = 0;
+    uint64_t looped = 0;  // frames to our own MAC, handed to our own receive path (no wire)
 };
 
 class RtNic final : public NicExecutor {
@@ -69,6 +74,14 @@ public:
     void tx_ready(Nic& nic) override;
     void arm_timer(Nic& nic, uint32_t worker, uint32_t id, uint64_t deadline_ns) override;
     bool dispatch_rx_cqe(Nic& nic, uint32_t worker, const hal_cqe& cqe) override;
+    // The kernel's route and neighbour tables (neighbour.hpp), waiting at most kResolveTimeoutNs
+    // for an answer. Under the lock the NIC thread waits too: resolve first without it (a
+    // verbs provider does) and this finds the entry at once.
+    bool resolve_mac(uint32_t ip, std::array<uint8_t, 6>* mac) override;
+    static constexpr uint64_t kResolveTimeoutNs = 3'000'000'000;
+    void verbs_cq_event(uint32_t cq) override;
+    // Who hears of verbs completions (verbs_cq_event): set under the lock, called under it.
+    void set_verbs_cq_listener(std::function<void(uint32_t cq)> f) { cq_listener_ = std::move(f); }
     uint32_t worker_threads() const { return workers_ ? workers_->threads() : 0; }
     // Lock held (so the polling thread posts nothing new): wait for the worker threads to empty
     // their rings.
@@ -108,6 +121,7 @@ private:
     std::vector<uint8_t> dup_;                           // a duplicated frame's second copy
     std::atomic<bool> stop_{false};
     RtCounters c_;
+    std::function<void(uint32_t)> cq_listener_;
     std::thread thread_;
 };
 

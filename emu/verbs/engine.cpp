@@ -1,0 +1,122 @@
+// The verbs device's engine (engine.hpp): a process-wide table of running engines by device
+// name, their start and stop, and the completion listener that raises channel events.
+#include "engine.hpp"
+
+#include <sdr/emu/neighbour.hpp>
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <new>
+
+namespace sdr::verbs {
+namespace {
+
+std::mutex g_mu;
+std::map<std::string, Engine*> g_engines;  // by device name
+
+}  // namespace
+
+Engine* Engine::acquire(const PortInfo& port)
+{
+    std::lock_guard g(g_mu);
+    auto it = g_engines.find(port.ibdev);
+    if (it != g_engines.end()) {
+        it->second->refs_++;
+        return it->second;
+    }
+    emu::RtParams p;
+    std::string err;
+    if (!emu::RtParams::from_env(&p, &err)) {
+        std::fprintf(stderr, "sdr verbs %s: %s\n", port.ibdev.c_str(), err.c_str());
+        errno = EINVAL;
+        return nullptr;
+    }
+    // Verbs QPs need no DPA worker; the model's SDR side keeps one, idle.
+    auto rt = emu::RtNic::open(port.kind, port.netdev, 1, p, &err);
+    if (!rt) {
+        std::fprintf(stderr, "sdr verbs %s: %s\n", port.ibdev.c_str(), err.c_str());
+        errno = ENODEV;
+        return nullptr;
+    }
+    Engine* e = nullptr;
+    try {
+        e = new Engine(port.ibdev);
+        // Every handle the model can give, so that set_cq/set_qp never allocate (or throw)
+        // under the lock.
+        e->cqs_.reserve(Limits::kMaxCq);
+        e->qps_.reserve(Limits::kMaxQp);
+        g_engines[port.ibdev] = e;
+    } catch (const std::bad_alloc&) {
+        delete e;
+        errno = ENOMEM;
+        return nullptr;
+    }
+    e->rt_ = std::move(rt);
+    e->refs_ = 1;
+    std::lock_guard l(e->lock());
+    e->rt_->set_verbs_cq_listener([e](uint32_t cq) { e->on_completion(cq); });
+    return e;
+}
+
+void Engine::release(Engine* e)
+{
+    std::lock_guard g(g_mu);
+    if (--e->refs_ > 0) return;
+    g_engines.erase(e->ibdev_);
+    e->rt_.reset();  // stops the polling thread, closes the port
+    delete e;
+}
+
+int Engine::resolve(const ibv_gid& gid) const
+{
+    mv::Gid g;
+    std::copy(std::begin(gid.raw), std::end(gid.raw), g.begin());
+    uint32_t ip;
+    if (!mv::ipv4_from_gid(g, &ip)) return EINVAL;  // RoCEv2 over IPv4 only
+    std::array<uint8_t, 6> mac;
+    const emu::PortInfo& pi = rt_->port_info();
+    return emu::resolve_neighbour(pi.ifname, pi.addr, ip, emu::RtNic::kResolveTimeoutNs, &mac);
+}
+
+// Within the capacity reserved at start: the model's CQ handles stay below the live CQs
+// (create_cq bounds them by Limits::kMaxCq), its QP handles below Limits::kMaxQp.
+void Engine::set_cq(uint32_t h, Cq* cq)
+{
+    if (h >= cqs_.size()) cqs_.resize(h + 1, nullptr);
+    cqs_[h] = cq;
+}
+
+void Engine::set_qp(uint32_t h, Qp* qp)
+{
+    if (h >= qps_.size()) qps_.resize(h + 1, nullptr);
+    qps_[h] = qp;
+}
+
+Qp* Engine::qp_by_num(uint32_t qp_num) const
+{
+    const uint32_t h = emu::NicIds::qpn_index(qp_num) & (emu::Nic::kVerbsQpnBit - 1);
+    Qp* q = h < qps_.size() ? qps_[h] : nullptr;
+    return q && q->qp.qp_num == qp_num ? q : nullptr;
+}
+
+// Lock held (the NIC's thread, or a host thread whose verb flushed a queue). An armed CQ
+// writes its event (the ibv_cq pointer, as ibv_get_cq_event reads it) and disarms. A
+// solicited-only arm fires on any completion too: no packet here carries the solicited-event
+// bit, and a spurious event costs a poll where a missing one would hang the program.
+void Engine::on_completion(uint32_t h)
+{
+    Cq* cq = h < cqs_.size() ? cqs_[h] : nullptr;
+    if (!cq) return;
+    cq->produced.fetch_add(1, std::memory_order_release);
+    if (cq->event_fd < 0 || cq->armed.load(std::memory_order_relaxed) == 0 || cq->armed.exchange(0) == 0) return;
+    const uint64_t ev = reinterpret_cast<uintptr_t>(&cq->vcq.cq);
+    // Non-blocking: a pipe full of unread events (8192 of them) loses this one rather than
+    // stopping the NIC.
+    if (write(cq->event_fd, &ev, sizeof ev) == static_cast<ssize_t>(sizeof ev)) cq->events++;
+}
+
+}  // namespace sdr::verbs

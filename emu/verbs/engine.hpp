@@ -1,0 +1,51 @@
+// The NIC engine of a verbs device inside the process that opened it: one real-time NIC
+// (emu::RtNic: the NIC model on a raw:/xdp: port of the device's interface, its polling
+// thread, the SDR_RT_* impairment stage and pcap tap), shared by every context of the device
+// in the process and stopped with the last. It also routes the model's completion events to
+// the provider's CQs (their channels) and resolves a peer's GID before a verb takes its lock.
+#pragma once
+
+#include "provider.hpp"
+
+#include <sdr/emu/rt_nic.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace sdr::verbs {
+
+class Engine {
+public:
+    // The device's engine, started if it is not running in this process; nullptr with errno
+    // (and a message on stderr: the port's own words, e.g. "needs root") if it cannot start.
+    static Engine* acquire(const PortInfo& port);
+    static void release(Engine* e);
+
+    emu::Nic& nic() { return rt_->nic(); }
+    std::mutex& lock() { return rt_->lock(); }
+    const emu::NicAddress& address() const { return rt_->port_info().addr; }
+    uint32_t netdev_mtu() const { return rt_->port_info().mtu; }
+
+    // The next hop's MAC for an IPv4-mapped GID, waiting for the kernel if it must (call
+    // without the lock): 0, EINVAL (not an IPv4-mapped GID), EHOSTUNREACH or ETIMEDOUT.
+    int resolve(const ibv_gid& gid) const;
+
+    // Under lock(): the provider's CQs and QPs by model handle.
+    void set_cq(uint32_t h, Cq* cq);
+    void set_qp(uint32_t h, Qp* qp);
+    Qp* qp_by_num(uint32_t qp_num) const;
+    uint32_t live_cqs = 0;
+
+private:
+    explicit Engine(std::string ibdev) : ibdev_(std::move(ibdev)) {}
+    void on_completion(uint32_t cq);
+
+    std::string ibdev_;
+    int refs_ = 0;
+    std::unique_ptr<emu::RtNic> rt_;
+    std::vector<Cq*> cqs_;
+    std::vector<Qp*> qps_;
+};
+
+}  // namespace sdr::verbs

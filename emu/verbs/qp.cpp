@@ -1,0 +1,383 @@
+// Queue pairs and address handles: ibv_create_qp, ibv_modify_qp (the IBTA's attribute rules
+// per transition, then the NIC model's state machine), ibv_query_qp, ibv_destroy_qp,
+// ibv_create_ah and ibv_destroy_ah. A peer's GID is resolved to a next-hop MAC before the
+// engine's lock is taken (the kernel may need to ask the network), so that the model's own
+// resolution under the lock finds the answer at once.
+#include "engine.hpp"
+
+#include <pthread.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <new>
+
+namespace sdr::verbs {
+namespace {
+
+// The model's transport for a verbs QP type; false for the ones it does not have. RC is the
+// next slice of the model: enabling it adds `case IBV_QPT_RC: *out = mv::QpType::Rc` here,
+// kRc in transport_of, and the RC attributes to to_model_attr (marked there).
+bool model_type(ibv_qp_type t, mv::QpType* out)
+{
+    switch (t) {
+    case IBV_QPT_UC: *out = mv::QpType::Uc; return true;
+    case IBV_QPT_UD: *out = mv::QpType::Ud; return true;
+    default: return false;
+    }
+}
+
+enum Transport { kUd, kUc, kRc };
+Transport transport_of(mv::QpType t) { return t == mv::QpType::Ud ? kUd : kUc; }
+
+// ibv_modify_qp's attribute rules (IBTA, as the Linux kernel's ib_modify_qp_is_ok applies
+// them): per transition and transport the attributes required, and those also allowed. A
+// transition absent here is invalid; so is an attribute outside both sets.
+struct Rule {
+    int req[3], opt[3];  // by Transport
+};
+constexpr int kInitAttrs[3] = {IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY,
+                               IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
+                               IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS};
+constexpr int kRtsOpt[3] = {IBV_QP_CUR_STATE | IBV_QP_QKEY,
+                            IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE,
+                            IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE |
+                                IBV_QP_MIN_RNR_TIMER};
+
+bool rule_for(ibv_qp_state cur, ibv_qp_state next, Rule* r)
+{
+    *r = Rule{};
+    if (next == IBV_QPS_RESET || next == IBV_QPS_ERR) return true;  // from anywhere, no attributes
+    if (cur == IBV_QPS_RESET && next == IBV_QPS_INIT) {
+        std::copy(kInitAttrs, kInitAttrs + 3, r->req);
+        return true;
+    }
+    if (cur == IBV_QPS_INIT && next == IBV_QPS_INIT) {
+        std::copy(kInitAttrs, kInitAttrs + 3, r->opt);
+        return true;
+    }
+    if (cur == IBV_QPS_INIT && next == IBV_QPS_RTR) {
+        constexpr int uc = IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+        *r = Rule{{0, uc, uc | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER},
+                  {IBV_QP_PKEY_INDEX | IBV_QP_QKEY, IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX,
+                   IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX}};
+        return true;
+    }
+    if (cur == IBV_QPS_RTR && next == IBV_QPS_RTS) {
+        *r = Rule{{IBV_QP_SQ_PSN, IBV_QP_SQ_PSN,
+                   IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC},
+                  {}};
+        std::copy(kRtsOpt, kRtsOpt + 3, r->opt);
+        return true;
+    }
+    if (cur == IBV_QPS_RTS && next == IBV_QPS_RTS) {
+        std::copy(kRtsOpt, kRtsOpt + 3, r->opt);
+        return true;
+    }
+    return false;  // SQD, SQE and the rest: the model has no such states
+}
+
+bool model_state(ibv_qp_state s, mv::QpState* out)
+{
+    switch (s) {
+    case IBV_QPS_RESET: *out = mv::QpState::Reset; return true;
+    case IBV_QPS_INIT: *out = mv::QpState::Init; return true;
+    case IBV_QPS_RTR: *out = mv::QpState::Rtr; return true;
+    case IBV_QPS_RTS: *out = mv::QpState::Rts; return true;
+    case IBV_QPS_ERR: *out = mv::QpState::Err; return true;
+    default: return false;
+    }
+}
+
+ibv_qp_state verbs_state(mv::QpState s)
+{
+    switch (s) {
+    case mv::QpState::Reset: return IBV_QPS_RESET;
+    case mv::QpState::Init: return IBV_QPS_INIT;
+    case mv::QpState::Rtr: return IBV_QPS_RTR;
+    case mv::QpState::Rts: return IBV_QPS_RTS;
+    case mv::QpState::Err: break;
+    }
+    return IBV_QPS_ERR;
+}
+
+uint32_t mtu_bytes(int mtu) { return mtu >= IBV_MTU_256 && mtu <= IBV_MTU_4096 ? 128u << mtu : 0; }
+
+mv::Gid gid_of(const ibv_gid& g)
+{
+    mv::Gid out;
+    std::memcpy(out.data(), g.raw, out.size());
+    return out;
+}
+
+// An address vector RoCEv2 can use: a GRH (the GID is the address) from our one GID on port 1.
+int check_av(const ibv_ah_attr& av)
+{
+    if (!av.is_global || av.grh.sgid_index != 0 || (av.port_num != 0 && av.port_num != 1)) return EINVAL;
+    return 0;
+}
+
+// ibv_qp_attr + mask -> the model's attributes, checking the values verbs defines. `port_mtu`
+// is the largest path MTU the interface carries. Attributes the model has no use for (P_Key
+// index, port, alternate path, migration state, and RC's timeouts and read depths) are checked
+// and otherwise accepted. For RC the model will take IBV_QP_TIMEOUT, RETRY_CNT, RNR_RETRY,
+// MIN_RNR_TIMER, MAX_QP_RD_ATOMIC and MAX_DEST_RD_ATOMIC: map them here.
+int to_model_attr(const Qp& q, const ibv_qp_attr& a, int mask, uint32_t port_mtu, mv::QpAttr* out, uint32_t* mmask)
+{
+    using A = mv::QpAttr;
+    *out = A{};
+    *mmask = 0;
+    if (mask & IBV_QP_STATE) {
+        if (!model_state(a.qp_state, &out->state)) return EINVAL;
+        *mmask |= A::kState;
+    }
+    if ((mask & IBV_QP_PKEY_INDEX) && a.pkey_index != 0) return EINVAL;  // one P_Key
+    if ((mask & IBV_QP_PORT) && a.port_num != 1) return EINVAL;          // one port
+    if (mask & IBV_QP_ACCESS_FLAGS) {
+        out->access = static_cast<uint32_t>(a.qp_access_flags);
+        *mmask |= A::kAccess;
+    }
+    if (mask & IBV_QP_QKEY) {
+        out->qkey = a.qkey;
+        *mmask |= A::kQkey;
+    }
+    if (mask & IBV_QP_PATH_MTU) {
+        out->path_mtu = mtu_bytes(a.path_mtu);
+        if (!out->path_mtu || out->path_mtu > port_mtu) return EINVAL;  // its packets would not fit the link
+        *mmask |= A::kPathMtu;
+    } else if (q.type == mv::QpType::Ud && (mask & IBV_QP_STATE) && a.qp_state == IBV_QPS_INIT) {
+        // UD has no path MTU attribute: its messages are bounded by the port's (checked at post).
+        out->path_mtu = port_mtu;
+        *mmask |= A::kPathMtu;
+    }
+    if (mask & IBV_QP_RQ_PSN) {
+        out->rq_psn = a.rq_psn;
+        *mmask |= A::kRqPsn;
+    }
+    if (mask & IBV_QP_SQ_PSN) {
+        out->sq_psn = a.sq_psn;
+        *mmask |= A::kSqPsn;
+    }
+    if (mask & IBV_QP_DEST_QPN) {
+        out->dest_qpn = a.dest_qp_num;
+        *mmask |= A::kDestQpn;
+    }
+    if (mask & IBV_QP_AV) {
+        if (int err = check_av(a.ah_attr)) return err;
+        out->remote_gid = gid_of(a.ah_attr.grh.dgid);
+        *mmask |= A::kAv;
+    }
+    if ((mask & IBV_QP_RETRY_CNT) && a.retry_cnt > 7) return EINVAL;
+    if ((mask & IBV_QP_RNR_RETRY) && a.rnr_retry > 7) return EINVAL;
+    if ((mask & IBV_QP_TIMEOUT) && a.timeout > 31) return EINVAL;
+    if ((mask & IBV_QP_MIN_RNR_TIMER) && a.min_rnr_timer > 31) return EINVAL;
+    return 0;
+}
+
+// The attributes of a successful modify, kept for ibv_query_qp.
+void remember(Qp& q, const ibv_qp_attr& a, int mask)
+{
+    ibv_qp_attr& c = q.attr;
+    if (mask & IBV_QP_ACCESS_FLAGS) c.qp_access_flags = a.qp_access_flags;
+    if (mask & IBV_QP_QKEY) c.qkey = a.qkey;
+    if (mask & IBV_QP_PATH_MTU) c.path_mtu = a.path_mtu;
+    if (mask & IBV_QP_RQ_PSN) c.rq_psn = a.rq_psn & 0xFFFFFF;
+    if (mask & IBV_QP_SQ_PSN) c.sq_psn = a.sq_psn & 0xFFFFFF;
+    if (mask & IBV_QP_DEST_QPN) c.dest_qp_num = a.dest_qp_num & 0xFFFFFF;
+    if (mask & IBV_QP_AV) c.ah_attr = a.ah_attr;
+    if (mask & IBV_QP_TIMEOUT) c.timeout = a.timeout;
+    if (mask & IBV_QP_RETRY_CNT) c.retry_cnt = a.retry_cnt;
+    if (mask & IBV_QP_RNR_RETRY) c.rnr_retry = a.rnr_retry;
+    if (mask & IBV_QP_MIN_RNR_TIMER) c.min_rnr_timer = a.min_rnr_timer;
+    if (mask & IBV_QP_MAX_QP_RD_ATOMIC) c.max_rd_atomic = a.max_rd_atomic;
+    if (mask & IBV_QP_MAX_DEST_RD_ATOMIC) c.max_dest_rd_atomic = a.max_dest_rd_atomic;
+}
+
+Qp* to_qp(ibv_qp* qp) { return reinterpret_cast<Qp*>(qp); }
+
+}  // namespace
+
+ibv_qp* create_qp(ibv_pd* ibpd, ibv_qp_init_attr* attr)
+{
+    Pd* pd = reinterpret_cast<Pd*>(ibpd);
+    mv::QpType type;
+    if (attr->srq || !model_type(attr->qp_type, &type)) {  // SRQ, RC, XRC, raw packet: not here
+        errno = EOPNOTSUPP;
+        return nullptr;
+    }
+    const ibv_qp_cap& want = attr->cap;
+    if (!attr->send_cq || !attr->recv_cq || attr->send_cq->context != ibpd->context ||
+        attr->recv_cq->context != ibpd->context || want.max_send_wr > Limits::kMaxQpWr ||
+        want.max_recv_wr > Limits::kMaxQpWr || want.max_send_sge > Limits::kMaxSge ||
+        want.max_recv_sge > Limits::kMaxSge || want.max_inline_data > Limits::kMaxInline) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    auto* q = new (std::nothrow) Qp{};
+    if (!q) {
+        errno = ENOMEM;
+        return nullptr;
+    }
+    Engine* eng = pd->engine;
+    q->engine = eng;
+    q->type = type;
+    q->sq_sig_all = attr->sq_sig_all != 0;
+    // What the QP has, at least what was asked (as verbs reports it back in attr->cap).
+    q->cap.max_send_wr = std::max(1u, want.max_send_wr);
+    q->cap.max_recv_wr = std::max(1u, want.max_recv_wr);
+    q->cap.max_send_sge = Limits::kMaxSge;
+    q->cap.max_recv_sge = Limits::kMaxSge;
+    q->cap.max_inline_data = Limits::kMaxInline;
+    try {
+        q->wr_ids.resize(q->cap.max_send_wr);
+        q->inline_buf.resize(size_t{q->cap.max_send_wr} * Limits::kMaxInline);
+    } catch (const std::bad_alloc&) {
+        delete q;
+        errno = ENOMEM;
+        return nullptr;
+    }
+    int err = 0;
+    {
+        std::lock_guard lock(eng->lock());
+        emu::Nic& nic = eng->nic();
+        q->h = nic.verbs_qp_create(type, pd->h, reinterpret_cast<Cq*>(attr->send_cq)->h,
+                                   reinterpret_cast<Cq*>(attr->recv_cq)->h, q->cap.max_send_wr, q->cap.max_recv_wr);
+        if (q->h == emu::Nic::kNoHandle) {
+            err = ENOMEM;  // every QP entry is in use (the PD and CQs are ours and live)
+        } else {
+            q->inline_key = nic.verbs_mr_reg(pd->h, q->inline_buf.data(), q->inline_buf.size(), 0);
+            if (!q->inline_key) {
+                nic.verbs_qp_destroy(q->h);
+                err = ENOMEM;
+            } else {
+                eng->set_qp(q->h, q);
+                q->qp.qp_num = nic.verbs_qpn(q->h);
+            }
+        }
+    }
+    if (err) {
+        delete q;
+        errno = err;
+        return nullptr;
+    }
+    attr->cap = q->cap;
+    ibv_qp& v = q->qp;
+    v.context = ibpd->context;
+    v.qp_context = attr->qp_context;
+    v.pd = ibpd;
+    v.send_cq = attr->send_cq;
+    v.recv_cq = attr->recv_cq;
+    v.srq = nullptr;
+    v.handle = q->h;
+    v.state = IBV_QPS_RESET;
+    v.qp_type = attr->qp_type;
+    pthread_mutex_init(&v.mutex, nullptr);
+    pthread_cond_init(&v.cond, nullptr);
+    v.events_completed = 0;
+    return &v;
+}
+
+int modify_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int mask)
+{
+    Qp* q = to_qp(ibqp);
+    Engine* eng = q->engine;
+    if (mask & IBV_QP_AV) {
+        if (int err = check_av(attr->ah_attr)) return err;
+        if (int err = eng->resolve(attr->ah_attr.grh.dgid)) return err;  // EHOSTUNREACH, ETIMEDOUT
+    }
+    const ibv_mtu port = ibv_mtu_for(eng->netdev_mtu());
+    mv::QpAttr m;
+    uint32_t mmask;
+    if (int err = to_model_attr(*q, *attr, mask, port ? mtu_bytes(port) : 256, &m, &mmask)) return err;
+    std::lock_guard lock(eng->lock());
+    emu::Nic& nic = eng->nic();
+    const ibv_qp_state cur = verbs_state(nic.verbs_qp_state(q->h));  // the NIC may have moved it to ERR
+    const ibv_qp_state next = (mask & IBV_QP_STATE) ? attr->qp_state : cur;
+    Rule r;
+    const Transport t = transport_of(q->type);
+    const int given = mask & ~IBV_QP_STATE;
+    if (!rule_for(cur, next, &r) || (given & r.req[t]) != r.req[t] || (given & ~(r.req[t] | r.opt[t])) != 0)
+        return EINVAL;
+    if (int err = nic.verbs_qp_modify(q->h, m, mmask)) return err;
+    remember(*q, *attr, mask);
+    if (next == IBV_QPS_RESET) q->retired = q->posted;  // the model emptied the queues
+    return 0;  // libibverbs records qp->state
+}
+
+int query_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int /*attr_mask*/, ibv_qp_init_attr* init)
+{
+    Qp* q = to_qp(ibqp);
+    std::lock_guard lock(q->engine->lock());
+    *attr = q->attr;
+    attr->qp_state = verbs_state(q->engine->nic().verbs_qp_state(q->h));
+    attr->cur_qp_state = attr->qp_state;
+    attr->path_mig_state = IBV_MIG_MIGRATED;
+    attr->cap = q->cap;
+    attr->pkey_index = 0;
+    attr->port_num = 1;
+    *init = ibv_qp_init_attr{};
+    init->qp_context = ibqp->qp_context;
+    init->send_cq = ibqp->send_cq;
+    init->recv_cq = ibqp->recv_cq;
+    init->cap = q->cap;
+    init->qp_type = ibqp->qp_type;
+    init->sq_sig_all = q->sq_sig_all;
+    return 0;
+}
+
+int destroy_qp(ibv_qp* ibqp)
+{
+    Qp* q = to_qp(ibqp);
+    {
+        std::lock_guard lock(q->engine->lock());
+        emu::Nic& nic = q->engine->nic();
+        if (int err = nic.verbs_qp_destroy(q->h)) return err;
+        nic.verbs_mr_dereg(q->inline_key);
+        q->engine->set_qp(q->h, nullptr);
+    }
+    pthread_cond_destroy(&ibqp->cond);
+    pthread_mutex_destroy(&ibqp->mutex);
+    delete q;
+    return 0;
+}
+
+ibv_ah* create_ah(ibv_pd* ibpd, ibv_ah_attr* attr)
+{
+    Pd* pd = reinterpret_cast<Pd*>(ibpd);
+    int err = check_av(*attr);
+    if (!err) err = pd->engine->resolve(attr->grh.dgid);
+    if (err) {
+        errno = err;
+        return nullptr;
+    }
+    auto* ah = new (std::nothrow) Ah{};
+    if (!ah) {
+        errno = ENOMEM;
+        return nullptr;
+    }
+    {
+        std::lock_guard lock(pd->engine->lock());
+        ah->h = pd->engine->nic().verbs_ah_create(pd->h, gid_of(attr->grh.dgid));
+    }
+    if (ah->h == emu::Nic::kNoHandle) {
+        delete ah;
+        errno = EHOSTUNREACH;  // the PD is ours and live: only the (repeated) resolution can fail
+        return nullptr;
+    }
+    ah->ah.handle = ah->h;
+    return &ah->ah;  // libibverbs fills context and pd
+}
+
+int destroy_ah(ibv_ah* ibah)
+{
+    Ah* ah = reinterpret_cast<Ah*>(ibah);
+    Engine* eng = reinterpret_cast<Pd*>(ibah->pd)->engine;
+    {
+        std::lock_guard lock(eng->lock());
+        if (int err = eng->nic().verbs_ah_destroy(ah->h)) return err;
+    }
+    delete ah;
+    return 0;
+}
+
+}  // namespace sdr::verbs
