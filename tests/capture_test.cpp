@@ -241,7 +241,7 @@ TEST_F(PcapngDemo, ClassicPcapSummaryInfersTheSameRetransmissions)
     }
 }
 
-TEST_F(PcapngDemo, TheDissectorFlagsTheRepeatsOfAPcapngExactly)
+TEST_F(PcapngDemo, TheDissectorFlagsTheRepeatsAndTheLinksDropsOfAPcapngExactly)
 {
     if (!tshark_available()) GTEST_SKIP() << "tshark is not on PATH; install tshark to run this test";
     std::string err;
@@ -252,6 +252,12 @@ TEST_F(PcapngDemo, TheDissectorFlagsTheRepeatsOfAPcapngExactly)
     uint64_t repeats = 0;
     for (const auto& [name, s] : stats_) repeats += s.retransmitted * 16;
     EXPECT_EQ(rows->size(), repeats) << "every transmission is a frame, so every repeat is seen as one";
+    rows = tshark_fields(ng_, {"frame.number", "frame.packet_flags_crc_error"}, &err,
+                         {"-X", "lua_script:" + std::string(SDR_SOURCE_DIR) + "/tools/wireshark/sdr.lua", "-Y",
+                          "sdr.link_drop"});
+    ASSERT_TRUE(rows) << err;
+    EXPECT_EQ(rows->size(), dropped_) << "sdr.link_drop on exactly the flagged frames";
+    for (const auto& r : *rows) EXPECT_TRUE(r[1] == "1" || r[1] == "True") << "frame " << r[0];
 }
 
 TEST(PcapngSim, BurstsReorderingDuplicatesAndHostileFramesAreRecorded)

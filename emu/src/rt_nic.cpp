@@ -339,25 +339,26 @@ uint64_t RtNic::next_deadline() const
     return t;
 }
 
+// Control datagrams (UD SEND) stay whole; data frames are cut at the snaplen.
+uint32_t RtNic::capture_len(const uint8_t* f, size_t len) const
+{
+    constexpr size_t kBthOpcode = wire::kEthBytes + wire::kIpv4Bytes + wire::kUdpBytes;
+    bool ctrl = len > kBthOpcode && (f[kBthOpcode] == wire::kOpUdSendOnly || f[kBthOpcode] == wire::kOpUdSendOnlyImm);
+    return (!ctrl && p_.pcap_snaplen && p_.pcap_snaplen < len) ? p_.pcap_snaplen : static_cast<uint32_t>(len);
+}
+
 void RtNic::capture(uint64_t now, const uint8_t* f, size_t len)
 {
     if (!pcap_.is_open()) return;
-    // Control datagrams (UD SEND) stay whole; data frames are cut at the snaplen.
-    constexpr size_t kBthOpcode = wire::kEthBytes + wire::kIpv4Bytes + wire::kUdpBytes;
-    bool ctrl = len > kBthOpcode && (f[kBthOpcode] == wire::kOpUdSendOnly || f[kBthOpcode] == wire::kOpUdSendOnlyImm);
-    uint32_t cap = (!ctrl && p_.pcap_snaplen && p_.pcap_snaplen < len) ? p_.pcap_snaplen : static_cast<uint32_t>(len);
-    pcap_.write(now * 1000, f, cap, static_cast<uint32_t>(len));
+    pcap_.write(now * 1000, f, capture_len(f, len), static_cast<uint32_t>(len));
     pcap_dirty_ = true;
 }
 
 void RtNic::capture_ng(uint64_t now, const uint8_t* f, size_t len, bool tx, uint32_t flags, const std::string& note)
 {
-    constexpr size_t kBthOpcode = wire::kEthBytes + wire::kIpv4Bytes + wire::kUdpBytes;
-    bool ctrl = len > kBthOpcode && (f[kBthOpcode] == wire::kOpUdSendOnly || f[kBthOpcode] == wire::kOpUdSendOnlyImm);
-    uint32_t cap = (!ctrl && p_.pcap_snaplen && p_.pcap_snaplen < len) ? p_.pcap_snaplen : static_cast<uint32_t>(len);
     uint32_t& id = tx ? pcap_tx_iface_ : pcap_rx_iface_;
     if (!id) id = pcap_.interface(port_->info().ifname + (tx ? ".tx" : ".rx")) + 1;
-    pcap_.write(now * 1000, f, cap, static_cast<uint32_t>(len), pcapng::FrameNote{id - 1, flags, note});
+    pcap_.write(now * 1000, f, capture_len(f, len), static_cast<uint32_t>(len), pcapng::FrameNote{id - 1, flags, note});
     pcap_dirty_ = true;
 }
 

@@ -86,6 +86,7 @@ private:
     bool transmit(uint64_t now);
     bool fire_timers(uint64_t now);
     uint64_t next_deadline() const;
+    uint32_t capture_len(const uint8_t* f, size_t len) const;
     void capture(uint64_t now, const uint8_t* f, size_t len);
     // pcapng: the frame on this port's "IF.tx" or "IF.rx" interface with its flags and comment.
     void capture_ng(uint64_t now, const uint8_t* f, size_t len, bool tx, uint32_t flags, const std::string& note);
