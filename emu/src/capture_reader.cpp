@@ -5,6 +5,7 @@
 
 #include <pcap/pcap.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <fstream>

@@ -68,9 +68,10 @@ uint32_t Writer::interface(const std::string& name)
 void Writer::write(uint64_t ts_ns, const uint8_t* bytes, uint32_t caplen, uint32_t origlen, const FrameNote& note)
 {
     if (!f_) return;
-    if (names_.empty()) interface("sdr");
+    // A frame must name a declared interface, or readers reject the file.
+    const uint32_t iface = note.iface < names_.size() ? note.iface : interface("sdr");
     buf_.clear();
-    put(buf_, note.iface);
+    put(buf_, iface);
     put(buf_, static_cast<uint32_t>(ts_ns >> 32));
     put(buf_, static_cast<uint32_t>(ts_ns));
     put(buf_, caplen);
