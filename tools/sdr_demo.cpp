@@ -42,7 +42,8 @@ void usage(FILE* f)
                  "100 Gbit/s, 25 ms RTT, 1e-4 packet loss, MTU 4096, 64 KiB chunks, 8 channels, schemes sr\n"
                  "and ec-mds:32,8, RTO = RTT*(1+alpha) with alpha 2, pcap sdr_demo.pcap with 128-byte\n"
                  "snaplen (--snaplen 0 keeps whole frames). --drop-log writes every frame the link dropped,\n"
-                 "one tab-separated line each (what a capture after the link cannot show).\n");
+                 "one tab-separated line each (what a classic pcap after the link cannot show). A --pcap FILE\n"
+                 "ending in .pcapng also records every dropped frame, flagged and with its cause.\n");
 }
 
 uint64_t parse_size(const char* s)

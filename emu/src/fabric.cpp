@@ -1,4 +1,5 @@
 #include <sdr/emu/fabric.hpp>
+#include <sdr/emu/capture_notes.hpp>
 #include <sdr/emu/wire.hpp>
 
 #include <algorithm>
@@ -132,8 +133,21 @@ public:
     {
         auto it = pending_.find(arg);
         if (it == pending_.end()) return;
-        if (Nic* n = f_.find_nic(it->second.dst))
-            n->rx_frame(it->second.frame.data(), it->second.frame.size());
+        if (Nic* n = f_.find_nic(it->second.dst)) {
+            const auto& fr = it->second.frame;
+            if (!f_.pcap_.pcapng()) {
+                n->rx_frame(fr.data(), fr.size());
+            } else {  // an injected frame is recorded with what the NIC did with it
+                f_.flush_drops(f_.sim_.now());
+                capture_note::RxDropWatch watch(*n);
+                n->rx_frame(fr.data(), fr.size());
+                std::string note = capture_note::kInjected;
+                watch.append_reason(&note);
+                const uint32_t len = static_cast<uint32_t>(fr.size());
+                f_.pcap_.write(f_.sim_.now(), fr.data(), len, len,
+                               pcapng::FrameNote{f_.rx_interface(it->second.dst), pcapng::kFlagInbound, note});
+            }
+        }
         pending_.erase(it);
     }
 
@@ -170,15 +184,21 @@ void SimLink::send(SimTime leaves, const PacketMeta& m, uint8_t* frame, uint32_t
     ImpairmentVerdict v = imp_.none() ? ImpairmentVerdict{} : imp_.decide();
     if (v.drop) {
         dropped_++;
+        dropped_burst_ += v.burst;
         if (fabric_.params_.drop_log)
             fabric_.drops_.push_back(DropRecord{leaves, src_index_, dst_.index(), m});
+        if (fabric_.pcap_.pcapng())
+            fabric_.capture_drop(leaves + prop_ps_, src_index_, dst_.index(), m, frame, frame_len, v.burst);
         if (frame) fabric_.frame_free(frame);
         return;
     }
-    InFlight f{leaves + prop_ps_ + v.extra_delay_ps, m, frame, frame_len};
+    InFlight f{leaves + prop_ps_ + v.extra_delay_ps, m, frame, frame_len, 0};
+    if (v.extra_delay_ps) f.note |= capture_note::kBitDelayed;
     if (v.duplicate) {
         InFlight d = f;
         d.arrival += kPsPerNs;
+        d.note |= capture_note::kBitCopy;
+        f.note |= capture_note::kBitDuplicated;
         if (frame) {
             d.frame = fabric_.frame_alloc();
             std::memcpy(d.frame, frame, frame_len);
@@ -231,21 +251,9 @@ void SimLink::fire(SimTime now, uint64_t arg)
 void SimLink::deliver(const InFlight& f)
 {
     delivered_++;
-    if (fabric_.pcap_.is_open()) {
-        if (f.frame) {
-            // UD datagrams (control and verbs) stay whole: they are small, a control datagram's
-            // content is the protocol, and tshark calls a cut UD SEND malformed.
-            bool ctrl = wire::has_deth(f.meta.opcode);
-            uint32_t snap = ctrl ? 0 : fabric_.params_.pcap_snaplen;
-            uint32_t cap = snap && snap < f.frame_len ? snap : f.frame_len;
-            fabric_.pcap_.write(f.arrival, f.frame, cap, f.frame_len);
-        } else {  // payload-free: a truncated capture of the headers
-            wire::Headers h = roce_headers(f.meta, SimFabric::address_of(src_index_), dst_.address());
-            uint8_t hdr[128];
-            size_t n = wire::encode_headers(h, f.meta.dma_len, hdr, sizeof hdr);
-            fabric_.pcap_.write(f.arrival, hdr, static_cast<uint32_t>(n),
-                                static_cast<uint32_t>(wire::frame_bytes_write_imm(f.meta.dma_len)));
-        }
+    if (fabric_.tap_) [[unlikely]] {  // one byte tested: the per-packet path without a tap stays as it was
+        tap_deliver(f);
+        return;
     }
     if (f.frame) {
         dst_.rx_frame(f.frame, f.frame_len);
@@ -255,6 +263,84 @@ void SimLink::deliver(const InFlight& f)
     }
 }
 
+void SimLink::tap_deliver(const InFlight& f)
+{
+    uint8_t hdr[128];
+    const uint8_t* bytes;
+    uint32_t orig;
+    size_t cap = fabric_.capture_bytes(f.meta, src_index_, dst_.index(), f.frame, f.frame_len, &bytes, hdr, &orig);
+    if (!fabric_.pcap_.pcapng()) {
+        fabric_.pcap_.write(f.arrival, bytes, static_cast<uint32_t>(cap), orig);
+        if (f.frame) dst_.rx_frame(f.frame, f.frame_len);
+        else dst_.rx_packet(f.meta, nullptr, src_addr_);
+    } else {
+        // Written after the NIC saw the frame, with the drop it counted if any.
+        fabric_.flush_drops(f.arrival);
+        capture_note::RxDropWatch watch(dst_);
+        if (f.frame) dst_.rx_frame(f.frame, f.frame_len);
+        else dst_.rx_packet(f.meta, nullptr, src_addr_);
+        std::string note;
+        capture_note::append_link(&note, f.note);
+        watch.append_reason(&note);
+        fabric_.pcap_.write(f.arrival, bytes, static_cast<uint32_t>(cap), orig,
+                            pcapng::FrameNote{fabric_.rx_interface(dst_.index()), pcapng::kFlagInbound, note});
+    }
+    if (f.frame) fabric_.frame_free(f.frame);
+}
+
+// ---- the pcapng tap -----------------------------------------------------------------------
+
+size_t SimFabric::capture_bytes(const PacketMeta& m, uint32_t src, uint32_t dst, const uint8_t* frame,
+                                uint32_t frame_len, const uint8_t** bytes, uint8_t* hdr, uint32_t* origlen) const
+{
+    if (frame) {
+        // UD datagrams (control and verbs) stay whole: they are small, a control datagram's
+        // content is the protocol, and tshark calls a cut UD SEND malformed.
+        bool ctrl = wire::has_deth(m.opcode);
+        uint32_t snap = ctrl ? 0 : params_.pcap_snaplen;
+        *bytes = frame;
+        *origlen = frame_len;
+        return snap && snap < frame_len ? snap : frame_len;
+    }
+    // payload-free: a truncated capture of the headers
+    const Nic* d = nics_.size() > dst ? nics_[dst].get() : nullptr;
+    wire::Headers h = roce_headers(m, address_of(src), d ? d->address() : address_of(dst));
+    *bytes = hdr;
+    *origlen = static_cast<uint32_t>(wire::frame_bytes_write_imm(m.dma_len));
+    return wire::encode_headers(h, m.dma_len, hdr, 128);
+}
+
+void SimFabric::capture_drop(SimTime t, uint32_t src, uint32_t dst, const PacketMeta& m, const uint8_t* frame,
+                             uint32_t frame_len, bool burst)
+{
+    uint8_t hdr[128];
+    const uint8_t* bytes;
+    PendingDrop p{t, dst, burst, 0, {}};
+    size_t cap = capture_bytes(m, src, dst, frame, frame_len, &bytes, hdr, &p.origlen);
+    p.bytes.assign(bytes, bytes + cap);
+    pending_drops_.push_back(std::move(p));
+    std::push_heap(pending_drops_.begin(), pending_drops_.end(), pending_later);
+}
+
+void SimFabric::flush_drops(SimTime upto)
+{
+    while (!pending_drops_.empty() && pending_drops_.front().t <= upto) {
+        std::pop_heap(pending_drops_.begin(), pending_drops_.end(), pending_later);
+        PendingDrop& p = pending_drops_.back();
+        pcap_.write(p.t, p.bytes.data(), static_cast<uint32_t>(p.bytes.size()), p.origlen,
+                    pcapng::FrameNote{rx_interface(p.dst), pcapng::kFlagInbound | pcapng::kFlagLinkDrop,
+                                      p.burst ? capture_note::kBurstDrop : capture_note::kLossDrop});
+        pending_drops_.pop_back();
+    }
+}
+
+uint32_t SimFabric::rx_interface(uint32_t nic)
+{
+    if (nic >= rx_ifaces_.size()) rx_ifaces_.resize(nic + 1, 0);
+    if (!rx_ifaces_[nic]) rx_ifaces_[nic] = pcap_.interface("nic" + std::to_string(nic) + ".rx") + 1;
+    return rx_ifaces_[nic] - 1;
+}
+
 // ---- the fabric ---------------------------------------------------------------------------
 
 SimFabric::SimFabric(const FabricParams& p)
@@ -262,11 +348,12 @@ SimFabric::SimFabric(const FabricParams& p)
       injector_(std::make_unique<Injector>(*this)),
       dpa_(p.dpa.enabled ? std::make_unique<DpaModel>(sim_, p.dpa) : nullptr)
 {
-    if (!params_.pcap_path.empty()) pcap_.open(params_.pcap_path, nullptr);
+    if (!params_.pcap_path.empty()) tap_ = pcap_.open(params_.pcap_path, nullptr);
 }
 
 SimFabric::~SimFabric()
 {
+    flush_drops(UINT64_MAX);  // drops that would have arrived after the run ended
     // Links may still hold frames; their buffers belong to frame_blocks_ and go with them.
     links_.clear();
     ports_.clear();

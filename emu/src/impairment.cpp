@@ -52,8 +52,9 @@ ImpairmentVerdict Impairment::decide()
     ImpairmentVerdict v;
     if (t_good_bad_) {
         bad_ = bad_ ? !chance(t_bad_good_) : chance(t_good_bad_);
-        if (bad_ && chance(t_loss_bad_)) v.drop = true;
+        if (bad_ && chance(t_loss_bad_)) v.drop = v.burst = true;
     }
+    // Drawn even after a burst drop, so a run's random stream does not depend on the state.
     if (chance(t_loss_)) v.drop = true;
     if (v.drop) return v;
     if (chance(t_reorder_) && p_.reorder_max_ps) v.extra_delay_ps = 1 + rng_.next() % p_.reorder_max_ps;

@@ -1,4 +1,4 @@
-// pcap tap on top of libpcap's savefile writer.
+// pcap tap: classic pcap on top of libpcap's savefile writer, pcapng with our own writer.
 #include <sdr/emu/pcap_writer.hpp>
 
 #include <pcap/pcap.h>
@@ -9,7 +9,9 @@
 namespace sdr::emu {
 
 PcapWriter::PcapWriter(PcapWriter&& o) noexcept
-    : dead_(std::exchange(o.dead_, nullptr)), dumper_(std::exchange(o.dumper_, nullptr)) {}
+    : dead_(std::exchange(o.dead_, nullptr)), dumper_(std::exchange(o.dumper_, nullptr)), ng_(std::move(o.ng_))
+{
+}
 
 PcapWriter& PcapWriter::operator=(PcapWriter&& o) noexcept
 {
@@ -17,15 +19,29 @@ PcapWriter& PcapWriter::operator=(PcapWriter&& o) noexcept
         close();
         dead_ = std::exchange(o.dead_, nullptr);
         dumper_ = std::exchange(o.dumper_, nullptr);
+        ng_ = std::move(o.ng_);
     }
     return *this;
 }
 
 PcapWriter::~PcapWriter() { close(); }
 
-bool PcapWriter::open(const std::string& path, std::string* err)
+PcapWriter::Format PcapWriter::format_of(const std::string& path)
+{
+    const std::string ext = ".pcapng";
+    return path.size() >= ext.size() && path.compare(path.size() - ext.size(), ext.size(), ext) == 0 ? Format::Pcapng
+                                                                                                      : Format::Pcap;
+}
+
+bool PcapWriter::open(const std::string& path, Format format, std::string* err)
 {
     close();
+    if (format == Format::Pcapng) {
+        auto w = std::make_unique<pcapng::Writer>();
+        if (!w->open(path, err)) return false;
+        ng_ = std::move(w);
+        return true;
+    }
     // Nanosecond precision: simulated packets of a 400 Gbit/s link are ~80 ns apart, which
     // microsecond stamps would collapse.
     dead_ = pcap_open_dead_with_tstamp_precision(DLT_EN10MB, kSnapLen, PCAP_TSTAMP_PRECISION_NANO);
@@ -43,10 +59,15 @@ bool PcapWriter::open(const std::string& path, std::string* err)
     return true;
 }
 
-void PcapWriter::write(uint64_t ts_ps, const uint8_t* bytes, uint32_t caplen, uint32_t origlen)
+void PcapWriter::write(uint64_t ts_ps, const uint8_t* bytes, uint32_t caplen, uint32_t origlen,
+                       const pcapng::FrameNote& note)
 {
-    if (!dumper_) return;
     const uint64_t ns = ts_ps / 1000;
+    if (ng_) {
+        ng_->write(ns, bytes, std::min(caplen, origlen), origlen, note);
+        return;
+    }
+    if (!dumper_) return;
     pcap_pkthdr hdr{};
     hdr.ts.tv_sec = static_cast<time_t>(ns / 1000000000u);
     // With a nanosecond pcap_t, libpcap stores this field as nanoseconds despite its name.
@@ -59,11 +80,13 @@ void PcapWriter::write(uint64_t ts_ps, const uint8_t* bytes, uint32_t caplen, ui
 
 void PcapWriter::flush()
 {
+    if (ng_) ng_->flush();
     if (dumper_) pcap_dump_flush(dumper_);
 }
 
 void PcapWriter::close()
 {
+    ng_.reset();  // closes
     if (dumper_) {
         pcap_dump_close(dumper_);  // flushes
         dumper_ = nullptr;

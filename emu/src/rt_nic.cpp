@@ -1,5 +1,6 @@
 #include <sdr/emu/neighbour.hpp>
 #include <sdr/emu/rt_nic.hpp>
+#include <sdr/emu/capture_notes.hpp>
 #include <sdr/emu/wire.hpp>
 
 #include "env_parse.hpp"
@@ -260,6 +261,14 @@ bool RtNic::poll_once(uint64_t now)
 
 bool RtNic::receive(uint64_t now)
 {
+    if (pcap_.pcapng())  // the frame is recorded after the NIC saw it, with the drop it counted
+        return port_->rx_burst(p_.port.rx_batch, [&](const uint8_t* f, size_t len) {
+            capture_note::RxDropWatch watch(*nic_);
+            nic_->rx_frame(f, len);
+            std::string note;
+            watch.append_reason(&note);
+            capture_ng(now, f, len, false, pcapng::kFlagInbound, note);
+        }) > 0;
     return port_->rx_burst(p_.port.rx_batch, [&](const uint8_t* f, size_t len) {
         capture(now, f, len);
         nic_->rx_frame(f, len);
@@ -285,11 +294,18 @@ bool RtNic::transmit(uint64_t now)
 {
     bool did = false;
     const size_t cap = port_->info().max_frame;
-    auto to_port = [&](const uint8_t* f, size_t len) {
+    // What the shaper did to a frame: its capture_note bits, recorded only in a pcapng.
+    auto tx_capture = [&](const uint8_t* f, size_t len, uint8_t note_bits) {
+        if (!pcap_.pcapng()) return capture(now, f, len);
+        std::string note;
+        capture_note::append_link(&note, note_bits);
+        capture_ng(now, f, len, true, pcapng::kFlagOutbound, note);
+    };
+    auto to_port = [&](const uint8_t* f, size_t len, uint8_t note_bits) {
         uint8_t* b = port_->tx_alloc();
         if (!b) return false;
         std::memcpy(b, f, len);
-        capture(now, b, len);
+        tx_capture(b, len, note_bits);
         port_->tx_commit(len);
         return true;
     };
@@ -317,11 +333,14 @@ bool RtNic::transmit(uint64_t now)
             if (v.copies && v.direct) {
                 // A committed buffer belongs to the port: keep the duplicate's bytes first.
                 if (v.copies == 2) dup_.assign(buf, buf + len);
-                capture(now, buf, len);
+                tx_capture(buf, len, v.copies == 2 ? capture_note::kBitDuplicated : 0);
                 port_->tx_commit(len);
-                if (v.copies == 2) to_port(dup_.data(), len);
+                if (v.copies == 2) to_port(dup_.data(), len, capture_note::kBitCopy);
             } else if (v.copies) {
                 shaper_.hold(now, buf, len, v);
+            } else if (pcap_.pcapng()) {  // dropped: recorded where it would have left
+                capture_ng(now, buf, len, true, pcapng::kFlagOutbound | pcapng::kFlagLinkDrop,
+                           v.burst ? capture_note::kBurstDrop : capture_note::kLossDrop);
             }
         }
         nic_->tx_done(pk);  // local completion: the frame is handed to the port
@@ -343,14 +362,26 @@ uint64_t RtNic::next_deadline() const
     return t;
 }
 
+// Control datagrams (UD SEND) stay whole; data frames are cut at the snaplen.
+uint32_t RtNic::capture_len(const uint8_t* f, size_t len) const
+{
+    constexpr size_t kBthOpcode = wire::kEthBytes + wire::kIpv4Bytes + wire::kUdpBytes;
+    bool ctrl = len > kBthOpcode && (f[kBthOpcode] == wire::kOpUdSendOnly || f[kBthOpcode] == wire::kOpUdSendOnlyImm);
+    return (!ctrl && p_.pcap_snaplen && p_.pcap_snaplen < len) ? p_.pcap_snaplen : static_cast<uint32_t>(len);
+}
+
 void RtNic::capture(uint64_t now, const uint8_t* f, size_t len)
 {
     if (!pcap_.is_open()) return;
-    // Control datagrams (UD SEND) stay whole; data frames are cut at the snaplen.
-    constexpr size_t kBthOpcode = wire::kEthBytes + wire::kIpv4Bytes + wire::kUdpBytes;
-    bool ctrl = len > kBthOpcode && (f[kBthOpcode] == wire::kOpUdSendOnly || f[kBthOpcode] == wire::kOpUdSendOnlyImm);
-    uint32_t cap = (!ctrl && p_.pcap_snaplen && p_.pcap_snaplen < len) ? p_.pcap_snaplen : static_cast<uint32_t>(len);
-    pcap_.write(now * 1000, f, cap, static_cast<uint32_t>(len));
+    pcap_.write(now * 1000, f, capture_len(f, len), static_cast<uint32_t>(len));
+    pcap_dirty_ = true;
+}
+
+void RtNic::capture_ng(uint64_t now, const uint8_t* f, size_t len, bool tx, uint32_t flags, const std::string& note)
+{
+    uint32_t& id = tx ? pcap_tx_iface_ : pcap_rx_iface_;
+    if (!id) id = pcap_.interface(port_->info().ifname + (tx ? ".tx" : ".rx")) + 1;
+    pcap_.write(now * 1000, f, capture_len(f, len), static_cast<uint32_t>(len), pcapng::FrameNote{id - 1, flags, note});
     pcap_dirty_ = true;
 }
 

@@ -1,3 +1,4 @@
+#include <sdr/emu/capture_notes.hpp>
 #include <sdr/emu/shaper.hpp>
 
 #include <cstring>
@@ -16,7 +17,9 @@ Shaper::Verdict Shaper::decide()
     Verdict v;
     if (iv.drop) {
         c_.dropped++;
+        c_.dropped_burst += iv.burst;
         v.copies = 0;
+        v.burst = iv.burst;
         return v;
     }
     if (iv.duplicate) {
@@ -39,7 +42,9 @@ void Shaper::hold(uint64_t now_ns, const uint8_t* frame, size_t len, const Verdi
         }
         b.assign(frame, frame + len);
         // A duplicate follows its original by a microsecond, as a switch would repeat it.
-        heap_.push_back(Held{now_ns + p_.delay_ns + v.extra_delay_ns + i * 1000, seq_++, std::move(b)});
+        uint8_t note = v.extra_delay_ns ? capture_note::kBitDelayed : 0;
+        if (v.copies == 2) note |= i ? capture_note::kBitCopy : capture_note::kBitDuplicated;
+        heap_.push_back(Held{now_ns + p_.delay_ns + v.extra_delay_ns + i * 1000, seq_++, std::move(b), note});
         std::push_heap(heap_.begin(), heap_.end(), later);
         c_.held_frames++;
         c_.held_bytes += len;

@@ -45,6 +45,7 @@ std::vector<Stat> collect_stats(sdr_context* ctx)
         add("rt.idle_sleeps", rc.idle_sleeps);
         add("rt.tx_too_big", rc.tx_too_big);
         add("shaper.dropped", sh.dropped);
+        add("shaper.dropped_burst", sh.dropped_burst);
         add("shaper.duplicated", sh.duplicated);
         add("shaper.delayed", sh.delayed);
     }

@@ -68,6 +68,8 @@ f.acked = ProtoField.string("sdr.ctrl.acked", "Chunks held")
 f.holes = ProtoField.string("sdr.ctrl.holes", "Holes (missing behind a held chunk)")
 f.nack_chunk = ProtoField.uint32("sdr.ctrl.nack_chunk", "Chunk to repeat")
 f.nack_ranges = ProtoField.string("sdr.ctrl.nack_ranges", "Chunks to repeat")
+-- both
+f.link_drop = ProtoField.bool("sdr.link_drop", "Dropped by the link (pcapng drop flag: the EPB CRC-error bit)")
 sdr.fields = f
 
 local e = {
@@ -90,7 +92,18 @@ local fx = {
     dmalen = Field.new("infiniband.reth.dmalen"),
     ip_src = Field.new("ip.src"),
     ip_dst = Field.new("ip.dst"),
+    crc_error = Field.new("frame.packet_flags_crc_error"),
 }
+
+-- SDR's pcapng tap records a frame the link dropped with the EPB's CRC-error bit set (pcapng has
+-- no "dropped" bit) and the cause as the frame's comment: the sdr.link_drop field and " LINK DROP"
+-- in the Info column; "" for a frame that arrived (and for every frame of a classic pcap).
+local function link_drop(tree, range)
+    local fi = fx.crc_error()
+    if not fi or not fi.value then return "" end
+    tree:add(f.link_drop, range, true)
+    return " LINK DROP"
+end
 
 local OP_UC_WRITE_ONLY_IMM, OP_UD_SEND_ONLY, OP_UD_SEND_ONLY_IMM = 0x2B, 0x64, 0x65
 local CTRL_QPN_BIT = 0x800000
@@ -249,6 +262,7 @@ local function dissect_data(tvb, pinfo, root)
             info = info .. " RETRANSMISSION"
         end
     end
+    info = info .. link_drop(tree, range)
     pinfo.cols.protocol = "SDR"
     pinfo.cols.info:append(info .. "]")
 end
@@ -360,7 +374,7 @@ local function dissect_ctrl(tvb, pinfo, root)
         tree:add(f.nack_ranges, tvb(CTRL_HEADER, len - CTRL_HEADER), r)
         info = info .. " repeat=" .. r
     end
-    pinfo.cols.info = info
+    pinfo.cols.info = info .. link_drop(tree, tvb())
 end
 
 -- A UD SEND to a control QP is ours: dissect it whatever it holds (a malformed one is an

@@ -1,7 +1,8 @@
 // The simulated fabric: emulated NICs joined by point-to-point links, all on one virtual
 // clock. A NIC's port serialises its packets at the link bandwidth; each directed pair of NICs
 // has its own link (propagation delay, impairments, own seeded random stream). Optional pcap
-// tap of every frame that crossed a link, stamped with its virtual arrival time.
+// tap of every frame that crossed a link, stamped with its virtual arrival time; a pcapng tap
+// also records the frames the link dropped and what the link and the receiving NIC did.
 #pragma once
 
 #include <sdr/emu/dpa_model.hpp>
@@ -35,7 +36,7 @@ struct FabricParams {
     // asymmetric paths, such as a lossy reverse direction that drops only ACKs and NACKs.
     std::map<std::pair<uint32_t, uint32_t>, ImpairmentParams> directed;
     bool payload = true;     // false: frames carry headers and lengths only (paper-scale runs)
-    std::string pcap_path;   // empty: no capture
+    std::string pcap_path;   // empty: no capture; "*.pcapng": pcapng with the link's decisions
     uint32_t pcap_snaplen = 0;  // bytes kept per data frame in the pcap; 0 = whole frames
                                 // (control datagrams are always kept whole)
     bool drop_log = false;   // record every dropped packet (tests compare bitmaps with it)
@@ -69,6 +70,7 @@ public:
     void reseed(uint64_t seed) { imp_.reseed(seed); }
     uint64_t delivered() const { return delivered_; }
     uint64_t dropped() const { return dropped_; }
+    uint64_t dropped_burst() const { return dropped_burst_; }  // of dropped(): Gilbert-Elliott
     uint64_t duplicated() const { return duplicated_; }
     uint64_t reordered() const { return reordered_; }
 
@@ -78,8 +80,10 @@ private:
         PacketMeta meta;
         uint8_t* frame;
         uint32_t frame_len;
+        uint8_t note;  // capture_note bits: what the link did (delayed, duplicated, the copy)
     };
     void deliver(const InFlight& f);
+    void tap_deliver(const InFlight& f);  // deliver with the pcap tap on
     void push_late(const InFlight& f);
     static bool later(const InFlight& a, const InFlight& b) { return a.arrival > b.arrival; }
     static constexpr int kMaxRunAhead = 64;
@@ -93,7 +97,7 @@ private:
     std::vector<InFlight> fifo_;  // ring, power-of-two capacity; arrivals in order
     size_t head_ = 0, count_ = 0;
     std::vector<InFlight> late_;  // reordered and duplicated packets (min-heap on arrival)
-    uint64_t delivered_ = 0, dropped_ = 0, duplicated_ = 0, reordered_ = 0;
+    uint64_t delivered_ = 0, dropped_ = 0, dropped_burst_ = 0, duplicated_ = 0, reordered_ = 0;
 };
 
 class SimFabric final : public NicExecutor {
@@ -164,6 +168,26 @@ public:
 
 private:
     friend class SimLink;
+    // The pcapng tap. A dropped frame waits in pending_drops_ until the tap reaches the time it
+    // would have arrived, so the file stays in time order.
+    struct PendingDrop {
+        SimTime t;
+        uint32_t dst;
+        bool burst;
+        uint32_t origlen;
+        std::vector<uint8_t> bytes;
+    };
+    static bool pending_later(const PendingDrop& a, const PendingDrop& b) { return a.t > b.t; }
+    void capture_drop(SimTime t, uint32_t src, uint32_t dst, const PacketMeta& m, const uint8_t* frame,
+                      uint32_t frame_len, bool burst);
+    void flush_drops(SimTime upto);
+    uint32_t rx_interface(uint32_t nic);
+    // The bytes the tap keeps of a frame (cut at the snaplen; payload-free: its headers).
+    size_t capture_bytes(const PacketMeta& m, uint32_t src, uint32_t dst, const uint8_t* frame, uint32_t frame_len,
+                         const uint8_t** bytes, uint8_t* hdr, uint32_t* origlen) const;
+    std::vector<PendingDrop> pending_drops_;
+    bool tap_ = false;                 // the pcap tap is open
+    std::vector<uint32_t> rx_ifaces_;  // pcapng interface id + 1 per NIC (0: not declared yet)
     SimTime wall_ps() const;
     uint64_t link_seed(uint64_t pair) const;
     uint64_t id_seed(uint32_t nic) const;

@@ -35,6 +35,7 @@ private:
 
 struct ImpairmentVerdict {
     bool drop = false;
+    bool burst = false;  // the drop came from the Gilbert-Elliott bad state (else: i.i.d. loss)
     bool duplicate = false;
     uint64_t extra_delay_ps = 0;
 };

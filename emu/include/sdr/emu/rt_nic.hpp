@@ -33,7 +33,8 @@ struct RtParams {
     uint32_t worker_threads = 0;     // DPA workers on this many dedicated threads; 0: inline
     std::vector<int> worker_cores;   // pin worker thread i to worker_cores[i]
     bool busy_poll = false;     // never sleep (lowest latency, one core at 100 %)
-    std::string pcap_path;      // what this NIC sent and received; empty: none
+    std::string pcap_path;      // what this NIC sent and received; empty: none; "*.pcapng":
+                                // pcapng with the shaper's and the NIC's decisions
     uint32_t pcap_snaplen = 0;  // bytes kept per data frame; 0 = whole frames
 
     // Defaults overridden by SDR_RT_* environment variables (README); false + err if malformed.
@@ -98,7 +99,10 @@ private:
     bool transmit(uint64_t now);
     bool fire_timers(uint64_t now);
     uint64_t next_deadline() const;
+    uint32_t capture_len(const uint8_t* f, size_t len) const;
     void capture(uint64_t now, const uint8_t* f, size_t len);
+    // pcapng: the frame on this port's "IF.tx" or "IF.rx" interface with its flags and comment.
+    void capture_ng(uint64_t now, const uint8_t* f, size_t len, bool tx, uint32_t flags, const std::string& note);
     void idle(uint64_t until_ns);
     void notify_host();
 
@@ -114,6 +118,7 @@ private:
     uint64_t host_events_seen_ = 0;
     bool pcap_dirty_ = false;        // written since the last flush
     uint64_t pcap_flushed_ns_ = 0;
+    uint32_t pcap_tx_iface_ = 0, pcap_rx_iface_ = 0;  // pcapng interface id + 1 (0: not declared)
     uint64_t kernel_stats_read_ns_ = 0;  // last Port::read_kernel_stats
     std::map<uint64_t, uint64_t> timer_deadline_;        // (worker << 32 | id) -> deadline
     std::multimap<uint64_t, uint64_t> timer_queue_;      // deadline -> key (stale entries skipped)

@@ -20,6 +20,7 @@ struct ShaperParams {
 
 struct ShaperCounters {
     uint64_t dropped = 0, duplicated = 0, delayed = 0, held_frames = 0, held_bytes = 0;
+    uint64_t dropped_burst = 0;  // of dropped: in the Gilbert-Elliott bad state (the rest: i.i.d. loss)
 };
 
 class Shaper {
@@ -31,19 +32,21 @@ public:
     struct Verdict {
         uint32_t copies = 1;
         bool direct = true;
+        bool burst = false;  // dropped in a Gilbert-Elliott burst (copies = 0)
         uint64_t extra_delay_ns = 0;
     };
     Verdict decide();
     // Hold copies of a frame until now + delay (+ extra).
     void hold(uint64_t now_ns, const uint8_t* frame, size_t len, const Verdict& v);
     // Frames whose time has come and that the rate limit lets out, oldest release first;
-    // `send(data, len)` returns false when the port is full (the frame stays held).
+    // `send(data, len, note)` returns false when the port is full (the frame stays held); note
+    // holds the capture_note bits of what the stage did to the frame (delayed, duplicated).
     template <class Send>
     void release(uint64_t now_ns, Send&& send)
     {
         while (!heap_.empty() && heap_.front().release_ns <= now_ns && wire_free_ns_ <= now_ns) {
             Held& h = heap_.front();
-            if (!send(h.bytes.data(), h.bytes.size())) return;
+            if (!send(h.bytes.data(), h.bytes.size(), h.note)) return;
             if (rate_bits_per_ns_ > 0) wire_free_ns_ = std::max(wire_free_ns_, now_ns) + wire_ns(h.bytes.size());
             pop();
         }
@@ -57,6 +60,7 @@ private:
     struct Held {
         uint64_t release_ns, seq;
         std::vector<uint8_t> bytes;
+        uint8_t note;
     };
     static bool later(const Held& a, const Held& b)
     {
