@@ -322,7 +322,7 @@ bool RtNic::transmit(uint64_t now)
             // it goes straight to our receive path once it has "left" (tx_done first, as on
             // the wire), uncommitted: the next tx_alloc reuses the buffer. No impairment: it
             // never crosses the link.
-            capture(now, buf, len);
+            tx_capture(buf, len, 0);  // recorded once, as it left
             nic_->tx_done(pk);
             c_.looped++;
             nic_->rx_frame(buf, len);
