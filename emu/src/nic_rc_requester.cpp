@@ -124,9 +124,14 @@ bool Nic::rc_tx_next(VerbsQp& q, uint32_t h, TxPacket* out)
     return true;
 }
 
+// The deadline moves with every ACK that makes progress, but the executor's timer is armed only
+// when none is pending or the new deadline is earlier: a timer that fires early re-arms itself
+// for the deadline then in force (rc_timer). So an ACK costs no executor call.
 void Nic::rc_arm(VerbsQp& q, uint32_t h, uint64_t deadline_ns)
 {
     q.timer_ns = deadline_ns;
+    if (q.timer_set && q.timer_set <= deadline_ns) return;
+    q.timer_set = deadline_ns;
     exec_->arm_timer(*this, kVerbsTimerWorker, h, deadline_ns);  // re-arming replaces the earlier one
 }
 
@@ -258,9 +263,15 @@ void Nic::rc_ack_received(VerbsQp& q, uint32_t h, uint32_t psn, uint32_t aeth)
 void Nic::rc_timer(uint32_t h)
 {
     VerbsQp* qp = vqp(h);
-    if (!qp || !qp->live || qp->type != verbs::QpType::Rc || qp->state != QpState::Rts) return;
+    if (!qp || qp->type != verbs::QpType::Rc) return;
+    qp->timer_set = 0;  // (executors deliver only the timer armed last)
+    if (!qp->live || qp->state != QpState::Rts || !qp->timer_ns) return;  // stopped
     VerbsQp& q = *qp;
-    if (!q.timer_ns || exec_->now_ns() < q.timer_ns) return;  // stopped, or moved later
+    if (exec_->now_ns() < q.timer_ns) {  // moved later since: wait for that
+        q.timer_set = q.timer_ns;
+        exec_->arm_timer(*this, kVerbsTimerWorker, h, q.timer_ns);
+        return;
+    }
     q.timer_ns = 0;
     if (q.rnr_wait) {
         q.rnr_wait = false;

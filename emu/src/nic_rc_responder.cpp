@@ -238,7 +238,7 @@ bool Nic::rc_resp_next(VerbsQp& q, uint32_t h, TxPacket* out)
                                          : wire::kOpRcReadRespMiddle;
         out->meta.psn = (r.psn + r.off / q.pmtu) & kPsnMask;
         out->meta.dma_len = n;
-        out->aeth = wire::aeth(wire::kAethAck, q.msn);
+        out->meta.imm = wire::aeth(wire::kAethAck, q.msn);  // the AETH (verbs_encode)
         out->payload = n ? mr->addr + (r.va - base) + r.off : nullptr;
         q.counters.tx_read_responses++;
         r.off += n;
@@ -247,7 +247,7 @@ bool Nic::rc_resp_next(VerbsQp& q, uint32_t h, TxPacket* out)
     } else {
         out->meta.opcode = wire::kOpRcAck;
         out->meta.psn = r.psn;
-        out->aeth = r.aeth;
+        out->meta.imm = r.aeth;
         const uint32_t kind = r.aeth >> 29;  // 0 ACK, 1 RNR NAK, 3 NAK
         if (kind == 0) {
             q.counters.tx_acks++;

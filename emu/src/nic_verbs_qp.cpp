@@ -106,6 +106,9 @@ int Nic::verbs_qp_modify(uint32_t h, const QpAttr& a, uint32_t mask)
         q->wqe_off = 0;
         q->in_msg = false;
         rc_enter_err(*q);  // RC: no timer, no queued responses
+        q->msn = 0;
+        q->resp_head = 0;
+        q->rd_rewound = 0xFFFFFFFF;
         q->state = QpState::Reset;
         return 0;
     case QpState::Err:

@@ -185,7 +185,7 @@ size_t Nic::verbs_encode(const TxPacket& p, uint8_t* out, size_t cap) const
     NicAddress dst{p.remote_mac, p.remote_ip};
     wire::Headers h = roce_headers(p.meta, addr_, dst);
     h.dma_len = p.reth_len;  // WRITE FIRST: the whole message; ONLY: the same as the payload
-    h.aeth = p.aeth;
+    if (wire::has_aeth(p.meta.opcode)) h.aeth = p.meta.imm;
     h.ack_req = p.ack_req;
     h.pad = true;
     return wire::encode(h, p.payload, p.meta.dma_len, out, cap);

@@ -1,7 +1,7 @@
 // The emulated SmartNIC: memory regions, UC transport QPs, root keys, the UC responder that
 // places payload and raises one CQE per packet, the emulated DPA workers that run the
 // firmware per CQE, the send engine that turns firmware WQEs into packets, and counters; and
-// the verbs device beside SDR: PDs, regions, address handles, CQs and UC/UD QPs (verbs.hpp).
+// the verbs device beside SDR: PDs, regions, address handles, CQs and RC/UC/UD QPs (verbs.hpp).
 // Executor-agnostic: the simulator (or a real-time loop) calls rx_*/tx_* and provides time.
 #pragma once
 
@@ -28,6 +28,7 @@ class Nic;
 struct PacketMeta {
     uint64_t va = 0;
     // dma_len: the payload's bytes (a verbs WRITE FIRST's RETH length travels beside it)
+    // imm: the ImmDt, or an RC ACK's or READ response's AETH (no opcode carries both)
     uint32_t dest_qp = 0, psn = 0, rkey = 0, dma_len = 0, imm = 0;
     uint32_t qkey = 0, src_qp = 0;  // DETH of a control datagram (UD SEND)
     uint16_t udp_src_port = 0;  // flow entropy
@@ -89,14 +90,16 @@ struct TxPacket {
     uint32_t qp = 0;                   // transport QP handle
     uint32_t cookie = 0;               // verbs: the send queue index of the packet's WQE
     uint32_t reth_len = 0;             // verbs WRITE FIRST, READ request: the RETH's DMA length
-    uint32_t aeth = 0;                 // RC ACK and READ response FIRST/LAST/ONLY
-    bool ack_req = false;              // RC request: the BTH's AckReq bit
+
     bool signaled = false;             // verbs: the last packet of its WQE
     // Sdr: a transport QP's WRITE-with-immediate; Ctrl: a control datagram (qp: the control
     // QP handle); Verbs: a verbs QP's packet (qp: the verbs QP handle). One byte, so SDR's
     // per-packet path tests one value for "not SDR".
     enum class Kind : uint8_t { Sdr, Ctrl, Verbs } kind = Kind::Sdr;
     bool local_error = false;          // lkey/bounds check failed: no packet, error completion
+    // RC request: the BTH's AckReq bit. (An RC ACK's or READ response's AETH travels in
+    // meta.imm: no opcode carries both; so the packet stays 80 bytes, the batch stride SDR pays.)
+    bool ack_req = false;
 };
 
 // What the NIC needs from whatever runs it.
@@ -238,7 +241,7 @@ public:
 
     // ---- verbs objects (nic_verbs_objects.cpp, nic_verbs_qp.cpp) ----------------------------
     // The NIC as an RDMA device: protection domains, memory regions with access flags, address
-    // handles, completion queues and UC/UD QPs, beside SDR's own regions, root keys and QPs
+    // handles, completion queues and RC/UC/UD QPs, beside SDR's own regions, root keys and QPs
     // (which stay as they are). Failures return an errno value (EINVAL, ENOMEM, EBUSY), as
     // verbs does, or 0 / kNoHandle where a handle or key is returned. Create, modify and destroy
     // run under the executor's lock; post_send/post_recv/cq_poll are one side of a
@@ -437,7 +440,8 @@ private:
         uint32_t retry_left = 0, rnr_left = 0, rd_out = 0;  // rd_out: READs sent, not complete
         bool rnr_wait = false;                               // after an RNR NAK until its timer
         uint32_t rd_rewound = 0xFFFFFFFF;  // a READ's missing response PSN already asked again
-        uint64_t timer_ns = 0;                               // deadline armed, 0: none
+        uint64_t timer_ns = 0;   // the retransmission (or RNR wait) deadline, 0: none
+        uint64_t timer_set = 0;  // the executor's timer pending for this QP, 0: none
         // RC responder
         uint32_t msn = 0;        // messages completed (AETH MSN)
         bool nak_sent = false;   // a NAK went out: no other until the expected PSN arrives
