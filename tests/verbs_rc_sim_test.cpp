@@ -3,7 +3,8 @@
 // two NICs; 1 % and 10 % loss, duplicated and reordered frames (byte-exact, every WQE once, in
 // order); PSN gap -> one NAK -> go-back-N; RNR NAKs (a late receive succeeds, rnr_retry
 // exhausted fails); a peer that is gone (retry_cnt exhausted); remote access and invalid
-// request errors with ERR on both sides; flushes; the state machine's RC attributes.
+// request errors with ERR on both sides; READ protection (remote read, bounds, PD); flushes;
+// the state machine's RC attributes.
 #include <sdr/emu/fabric.hpp>
 #include <sdr/emu/verbs.hpp>
 #include <sdr/emu/wire.hpp>
@@ -607,6 +608,39 @@ TEST(VerbsRc, BadRkeyIsARemoteAccessErrorAndErrOnBothSides)
         EXPECT_EQ(drops(*t.b.nic, read ? RxDrop::AccessDenied : RxDrop::UnknownKey), 1u);
         EXPECT_EQ(t.b.c().tx_naks, 1u);
         EXPECT_EQ(t.b.c().tx_read_responses, 0u);
+    }
+}
+
+// READ checks on the responder: bounds (before and past the region), the region's PD and the
+// QP's remote read access. Each is a remote access error: nothing read, nothing written into the
+// requester's memory, ERR on both.
+TEST(VerbsRc, ReadOutsideTheRegionOfAnotherPdOrOnAQpWithoutRemoteReadIsRefused)
+{
+    for (int c = 0; c < 4; c++) {
+        SCOPED_TRACE("case " + std::to_string(c));
+        RcOpts o;
+        if (c == 3) o.access = kLocalWrite | kRemoteWrite;  // no remote read on the QPs
+        RcPair t(false, o);
+        std::vector<uint8_t> src = pattern(4096, 13), rdst(8192, 0);
+        uint32_t skey = t.b.reg(src), rdkey = t.a.reg(rdst);
+        uint64_t addr = va(src);
+        uint32_t len = 4096;
+        if (c == 0) addr -= 1;
+        if (c == 1) len = 4097;
+        if (c == 2) {
+            uint32_t other_pd = t.b.nic->verbs_pd_alloc();
+            skey = t.b.nic->verbs_mr_reg(other_pd, src.data(), src.size(), kLocalWrite | kRemoteRead);
+        }
+        ASSERT_EQ(t.a.nic->verbs_post_send(t.a.qp, wr(1, WrOpcode::RdmaRead, sge(rdst, rdkey, 0, len), addr, skey)), 0);
+        t.f.run_until_idle();
+        auto sw = t.a.poll(t.a.scq);
+        ASSERT_EQ(sw.size(), 1u);
+        EXPECT_EQ(sw[0].status, WcStatus::RemAccessErr);
+        EXPECT_EQ(t.a.state(), QpState::Err);
+        EXPECT_EQ(t.b.state(), QpState::Err);
+        EXPECT_EQ(t.b.c().tx_read_responses, 0u);
+        EXPECT_EQ(drops(*t.b.nic, c < 2 ? RxDrop::OutOfBounds : RxDrop::AccessDenied), 1u);
+        EXPECT_TRUE(std::all_of(rdst.begin(), rdst.end(), [](uint8_t x) { return x == 0; }));
     }
 }
 
