@@ -17,11 +17,10 @@ using verbs::WcOpcode;
 using verbs::WcStatus;
 using verbs::WrOpcode;
 
-// RC opcodes are UC's minus 0x20 for SEND and RDMA WRITE (IBTA table 38).
-uint8_t Nic::verbs_data_opcode(WrOpcode op, bool first, bool last, bool rc)
+namespace {
+
+uint8_t uc_opcode(WrOpcode op, bool first, bool last)
 {
-    const uint8_t base = rc ? 0x20 : 0;
-    auto uc_opcode = [](WrOpcode op, bool first, bool last) -> uint8_t {
     const bool imm = op == WrOpcode::SendWithImm || op == WrOpcode::RdmaWriteWithImm;
     if (op == WrOpcode::Send || op == WrOpcode::SendWithImm) {
         if (first && last) return imm ? wire::kOpUcSendOnlyImm : wire::kOpUcSendOnly;
@@ -33,8 +32,14 @@ uint8_t Nic::verbs_data_opcode(WrOpcode op, bool first, bool last, bool rc)
     if (first) return wire::kOpUcWriteFirst;
     if (last) return imm ? wire::kOpUcWriteLastImm : wire::kOpUcWriteLast;
     return wire::kOpUcWriteMiddle;
-    };
-    return static_cast<uint8_t>(uc_opcode(op, first, last) - base);
+}
+
+}  // namespace
+
+// RC's SEND and RDMA WRITE opcodes are UC's minus 0x20 (IBTA table 38).
+uint8_t Nic::verbs_data_opcode(WrOpcode op, bool first, bool last, bool rc)
+{
+    return static_cast<uint8_t>(uc_opcode(op, first, last) - (rc ? 0x20 : 0));
 }
 
 const uint8_t* Nic::verbs_payload(const verbs::SendWr& w, uint32_t off, uint32_t len)
@@ -155,9 +160,8 @@ void Nic::verbs_tx_done(const TxPacket& p)
     if (!q || !q->live || q->qpn != p.meta.src_qp) return;
     if (!p.local_error) q->counters.tx_packets++;
     if (q->type == QpType::Rc) {  // RC completes at the ACK; a local error fails its WQE now
-        if (p.local_error && q->sq.head() - q->sq.tail() > 0 && p.cookie - static_cast<uint32_t>(q->sq.tail()) <
-                                                                    q->sq.head() - q->sq.tail())
-            rc_fail(*q, q->sq.tail() + (p.cookie - static_cast<uint32_t>(q->sq.tail())), WcStatus::LocProtErr);
+        const uint64_t idx = q->sq.tail() + static_cast<uint32_t>(p.cookie - static_cast<uint32_t>(q->sq.tail()));
+        if (p.local_error && idx < q->sq.head()) rc_fail(*q, idx, WcStatus::LocProtErr);
         return;
     }
     if (!p.signaled || q->sq.empty() || static_cast<uint32_t>(q->sq.tail()) != p.cookie) return;

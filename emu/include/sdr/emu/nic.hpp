@@ -90,7 +90,6 @@ struct TxPacket {
     uint32_t qp = 0;                   // transport QP handle
     uint32_t cookie = 0;               // verbs: the send queue index of the packet's WQE
     uint32_t reth_len = 0;             // verbs WRITE FIRST, READ request: the RETH's DMA length
-
     bool signaled = false;             // verbs: the last packet of its WQE
     // Sdr: a transport QP's WRITE-with-immediate; Ctrl: a control datagram (qp: the control
     // QP handle); Verbs: a verbs QP's packet (qp: the verbs QP handle). One byte, so SDR's
@@ -422,7 +421,7 @@ private:
         verbs::SpscRing<VerbsSend> sq;
         verbs::SpscRing<verbs::RecvWr> rq;
         // Requester: sq tail <= sq_next <= head. Entries before sq_next have every packet out;
-        // UC/UD retire one when its last packet leaves (tx_done), RC will when it is ACKed.
+        // UC/UD retire one when its last packet leaves (tx_done), RC when it is acknowledged.
         uint64_t sq_next = 0;
         uint32_t wqe_off = 0;  // bytes of WQE sq_next already sent
         bool queued = false;   // its handle is in verbs_active_ (a new QP in the entry inherits it)
@@ -469,7 +468,8 @@ private:
     bool verbs_tx_next(TxPacket* out);
     void verbs_tx_done(const TxPacket& p);
     size_t verbs_encode(const TxPacket& p, uint8_t* out, size_t cap) const;
-    // reth_len: the RETH's DMA length (a WRITE FIRST's is the message's; m.dma_len is the payload's)
+    // hd: the decoded headers: the RETH's DMA length (a WRITE FIRST's is the message's, a READ
+    // request's the READ's; m.dma_len is the payload's), the AETH, the AckReq bit
     void verbs_receive(const PacketMeta& m, const uint8_t* payload, const NicAddress& src, const uint8_t* ip_header,
                        const wire::Headers& hd);
     void uc_receive(VerbsQp& q, const PacketMeta& m, const uint8_t* payload, const NicAddress& src,
