@@ -271,6 +271,8 @@ TEST(VerbsRc, StateMachineNeedsTheRcAttributes)
     a.retry_cnt = 7;
     ASSERT_EQ(n.verbs_qp_modify(qp, a, rts), 0);
     EXPECT_EQ(n.verbs_qp_state(qp), QpState::Rts);
+    EXPECT_EQ(n.verbs_qp_modify(qp, a, QpAttr::kState | QpAttr::kSqPsn), EINVAL) << "no new send PSN in RTS";
+    EXPECT_EQ(n.verbs_qp_modify(qp, a, QpAttr::kState | QpAttr::kTimeout | QpAttr::kRetryCnt), 0);
     // READ: RC only
     std::vector<uint8_t> buf(64);
     uint32_t key = n.verbs_mr_reg(pd, buf.data(), buf.size(), kLocalWrite);

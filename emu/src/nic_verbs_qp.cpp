@@ -126,6 +126,7 @@ int Nic::verbs_qp_modify(uint32_t h, const QpAttr& a, uint32_t mask)
     case QpState::Rts:
         if (cur != QpState::Rtr && cur != QpState::Rts) return EINVAL;
         if (cur == QpState::Rtr && !needs(QpAttr::kSqPsn)) return EINVAL;
+        if (rc && cur == QpState::Rts && (mask & QpAttr::kSqPsn)) return EINVAL;  // PSNs in flight
         if (rc && cur == QpState::Rtr &&
             !needs(QpAttr::kTimeout | QpAttr::kRetryCnt | QpAttr::kRnrRetry | QpAttr::kMaxRdAtomic))
             return EINVAL;
