@@ -1,4 +1,4 @@
-// Wireshark dissects every opcode the verbs QPs send as we meant it: UC SEND and RDMA WRITE
+// Wireshark dissects every opcode the verbs QPs send as we meant it: RC (below), UC SEND and RDMA WRITE
 // FIRST/MIDDLE/LAST/ONLY with and without immediate (RETH on WRITE FIRST/ONLY, PadCnt on odd
 // lengths) and UD SEND Only with and without immediate (DETH: Q_Key, source QP); every captured
 // ICRC verifies (tshark does not check it).
@@ -14,6 +14,7 @@
 
 #include <cstdio>
 #include <optional>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -202,5 +203,209 @@ TEST(VerbsTshark, EveryOpcodeDissectsWithItsFields)
     }
     pcap_close(p);
     EXPECT_EQ(frames, want.size());
+    std::remove(path.c_str());
+}
+
+namespace {
+
+struct RcExpect {
+    uint8_t opcode;
+    uint32_t dest_qp, psn, pad = 0;
+    bool ack_req = false;
+    std::optional<uint64_t> va;
+    uint32_t rkey = 0, dmalen = 0;
+    std::optional<uint32_t> imm;
+    std::optional<uint32_t> syndrome, msn;  // AETH
+};
+
+}  // namespace
+
+// RC: SEND and RDMA WRITE FIRST/MIDDLE/LAST/ONLY with and without immediate (AckReq on each
+// message's last packet), READ request (RETH) and READ responses FIRST/MIDDLE/LAST/ONLY (AETH
+// on all but MIDDLE), ACK, PSN sequence error NAK and RNR NAK (AETH syndrome and MSN).
+TEST(VerbsTshark, EveryRcOpcodeDissectsWithItsFields)
+{
+    if (!sdr::test::tshark_available()) GTEST_SKIP() << "tshark is not on PATH; install tshark to dissect our pcaps";
+    const std::string path = "/tmp/sdr_verbs_rc_tshark_" + std::to_string(getpid()) + ".pcap";
+    std::vector<RcExpect> want;
+    {
+        FabricParams p;
+        p.link.rtt_ms = 0.01;
+        p.pcap_path = path;
+        SimFabric f(p);
+        Nic& na = f.nic(0, 1);
+        Nic& nb = f.nic(1, 1);
+        const uint32_t pda = na.verbs_pd_alloc(), pdb = nb.verbs_pd_alloc();
+        const uint32_t cqa = na.verbs_cq_create(64), cqb = nb.verbs_cq_create(64);
+        const uint32_t qa = na.verbs_qp_create(QpType::Rc, pda, cqa, cqa, 32, 32);
+        const uint32_t qb = nb.verbs_qp_create(QpType::Rc, pdb, cqb, cqb, 32, 32);
+        const uint32_t qpna = na.verbs_qpn(qa), qpnb = nb.verbs_qpn(qb);
+        for (auto [n, q, peer, peer_ip] : {std::tuple{&na, qa, qpnb, nb.address().ip}, std::tuple{&nb, qb, qpna, na.address().ip}}) {
+            QpAttr at;
+            at.state = QpState::Init;
+            at.access = kLocalWrite | kRemoteWrite | kRemoteRead;
+            ASSERT_EQ(n->verbs_qp_modify(q, at, QpAttr::kState | QpAttr::kAccess), 0);
+            at.state = QpState::Rtr;
+            at.path_mtu = 256;
+            at.rq_psn = 10;
+            at.dest_qpn = peer;
+            at.remote_gid = gid_from_ipv4(peer_ip);
+            at.max_dest_rd_atomic = 1;
+            at.min_rnr_timer = 5;
+            ASSERT_EQ(n->verbs_qp_modify(q, at, QpAttr::kState | QpAttr::kPathMtu | QpAttr::kDestQpn | QpAttr::kRqPsn |
+                                                    QpAttr::kAv | QpAttr::kMaxDestRdAtomic | QpAttr::kMinRnrTimer),
+                      0);
+            at.state = QpState::Rts;
+            at.sq_psn = 10;
+            at.rnr_retry = 0;
+            ASSERT_EQ(n->verbs_qp_modify(q, at, QpAttr::kState | QpAttr::kSqPsn | QpAttr::kTimeout | QpAttr::kRetryCnt |
+                                                    QpAttr::kRnrRetry | QpAttr::kMaxRdAtomic),
+                      0);
+        }
+        std::vector<uint8_t> src(4096, 0x42), dst(4096), rbuf(4096), rd(4096);
+        const uint32_t skey = na.verbs_mr_reg(pda, src.data(), src.size(), kLocalWrite);
+        const uint32_t rdkey = na.verbs_mr_reg(pda, rd.data(), rd.size(), kLocalWrite);
+        const uint32_t dkey = nb.verbs_mr_reg(pdb, dst.data(), dst.size(), kLocalWrite | kRemoteWrite | kRemoteRead);
+        const uint32_t rkey = nb.verbs_mr_reg(pdb, rbuf.data(), rbuf.size(), kLocalWrite);
+        for (int i = 0; i < 5; i++) {  // 4 SENDs and a WRITE with immediate
+            RecvWr r;
+            r.num_sge = 1;
+            r.sg[0] = Sge{reinterpret_cast<uint64_t>(rbuf.data()), 4096, rkey};
+            ASSERT_EQ(nb.verbs_post_recv(qb, r), 0);
+        }
+        const uint64_t dva = reinterpret_cast<uint64_t>(dst.data());
+        const uint32_t ack = 0x1Fu;  // ACK syndrome: credits not flow controlled
+        uint32_t psn = 10, msn = 0;
+        // One message at a time, run to its end: its packets, then b's ACK or READ responses.
+        auto rc = [&](WrOpcode op, uint32_t len, std::vector<uint8_t> opcodes) {
+            SendWr w;
+            w.opcode = op;
+            w.imm = 0xA0B0C0D0u + psn;
+            w.num_sge = 1;
+            w.sg[0] = Sge{reinterpret_cast<uint64_t>(op == WrOpcode::RdmaRead ? rd.data() : src.data()), len,
+                          op == WrOpcode::RdmaRead ? rdkey : skey};
+            w.remote_addr = dva + 4;
+            w.rkey = dkey;
+            ASSERT_EQ(na.verbs_post_send(qa, w), 0);
+            if (op == WrOpcode::RdmaRead) {
+                RcExpect e{wire::kOpRcReadRequest, qpnb, psn, 0, true, dva + 4, dkey, len, std::nullopt,
+                           std::nullopt, std::nullopt};
+                want.push_back(e);
+            }
+            msn++;
+            for (size_t i = 0; i < opcodes.size(); i++) {
+                RcExpect e{opcodes[i], qpnb, psn++, 0, false, std::nullopt, 0, 0, std::nullopt, std::nullopt, std::nullopt};
+                uint32_t plen = i + 1 < opcodes.size() ? 256 : len - 256 * uint32_t(i);
+                e.pad = (4 - plen % 4) % 4;
+                if (op == WrOpcode::RdmaRead) {
+                    e.dest_qp = qpna;
+                    if (wire::has_aeth(opcodes[i])) {
+                        e.syndrome = ack;
+                        e.msn = msn;
+                    }
+                } else {
+                    e.ack_req = i + 1 == opcodes.size();
+                    if (wire::has_reth(opcodes[i])) {
+                        e.va = dva + 4;
+                        e.rkey = dkey;
+                        e.dmalen = len;
+                    }
+                    if (wire::has_imm(opcodes[i])) e.imm = w.imm;
+                }
+                want.push_back(e);
+            }
+            if (op != WrOpcode::RdmaRead)
+                want.push_back(RcExpect{wire::kOpRcAck, qpna, psn - 1, 0, false, std::nullopt, 0, 0, std::nullopt, ack, msn});
+            f.run_until_idle();
+        };
+        rc(WrOpcode::SendWithImm, 600, {0x00, 0x01, 0x03});
+        rc(WrOpcode::Send, 301, {0x00, 0x02});
+        rc(WrOpcode::Send, 100, {0x04});
+        rc(WrOpcode::SendWithImm, 7, {0x05});
+        rc(WrOpcode::RdmaWriteWithImm, 513, {0x06, 0x07, 0x09});
+        rc(WrOpcode::RdmaWrite, 512, {0x06, 0x08});
+        rc(WrOpcode::RdmaWrite, 64, {0x0A});
+        rc(WrOpcode::RdmaRead, 600, {0x0D, 0x0E, 0x0F});
+        rc(WrOpcode::RdmaRead, 100, {0x10});
+        // A packet past a gap, straight into b: b answers with a PSN sequence error NAK for
+        // the PSN it expects (a has nothing outstanding and drops it as stale).
+        {
+            wire::Headers h;
+            h.src_mac = na.address().mac;
+            h.dst_mac = nb.address().mac;
+            h.src_ip = na.address().ip;
+            h.dst_ip = nb.address().ip;
+            h.dest_qp = qpnb;
+            h.opcode = wire::kOpRcSendOnly;
+            h.psn = psn + 3;
+            h.pad = true;
+            std::vector<uint8_t> fr(wire::frame_bytes(h.opcode, 8, true));
+            ASSERT_EQ(wire::encode(h, src.data(), 8, fr.data(), fr.size()), fr.size());
+            f.inject_frame(nb.index(), fr, f.sim().now());
+            f.run_until_idle();
+            want.push_back(RcExpect{wire::kOpRcAck, qpna, psn, 0, false, std::nullopt, 0, 0, std::nullopt, 0x60, msn});
+        }
+        // WRITE with immediate with no receive WQE left (the 5 were taken): RNR NAK carrying
+        // b's min_rnr_timer (5); rnr_retry 0 ends it there.
+        {
+            SendWr w;
+            w.opcode = WrOpcode::RdmaWriteWithImm;
+            w.imm = 9;
+            w.num_sge = 1;
+            w.sg[0] = Sge{reinterpret_cast<uint64_t>(src.data()), 16, skey};
+            w.remote_addr = dva;
+            w.rkey = dkey;
+            ASSERT_EQ(na.verbs_post_send(qa, w), 0);
+            RcExpect e{wire::kOpRcWriteOnlyImm, qpnb, psn, 0, true, dva, dkey, 16, 9u, std::nullopt, std::nullopt};
+            want.push_back(e);
+            want.push_back(RcExpect{wire::kOpRcAck, qpna, psn, 0, false, std::nullopt, 0, 0, std::nullopt, 0x25, msn});
+            f.run_until_idle();
+            Wc wc[64];
+            int n = na.verbs_cq_poll(cqa, wc, 64);
+            ASSERT_EQ(n, 10) << "9 messages, then the RNR'd one";
+            for (int i = 0; i < 9; i++) EXPECT_EQ(wc[i].status, WcStatus::Success);
+            EXPECT_EQ(wc[9].status, WcStatus::RnrRetryExcErr);
+        }
+        EXPECT_EQ(nb.counters().rx_drops_total(), 2u) << "the injected packet and the RNR'd one";
+    }
+    std::string err;
+    auto rows = sdr::test::tshark_fields(
+        path,
+        {"infiniband.bth.opcode", "infiniband.bth.destqp", "infiniband.bth.psn", "infiniband.bth.padcnt",
+         "infiniband.bth.a", "infiniband.reth.va", "infiniband.reth.r_key", "infiniband.reth.dmalen",
+         "infiniband.immdt", "infiniband.aeth.syndrome", "infiniband.aeth.msn", "_ws.malformed"},
+        &err);
+    ASSERT_TRUE(rows) << err;
+    ASSERT_EQ(rows->size(), want.size());
+    for (size_t i = 0; i < want.size(); i++) {
+        SCOPED_TRACE("packet " + std::to_string(i) + " opcode " + std::to_string(want[i].opcode));
+        const auto& r = (*rows)[i];
+        ASSERT_EQ(r.size(), 12u);
+        const RcExpect& e = want[i];
+        EXPECT_EQ(parse_tshark_uint(r[0]), e.opcode);
+        EXPECT_EQ(parse_tshark_uint(r[1]), e.dest_qp);
+        EXPECT_EQ(parse_tshark_uint(r[2]), e.psn);
+        EXPECT_EQ(parse_tshark_uint(r[3]), e.pad);
+        EXPECT_EQ(parse_tshark_uint(r[4]), e.ack_req ? 1u : 0u);
+        if (e.va) {
+            EXPECT_EQ(parse_tshark_uint(r[5]), *e.va);
+            EXPECT_EQ(parse_tshark_uint(r[6]), e.rkey);
+            EXPECT_EQ(parse_tshark_uint(r[7]), e.dmalen);
+        } else {
+            EXPECT_EQ(r[5], "") << "no RETH";
+        }
+        if (e.imm) {
+            EXPECT_EQ(parse_tshark_bytes_be(r[8]), *e.imm);
+        } else {
+            EXPECT_EQ(r[8], "") << "no ImmDt";
+        }
+        if (e.syndrome) {
+            EXPECT_EQ(parse_tshark_uint(r[9]), *e.syndrome);
+            EXPECT_EQ(parse_tshark_uint(r[10]), *e.msn);
+        } else {
+            EXPECT_EQ(r[9], "") << "no AETH";
+        }
+        EXPECT_EQ(r[11], "") << "tshark calls it malformed";
+    }
     std::remove(path.c_str());
 }

@@ -309,7 +309,14 @@ TEST(Wire, HeaderBytesPerOpcode)
     for (uint8_t op : {0x23, 0x25, 0x29}) EXPECT_EQ(wire::header_bytes(op), bth + 4) << int(op);
     for (uint8_t op : {0x26, 0x2A}) EXPECT_EQ(wire::header_bytes(op), bth + 16) << int(op);
     EXPECT_EQ(wire::header_bytes(0x2C), 0u);  // reserved in UC
-    EXPECT_EQ(wire::header_bytes(0x04), 0u);  // RC: not yet
+    // RC: the same SEND/WRITE layout at 0x00-0x0B, READ request with RETH, READ responses and
+    // ACK with AETH (none on READ response MIDDLE); atomics (0x12-0x14) unsupported
+    for (uint8_t op : {0x00, 0x01, 0x02, 0x04, 0x07, 0x08, 0x0E}) EXPECT_EQ(wire::header_bytes(op), bth) << int(op);
+    for (uint8_t op : {0x03, 0x05, 0x09}) EXPECT_EQ(wire::header_bytes(op), bth + 4) << int(op);
+    for (uint8_t op : {0x06, 0x0A, 0x0C}) EXPECT_EQ(wire::header_bytes(op), bth + 16) << int(op);
+    EXPECT_EQ(wire::header_bytes(0x0B), bth + 20);
+    for (uint8_t op : {0x0D, 0x0F, 0x10, 0x11}) EXPECT_EQ(wire::header_bytes(op), bth + 4) << int(op);
+    for (uint8_t op : {0x12, 0x13, 0x14, 0x15, 0x1F}) EXPECT_EQ(wire::header_bytes(op), 0u) << int(op);
     EXPECT_EQ(wire::frame_bytes(0x24, 5, true), bth + 8 + 4);
     EXPECT_EQ(wire::frame_bytes(0x24, 5, false), bth + 5 + 4);
     static_assert(wire::frame_bytes_write_imm(4096) == 4174);
@@ -377,7 +384,7 @@ TEST(Wire, EncodeRefusesSmallBufferAndUnknownOpcode)
     EXPECT_EQ(wire::encode_headers(h, 100, out.data(), 73), 0u);
     EXPECT_EQ(wire::encode_headers(h, 100, out.data(), 74), 74u);
     EXPECT_EQ(wire::encode(h, pl.data(), 70000, out.data(), 1 << 20), 0u) << "IP total length overflows";
-    h.opcode = 0x04;  // RC SEND ONLY: not supported yet
+    h.opcode = 0x12;  // RC ATOMIC ACKNOWLEDGE: not supported
     EXPECT_EQ(wire::encode(h, pl.data(), 100, out.data(), out.size()), 0u);
     EXPECT_EQ(wire::encode_headers(h, 100, out.data(), out.size()), 0u);
 }
@@ -505,8 +512,11 @@ TEST(Hostile, EachCheckGivesItsVerdict)
     EXPECT_EQ(mutate([](Bytes& f) { f[kIp + 3] += 1; fix_ip_checksum(f); }), Verdict::BadLength);       // IP length
     EXPECT_EQ(mutate([](Bytes& f) { f[kUdp + 5] -= 1; fix_icrc(f); }), Verdict::BadLength);             // UDP length
     EXPECT_EQ(mutate([](Bytes& f) { f[kBth] = 0x2C; fix_icrc(f); }), Verdict::BadOpcode);  // reserved UC opcode
-    EXPECT_EQ(mutate([](Bytes& f) { f[kBth] = 0x04; fix_icrc(f); }), Verdict::BadOpcode);  // RC SEND ONLY
-    EXPECT_EQ(mutate([](Bytes& f) { f[kBth] = 0x0B; fix_icrc(f); }), Verdict::BadOpcode);  // RC WRITE ONLY IMM
+    EXPECT_EQ(mutate([](Bytes& f) { f[kBth] = 0x12; fix_icrc(f); }), Verdict::BadOpcode);  // RC ATOMIC ACK
+    EXPECT_EQ(mutate([](Bytes& f) { f[kBth] = 0x14; fix_icrc(f); }), Verdict::BadOpcode);  // RC FETCH ADD
+    EXPECT_EQ(mutate([](Bytes& f) { f[kBth] = 0x0B; f[kExt + 15] ^= 4; fix_icrc(f); }), Verdict::BadLength);  // RC lie
+    EXPECT_EQ(mutate([](Bytes& f) { f[kBth] = 0x0C; fix_icrc(f); }), Verdict::BadLength);  // READ request with payload
+    EXPECT_EQ(mutate([](Bytes& f) { f[kBth] = 0x11; fix_icrc(f); }), Verdict::BadLength);  // ACK with payload
     EXPECT_EQ(mutate([](Bytes& f) { f[kExt + 15] ^= 4; fix_icrc(f); }), Verdict::BadLength);  // dma_len lie
     EXPECT_EQ(mutate([](Bytes& f) { f[kExt + 15] ^= 4; }), Verdict::BadIcrc);                 // dma_len corrupted
     EXPECT_EQ(mutate([](Bytes& f) { f.push_back(0); }), Verdict::BadLength);                  // trailing byte
@@ -545,4 +555,44 @@ TEST(Hostile, RandomFramesNeverCrash)
         ok += decode_exact(f) == Verdict::Ok;
     }
     EXPECT_EQ(ok, 0);
+}
+
+// RC frames: READ request (RETH, no payload), READ response FIRST (AETH, payload) and ACK (AETH)
+// round-trip their headers; MIDDLE carries no AETH.
+TEST(Wire, RcReadAndAckRoundTrip)
+{
+    const Bytes pl = pattern(256, 9);
+    struct Case {
+        uint8_t op;
+        uint32_t len;
+    };
+    for (Case c : {Case{0x0C, 0}, Case{0x0D, 256}, Case{0x0E, 256}, Case{0x0F, 10}, Case{0x10, 3}, Case{0x11, 0}}) {
+        SCOPED_TRACE(int(c.op));
+        wire::Headers h = sample_headers();
+        h.opcode = c.op;
+        h.pad = true;
+        h.ack_req = c.op == 0x0C;
+        h.aeth = 0x1F000123;
+        h.va = 0x1122334455667788ull;
+        h.rkey = 0xABCDEF01;
+        h.dma_len = 5000;
+        Bytes f(wire::frame_bytes(c.op, c.len, true));
+        ASSERT_EQ(wire::encode(h, pl.data(), c.len, f.data(), f.size()), f.size());
+        wire::Parsed p;
+        ASSERT_EQ(wire::decode(f.data(), f.size(), &p), Verdict::Ok);
+        EXPECT_EQ(p.h.opcode, c.op);
+        EXPECT_EQ(p.h.ack_req, c.op == 0x0C);
+        EXPECT_EQ(p.payload_len, c.len);
+        EXPECT_TRUE(std::equal(pl.begin(), pl.begin() + c.len, p.payload));
+        if (wire::has_reth(c.op)) {
+            EXPECT_EQ(p.h.va, h.va);
+            EXPECT_EQ(p.h.rkey, h.rkey);
+            EXPECT_EQ(p.h.dma_len, 5000u);
+        }
+        EXPECT_EQ(wire::has_aeth(c.op), c.op != 0x0C && c.op != 0x0E);
+        if (wire::has_aeth(c.op)) {
+            EXPECT_EQ(p.h.aeth, 0x1F000123u);
+        }
+        EXPECT_TRUE(wire::icrc_ok(f.data(), f.size()));
+    }
 }

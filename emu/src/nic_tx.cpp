@@ -12,6 +12,9 @@
 
 namespace sdr::emu {
 
+// The simulator's port and the real-time loop keep arrays of these: 80 bytes is a cheap stride.
+static_assert(sizeof(TxPacket) == 80, "a TxPacket that grows costs SDR's per-packet path");
+
 void Nic::grow_sq_ring()
 {
     size_t need = qps_.size() * kSqDepth;
