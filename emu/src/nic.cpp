@@ -4,7 +4,8 @@
 // responder (nic_rx.cpp), the control QPs' UD datagrams (nic_ctrl.cpp), the send engine
 // (nic_tx.cpp), and the verbs device: its objects (nic_verbs_objects.cpp), QPs and their
 // queues (nic_verbs_qp.cpp), requester (nic_verbs_tx.cpp), receive dispatch (nic_verbs_rx.cpp)
-// and the transport rules of UC (nic_uc.cpp) and UD (nic_ud.cpp).
+// and the transport rules of UC (nic_uc.cpp), UD (nic_ud.cpp) and RC (nic_rc_requester.cpp,
+// nic_rc_responder.cpp, nic_rc_read.cpp).
 
 #include <sdr/emu/nic.hpp>
 #include <sdr/emu/wire.hpp>
@@ -40,6 +41,8 @@ const char* to_string(RxDrop d)
     case RxDrop::Duplicate: return "duplicate";
     case RxDrop::NoRecvWqe: return "no_recv_wqe";
     case RxDrop::AccessDenied: return "access_denied";
+    case RxDrop::StaleAck: return "stale_ack";
+    case RxDrop::InvalidRequest: return "invalid_request";
     case RxDrop::Count: break;
     }
     return "?";
@@ -100,6 +103,7 @@ void Nic::doorbell(uint32_t qp_index)
 
 void Nic::timer_fired(uint32_t worker, uint32_t id)
 {
+    if (worker == kVerbsTimerWorker) return rc_timer(id);  // an RC QP's timer (nic_rc_requester.cpp)
     if (worker >= workers_.size()) return;
     hal_worker* w = workers_[worker].get();
     counter_add(w->timer_handler_calls, 1);

@@ -47,7 +47,7 @@ void Nic::rx_frame(const uint8_t* frame, size_t len)
     const NicAddress src{p.h.src_mac, p.h.src_ip};
     // QPN bit 23 clear: SDR's data QPs, straight on. Set: bit 12 names a verbs QP, else a control QP.
     if (m.dest_qp & NicIds::kCtrlQpnBit) {
-        if (m.dest_qp & kVerbsQpnBit) return verbs_receive(m, p.payload, src, frame + wire::kEthBytes, p.h.dma_len);
+        if (m.dest_qp & kVerbsQpnBit) return verbs_receive(m, p.payload, src, frame + wire::kEthBytes, p.h);
         if (wire::has_deth(m.opcode)) return ctrl_receive(m, p.payload, src);
     }
     respond(m, p.payload, src);  // a UD frame for a data QP is a WrongOpcode drop there

@@ -1,4 +1,4 @@
-// The verbs QPs (UC and UD): creation with a random QPN in the verbs half of the control QPN
+// The verbs QPs (RC, UC and UD): creation with a random QPN in the verbs half of the control QPN
 // space, the state machine RESET -> INIT -> RTR -> RTS (and ERR, which flushes both queues),
 // posting to the send and receive queues.
 
@@ -44,6 +44,7 @@ uint32_t Nic::verbs_qp_create(QpType type, uint32_t pd, uint32_t send_cq, uint32
     q->pd = pd;
     q->send_cq = send_cq;
     q->recv_cq = recv_cq;
+    if (type == QpType::Rc) q->resp.resize(kRcRespDepth);
     vqps_[h] = std::move(q);
     vpds_[pd].users++;
     vcqs_[send_cq]->users++;
@@ -83,14 +84,19 @@ const verbs::QpCountersVerbs* Nic::verbs_qp_counters(uint32_t h) const
 static bool valid_mtu(uint32_t mtu) { return mtu >= 256 && mtu <= 4096 && (mtu & (mtu - 1)) == 0; }
 
 // The transitions of the IBTA QP state machine this model has, and the attributes each one
-// needs (ibv_modify_qp's required masks for UC and UD); anything else is EINVAL.
+// needs (ibv_modify_qp's required masks for RC, UC and UD); anything else is EINVAL.
 int Nic::verbs_qp_modify(uint32_t h, const QpAttr& a, uint32_t mask)
 {
     VerbsQp* q = vqp(h);
     if (!q || !q->live) return EINVAL;
     const QpState cur = q->state, next = (mask & QpAttr::kState) ? a.state : cur;
-    const bool ud = q->type == QpType::Ud;
+    const bool ud = q->type == QpType::Ud, rc = q->type == QpType::Rc;
     if ((mask & QpAttr::kPathMtu) && !valid_mtu(a.path_mtu)) return EINVAL;
+    if (((mask & QpAttr::kTimeout) && a.timeout > 31) || ((mask & QpAttr::kRetryCnt) && a.retry_cnt > 7) ||
+        ((mask & QpAttr::kRnrRetry) && a.rnr_retry > 7) || ((mask & QpAttr::kMinRnrTimer) && a.min_rnr_timer > 31) ||
+        ((mask & QpAttr::kMaxRdAtomic) && a.max_rd_atomic > kRcMaxRdAtomic) ||
+        ((mask & QpAttr::kMaxDestRdAtomic) && a.max_dest_rd_atomic > kRcMaxRdAtomic))
+        return EINVAL;
     auto needs = [&](uint32_t m) { return (mask & m) == m; };
     switch (next) {
     case QpState::Reset:
@@ -99,11 +105,11 @@ int Nic::verbs_qp_modify(uint32_t h, const QpAttr& a, uint32_t mask)
         q->sq_next = q->sq.head();
         q->wqe_off = 0;
         q->in_msg = false;
+        rc_enter_err(*q);  // RC: no timer, no queued responses
         q->state = QpState::Reset;
         return 0;
     case QpState::Err:
-        q->state = QpState::Err;
-        verbs_flush(*q);
+        rc_enter_err(*q);
         return 0;
     case QpState::Init:
         if (cur != QpState::Reset && cur != QpState::Init) return EINVAL;
@@ -112,10 +118,14 @@ int Nic::verbs_qp_modify(uint32_t h, const QpAttr& a, uint32_t mask)
     case QpState::Rtr:
         if (cur != QpState::Init) return EINVAL;
         if (!ud && !needs(QpAttr::kPathMtu | QpAttr::kDestQpn | QpAttr::kRqPsn | QpAttr::kAv)) return EINVAL;
+        if (rc && !needs(QpAttr::kMaxDestRdAtomic | QpAttr::kMinRnrTimer)) return EINVAL;
         break;
     case QpState::Rts:
         if (cur != QpState::Rtr && cur != QpState::Rts) return EINVAL;
         if (cur == QpState::Rtr && !needs(QpAttr::kSqPsn)) return EINVAL;
+        if (rc && cur == QpState::Rtr &&
+            !needs(QpAttr::kTimeout | QpAttr::kRetryCnt | QpAttr::kRnrRetry | QpAttr::kMaxRdAtomic))
+            return EINVAL;
         break;
     }
     NicAddress remote = q->remote;
@@ -126,14 +136,22 @@ int Nic::verbs_qp_modify(uint32_t h, const QpAttr& a, uint32_t mask)
     if (mask & QpAttr::kRqPsn) q->epsn = a.rq_psn & 0xFFFFFF;
     if (mask & QpAttr::kSqPsn) q->sq_psn = a.sq_psn & 0xFFFFFF;
     if (mask & QpAttr::kDestQpn) q->dest_qpn = a.dest_qpn & 0xFFFFFF;
+    if (mask & QpAttr::kTimeout) q->timeout = a.timeout;
+    if (mask & QpAttr::kRetryCnt) q->retry_left = q->retry_cnt = a.retry_cnt;
+    if (mask & QpAttr::kRnrRetry) q->rnr_left = q->rnr_retry = a.rnr_retry;
+    if (mask & QpAttr::kMinRnrTimer) q->min_rnr_timer = a.min_rnr_timer;
+    if (mask & QpAttr::kMaxRdAtomic) q->max_rd = a.max_rd_atomic;
+    if (mask & QpAttr::kMaxDestRdAtomic) q->max_dest_rd = a.max_dest_rd_atomic;
+    if (rc && next == QpState::Rts && cur == QpState::Rtr) q->una = q->psn_high = q->sq_psn;
     q->remote = remote;
     q->state = next;
-    if (next == QpState::Rts && q->sq_next != q->sq.head()) verbs_doorbell(h);
+    if (next == QpState::Rts && verbs_has_tx(*q)) verbs_doorbell(h);
     return 0;
 }
 
 static WcOpcode send_wc_opcode(WrOpcode op)
 {
+    if (op == WrOpcode::RdmaRead) return WcOpcode::RdmaRead;
     return op == WrOpcode::Send || op == WrOpcode::SendWithImm ? WcOpcode::Send : WcOpcode::RdmaWrite;
 }
 
@@ -170,7 +188,10 @@ int Nic::verbs_post_send(uint32_t h, const verbs::SendWr& wr)
     if (!q || !q->live || wr.num_sge > verbs::kMaxSge) return EINVAL;
     const bool ud = q->type == QpType::Ud;
     const bool send = wr.opcode == WrOpcode::Send || wr.opcode == WrOpcode::SendWithImm;
-    if (wr.opcode > WrOpcode::SendWithImm || (ud && !send)) return EINVAL;
+    const bool read = wr.opcode == WrOpcode::RdmaRead;
+    if (wr.opcode > WrOpcode::RdmaRead || (ud && !send)) return EINVAL;
+    // RDMA READ: RC only, and only with READs allowed in flight (max_rd_atomic > 0).
+    if (read && (q->type != QpType::Rc || (q->state == QpState::Rts && q->max_rd == 0))) return EINVAL;
     if (q->state != QpState::Rts && q->state != QpState::Err) return EINVAL;
     uint64_t total = 0;
     for (uint32_t i = 0; i < wr.num_sge; i++) total += wr.sg[i].length;
@@ -195,10 +216,18 @@ int Nic::verbs_post_recv(uint32_t h, const verbs::RecvWr& wr)
     return 0;
 }
 
+// Something for the requester to send: UC/UD a WQE in RTS; RC also a queued ACK or READ
+// response (in RTR and RTS, and a last NAK in ERR), and its requests only while not paused.
+bool Nic::verbs_has_tx(const VerbsQp& q) const
+{
+    if (q.type == QpType::Rc) return q.resp_n != 0 || rc_requester_ready(q);
+    return q.state == QpState::Rts && q.sq_next != q.sq.head();
+}
+
 void Nic::verbs_doorbell(uint32_t h)
 {
     VerbsQp& q = *vqps_[h];
-    if (q.queued || q.state != QpState::Rts) return;
+    if (q.queued || !verbs_has_tx(q)) return;
     q.queued = true;
     verbs_active_[(verbs_active_head_ + verbs_active_n_++) & (verbs_active_.size() - 1)] = h;
     exec_->tx_ready(*this);

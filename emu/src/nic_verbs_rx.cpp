@@ -1,6 +1,6 @@
 // The verbs QPs' receive dispatch: a frame whose QPN names a verbs QP (nic.hpp, kVerbsQpnBit)
 // goes to its QP, which must be ready to receive (RTR or RTS), and to the rules of its
-// transport (nic_uc.cpp, nic_ud.cpp). SDR's own frames never come here.
+// transport (nic_uc.cpp, nic_ud.cpp, nic_rc_*.cpp). SDR's own frames never come here.
 
 #include <sdr/emu/nic.hpp>
 
@@ -13,16 +13,20 @@ void Nic::verbs_drop(RxDrop d, VerbsQp* q)
 }
 
 void Nic::verbs_receive(const PacketMeta& m, const uint8_t* payload, const NicAddress& src, const uint8_t* ip_header,
-                        uint32_t reth_len)
+                        const wire::Headers& hd)
 {
     const uint32_t h = NicIds::qpn_index(m.dest_qp) & (kVerbsQpnBit - 1);
     VerbsQp* q = vqp(h);
     if (!q || !q->live || q->qpn != m.dest_qp || !payload) return verbs_drop(RxDrop::UnknownQp, nullptr);
     if (q->state != verbs::QpState::Rtr && q->state != verbs::QpState::Rts) return verbs_drop(RxDrop::QpNotReady, q);
-    const bool ud_op = wire::has_deth(m.opcode);
-    if (ud_op != (q->type == verbs::QpType::Ud)) return verbs_drop(RxDrop::WrongOpcode, q);
-    if (ud_op) return ud_receive(*q, m, payload, ip_header);
-    uc_receive(*q, m, payload, src, reth_len);
+    // The opcode's top three bits name its transport (IBTA table 38): 000 RC, 001 UC, 011 UD.
+    static constexpr uint8_t kTransport[] = {1, 3, 0};  // by QpType: Uc, Ud, Rc
+    if ((m.opcode >> 5) != kTransport[static_cast<uint8_t>(q->type)]) return verbs_drop(RxDrop::WrongOpcode, q);
+    switch (q->type) {
+    case verbs::QpType::Ud: return ud_receive(*q, m, payload, ip_header);
+    case verbs::QpType::Uc: return uc_receive(*q, m, payload, src, hd.dma_len);
+    case verbs::QpType::Rc: return rc_receive(*q, h, m, payload, src, hd);
+    }
 }
 
 }  // namespace sdr::emu

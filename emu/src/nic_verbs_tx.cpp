@@ -1,7 +1,8 @@
 // The verbs requester: a send WQE (a message) is cut into packets of the path MTU, UC SEND and
 // RDMA WRITE as FIRST/MIDDLE/LAST/ONLY (+immediate on the last), UD SEND as one ONLY with a
-// DETH; one packet per turn of the QP (nic_tx.cpp arbitrates with SDR's queue), the WQE
-// completing when its last packet leaves the port.
+// DETH; one packet per turn of the QP (nic_tx.cpp arbitrates with SDR's queue), a UC/UD WQE
+// completing when its last packet leaves the port. RC QPs make their packets in
+// nic_rc_requester.cpp and complete at the ACK.
 
 #include <sdr/emu/nic.hpp>
 
@@ -16,10 +17,11 @@ using verbs::WcOpcode;
 using verbs::WcStatus;
 using verbs::WrOpcode;
 
-namespace {
-
-uint8_t uc_opcode(WrOpcode op, bool first, bool last)
+// RC opcodes are UC's minus 0x20 for SEND and RDMA WRITE (IBTA table 38).
+uint8_t Nic::verbs_data_opcode(WrOpcode op, bool first, bool last, bool rc)
 {
+    const uint8_t base = rc ? 0x20 : 0;
+    auto uc_opcode = [](WrOpcode op, bool first, bool last) -> uint8_t {
     const bool imm = op == WrOpcode::SendWithImm || op == WrOpcode::RdmaWriteWithImm;
     if (op == WrOpcode::Send || op == WrOpcode::SendWithImm) {
         if (first && last) return imm ? wire::kOpUcSendOnlyImm : wire::kOpUcSendOnly;
@@ -31,9 +33,24 @@ uint8_t uc_opcode(WrOpcode op, bool first, bool last)
     if (first) return wire::kOpUcWriteFirst;
     if (last) return imm ? wire::kOpUcWriteLastImm : wire::kOpUcWriteLast;
     return wire::kOpUcWriteMiddle;
+    };
+    return static_cast<uint8_t>(uc_opcode(op, first, last) - base);
 }
 
-}  // namespace
+const uint8_t* Nic::verbs_payload(const verbs::SendWr& w, uint32_t off, uint32_t len)
+{
+    if (!len) return nullptr;
+    uint32_t i = 0;
+    while (i < w.num_sge && off >= w.sg[i].length) off -= w.sg[i++].length;
+    if (off + len <= w.sg[i].length) return reinterpret_cast<const uint8_t*>(w.sg[i].addr) + off;
+    uint32_t done = 0;
+    for (; done < len; i++, off = 0) {
+        uint32_t n = std::min(len - done, w.sg[i].length - off);
+        std::memcpy(verbs_gather_.data() + done, reinterpret_cast<const uint8_t*>(w.sg[i].addr) + off, n);
+        done += n;
+    }
+    return verbs_gather_.data();
+}
 
 // One packet of the QP at the head of verbs_active_; the QP goes to the back while it has more.
 // A packet's bytes are read where they lie (one SGE) or gathered into verbs_gather_, which
@@ -45,8 +62,17 @@ bool Nic::verbs_tx_next(TxPacket* out)
         verbs_active_head_ = (verbs_active_head_ + 1) & (verbs_active_.size() - 1);
         verbs_active_n_--;
         VerbsQp& q = *vqps_[h];
-        if (!q.live || q.state != QpState::Rts || q.sq_next == q.sq.head()) {
+        if (!q.live || !verbs_has_tx(q)) {
             q.queued = false;
+            continue;
+        }
+        if (q.type == QpType::Rc) {
+            const bool sent = rc_tx_next(q, h, out);
+            if (q.live && verbs_has_tx(q))  // (a local error put the QP in ERR: it leaves the ring)
+                verbs_active_[(verbs_active_head_ + verbs_active_n_++) & (verbs_active_.size() - 1)] = h;
+            else
+                q.queued = false;
+            if (sent) return true;
             continue;
         }
         VerbsSend& e = q.sq.at(q.sq_next);
@@ -83,7 +109,7 @@ bool Nic::verbs_tx_next(TxPacket* out)
             out->remote_ip = ah.dst.ip;
             out->remote_mac = ah.dst.mac;
         } else {
-            m.opcode = uc_opcode(w.opcode, first, last);
+            m.opcode = verbs_data_opcode(w.opcode, first, last, false);
             m.dest_qp = q.dest_qpn;
             if (first && (w.opcode == WrOpcode::RdmaWrite || w.opcode == WrOpcode::RdmaWriteWithImm)) {
                 m.va = w.remote_addr;
@@ -98,20 +124,7 @@ bool Nic::verbs_tx_next(TxPacket* out)
         m.dma_len = len;
         if (wire::has_imm(m.opcode)) m.imm = w.imm;
         m.udp_src_port = udp_src_port(q.qpn);
-        // The bytes [wqe_off, wqe_off + len) of the gather list.
-        uint32_t off = q.wqe_off, i = 0;
-        while (i < w.num_sge && off >= w.sg[i].length) off -= w.sg[i++].length;
-        if (len && off + len <= w.sg[i].length) {
-            out->payload = reinterpret_cast<const uint8_t*>(w.sg[i].addr) + off;
-        } else if (len) {
-            uint32_t done = 0;
-            for (; done < len; i++, off = 0) {
-                uint32_t n = std::min(len - done, w.sg[i].length - off);
-                std::memcpy(verbs_gather_.data() + done, reinterpret_cast<const uint8_t*>(w.sg[i].addr) + off, n);
-                done += n;
-            }
-            out->payload = verbs_gather_.data();
-        }
+        out->payload = verbs_payload(w, q.wqe_off, len);
         out->signaled = last;
         if (last) {
             q.sq_next++;
@@ -141,6 +154,12 @@ void Nic::verbs_tx_done(const TxPacket& p)
     // The QP was destroyed (or its entry reused), or flushed since: nothing to complete.
     if (!q || !q->live || q->qpn != p.meta.src_qp) return;
     if (!p.local_error) q->counters.tx_packets++;
+    if (q->type == QpType::Rc) {  // RC completes at the ACK; a local error fails its WQE now
+        if (p.local_error && q->sq.head() - q->sq.tail() > 0 && p.cookie - static_cast<uint32_t>(q->sq.tail()) <
+                                                                    q->sq.head() - q->sq.tail())
+            rc_fail(*q, q->sq.tail() + (p.cookie - static_cast<uint32_t>(q->sq.tail())), WcStatus::LocProtErr);
+        return;
+    }
     if (!p.signaled || q->sq.empty() || static_cast<uint32_t>(q->sq.tail()) != p.cookie) return;
     const VerbsSend& e = q->sq.front();
     verbs::Wc wc;
@@ -166,6 +185,8 @@ size_t Nic::verbs_encode(const TxPacket& p, uint8_t* out, size_t cap) const
     NicAddress dst{p.remote_mac, p.remote_ip};
     wire::Headers h = roce_headers(p.meta, addr_, dst);
     h.dma_len = p.reth_len;  // WRITE FIRST: the whole message; ONLY: the same as the payload
+    h.aeth = p.aeth;
+    h.ack_req = p.ack_req;
     h.pad = true;
     return wire::encode(h, p.payload, p.meta.dma_len, out, cap);
 }

@@ -87,6 +87,9 @@ void put_headers(const Headers& h, size_t hdr, uint32_t payload_len, uint32_t pa
         ext[4] = 0;
         put24(ext + 5, h.src_qp & 0xFFFFFF);
         ext += kDethBytes;
+    } else if (has_aeth(h.opcode)) {
+        put32(ext, h.aeth);
+        ext += kAethBytes;
     }
     if (has_imm(h.opcode)) put32(ext, h.imm);
 }
@@ -96,9 +99,9 @@ void put_headers(const Headers& h, size_t hdr, uint32_t payload_len, uint32_t pa
 size_t header_bytes(uint8_t opcode)
 {
     if (opcode == kOpUcWriteOnlyImm) return kWriteImmHeaderBytes;  // SDR's: first, no arithmetic
-    if ((opcode < kOpUcSendFirst || opcode > kOpUcWriteOnlyImm) && !has_deth(opcode)) return 0;
+    if (!(op::kTable.f[opcode] & op::kValid)) return 0;
     return kExtOff + (has_reth(opcode) ? kRethBytes : 0) + (has_deth(opcode) ? kDethBytes : 0) +
-           (has_imm(opcode) ? kImmBytes : 0);
+           (has_aeth(opcode) ? kAethBytes : 0) + (has_imm(opcode) ? kImmBytes : 0);
 }
 
 size_t frame_bytes(uint8_t opcode, size_t payload, bool pad)
@@ -222,7 +225,9 @@ Verdict decode(const uint8_t* frame, size_t len, Parsed* out, bool verify_icrc)
     if (verify_icrc && !icrc_ok(frame, len)) return Verdict::BadIcrc;
 
     const uint8_t* ext = frame + kExtOff;
-    if ((op == kOpUcWriteOnlyImm || op == kOpUcWriteOnly) && get32(ext + 12) != payload_len) return Verdict::BadLength;
+    const uint8_t flags = op::kTable.f[op];
+    if ((flags & op::kRethLenIsPayload) && get32(ext + 12) != payload_len) return Verdict::BadLength;
+    if ((flags & op::kNoPayload) && payload_len) return Verdict::BadLength;
 
     if (!out) return Verdict::Ok;  // a validity check only
     Headers& h = out->h;
@@ -252,6 +257,9 @@ Verdict decode(const uint8_t* frame, size_t len, Parsed* out, bool verify_icrc)
         h.qkey = get32(ext);
         h.src_qp = get24(ext + 5);
         ext += kDethBytes;
+    } else if (has_aeth(op)) {
+        h.aeth = get32(ext);
+        ext += kAethBytes;
     }
     h.imm = has_imm(op) ? get32(ext) : 0;
     out->payload = frame + hdr;

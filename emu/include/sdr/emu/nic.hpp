@@ -56,6 +56,9 @@ enum class RxDrop : uint8_t {
     Duplicate,    // UC: a PSN behind the expected one (a duplicate)
     NoRecvWqe,    // SEND or WRITE-with-immediate found the receive queue empty
     AccessDenied, // the rkey's region or the QP does not allow it, or another PD's region
+    // RC (nic_rc_*.cpp)
+    StaleAck,     // an ACK, NAK or READ response outside the requester's outstanding PSNs
+    InvalidRequest, // a request the responder NAKs as invalid (opcode sequence, length, too many READs)
     Count
 };
 const char* to_string(RxDrop d);
@@ -85,7 +88,9 @@ struct TxPacket {
     const uint8_t* payload = nullptr;  // local MR bytes (full-payload mode)
     uint32_t qp = 0;                   // transport QP handle
     uint32_t cookie = 0;               // verbs: the send queue index of the packet's WQE
-    uint32_t reth_len = 0;             // verbs WRITE FIRST: the message's length (RETH DMA length)
+    uint32_t reth_len = 0;             // verbs WRITE FIRST, READ request: the RETH's DMA length
+    uint32_t aeth = 0;                 // RC ACK and READ response FIRST/LAST/ONLY
+    bool ack_req = false;              // RC request: the BTH's AckReq bit
     bool signaled = false;             // verbs: the last packet of its WQE
     // Sdr: a transport QP's WRITE-with-immediate; Ctrl: a control datagram (qp: the control
     // QP handle); Verbs: a verbs QP's packet (qp: the verbs QP handle). One byte, so SDR's
@@ -243,6 +248,15 @@ public:
     // single-producer/single-consumer ring each (verbs.hpp), the NIC the other.
     static constexpr uint32_t kVerbsQpnBit = 1u << (NicIds::kQpnIndexBits - 1);  // in the control QPN space
     static constexpr uint32_t kMaxVerbsQps = kVerbsQpnBit;  // 4096 verbs QPs, 4096 control QPs
+    // RC QPs' timers (retransmission and RNR wait) go through NicExecutor::arm_timer with this
+    // worker number, above every DPA worker's, and the QP handle as id: SDR's timer ids stay theirs.
+    static constexpr uint32_t kVerbsTimerWorker = 0xFFFF;
+    // A retransmission timeout is 4.096 us * 2^timeout (IBTA), but never below this: a software
+    // NIC's polling thread on a shared core stalls for longer than the IBTA's short timeouts.
+    static constexpr uint64_t kRcMinTimeoutNs = 1'000'000;
+    static constexpr uint32_t kRcAckReqEvery = 64;  // AckReq on every 64th packet of a long message
+    static constexpr uint32_t kRcRespDepth = 64;    // queued ACKs/NAKs and READ responses per RC QP
+    static constexpr uint32_t kRcMaxRdAtomic = 16;  // max_rd_atomic / max_dest_rd_atomic
     uint32_t verbs_pd_alloc();  // kNoHandle if none left
     int verbs_pd_dealloc(uint32_t pd);  // EBUSY while a region, AH or QP uses it
     // A region of `pd` with IBV_ACCESS_* flags: its key serves as lkey and rkey (random, ids.hpp);
@@ -385,6 +399,16 @@ private:
     struct VerbsSend {
         verbs::SendWr wr;
         uint32_t total = 0;  // bytes of the message (sum of its SGEs)
+        uint32_t psn = 0;     // RC: the PSN of its first packet (a READ: of its first response)
+        uint32_t rd_done = 0; // RC READ: response bytes landed
+        bool sent = false;    // RC: its first packet went out (psn is valid)
+    };
+    // RC responder output: an ACK/NAK (one packet) or a READ's responses (one per MTU).
+    struct RcResp {
+        bool read = false;
+        uint32_t psn = 0, aeth = 0;       // ACK/NAK; READ: the PSN of its first response
+        uint32_t key = 0, len = 0, off = 0;  // READ: rkey, length, bytes sent
+        uint64_t va = 0;
     };
     struct VerbsQp {
         VerbsQp(uint32_t sq_depth, uint32_t rq_depth) : sq(sq_depth), rq(rq_depth) {}
@@ -408,6 +432,20 @@ private:
         uint64_t write_va = 0;     // WRITE: RETH of its FIRST
         uint32_t write_len = 0, write_key = 0;
         verbs::QpCountersVerbs counters;
+        // RC attributes (QpAttr)
+        uint8_t timeout = 0, retry_cnt = 0, rnr_retry = 0, min_rnr_timer = 0, max_rd = 0, max_dest_rd = 0;
+        // RC requester: PSNs [una, psn_high) are sent and not yet acknowledged; sq_psn is the next
+        // to send (behind psn_high after a go-back-N rewind).
+        uint32_t una = 0, psn_high = 0;
+        uint32_t retry_left = 0, rnr_left = 0, rd_out = 0;  // rd_out: READs sent, not complete
+        bool rnr_wait = false;                               // after an RNR NAK until its timer
+        uint32_t rd_rewound = 0xFFFFFFFF;  // a READ's missing response PSN already asked again
+        uint64_t timer_ns = 0;                               // deadline armed, 0: none
+        // RC responder
+        uint32_t msn = 0;        // messages completed (AETH MSN)
+        bool nak_sent = false;   // a NAK went out: no other until the expected PSN arrives
+        std::vector<RcResp> resp;  // kRcRespDepth entries (RC QPs only)
+        uint32_t resp_head = 0, resp_n = 0, rd_queued = 0;
     };
     VerbsMr* verbs_mr(uint32_t key)
     {
@@ -423,16 +461,39 @@ private:
     void verbs_complete(uint32_t cq, const verbs::Wc& wc);
     void verbs_flush(VerbsQp& q);  // ERR: every queued WQE completes with WR_FLUSH_ERR
     void verbs_doorbell(uint32_t h);  // the QP has send work: into verbs_active_
+    bool verbs_has_tx(const VerbsQp& q) const;
+    // The bytes [off, off + len) of a send WQE's gather list: in place, or in verbs_gather_.
+    const uint8_t* verbs_payload(const verbs::SendWr& w, uint32_t off, uint32_t len);
+    static uint8_t verbs_data_opcode(verbs::WrOpcode op, bool first, bool last, bool rc);
     bool verbs_tx_next(TxPacket* out);
     void verbs_tx_done(const TxPacket& p);
     size_t verbs_encode(const TxPacket& p, uint8_t* out, size_t cap) const;
     // reth_len: the RETH's DMA length (a WRITE FIRST's is the message's; m.dma_len is the payload's)
     void verbs_receive(const PacketMeta& m, const uint8_t* payload, const NicAddress& src, const uint8_t* ip_header,
-                       uint32_t reth_len);
+                       const wire::Headers& hd);
     void uc_receive(VerbsQp& q, const PacketMeta& m, const uint8_t* payload, const NicAddress& src,
                     uint32_t reth_len);
     void ud_receive(VerbsQp& q, const PacketMeta& m, const uint8_t* payload, const uint8_t* ip_header);
     void verbs_drop(RxDrop d, VerbsQp* q);
+    // ---- RC (nic_rc_requester.cpp, nic_rc_responder.cpp, nic_rc_read.cpp) ----
+    static uint32_t rc_npkts(uint32_t len, uint32_t pmtu) { return len ? (len + pmtu - 1) / pmtu : 1; }
+    void rc_receive(VerbsQp& q, uint32_t h, const PacketMeta& m, const uint8_t* payload, const NicAddress& src,
+                    const wire::Headers& hd);
+    bool rc_tx_next(VerbsQp& q, uint32_t h, TxPacket* out);  // responses first, then requests
+    bool rc_requester_ready(const VerbsQp& q) const;
+    void rc_ack_received(VerbsQp& q, uint32_t h, uint32_t psn, uint32_t aeth);
+    bool rc_retire(VerbsQp& q, uint32_t h, uint32_t psn);  // every PSN up to psn acknowledged
+    void rc_rewind(VerbsQp& q, uint32_t h, uint32_t psn);  // go-back-N to psn
+    void rc_fail(VerbsQp& q, uint64_t idx, verbs::WcStatus st);  // WQE idx fails: QP to ERR
+    void rc_enter_err(VerbsQp& q);
+    void rc_arm(VerbsQp& q, uint32_t h, uint64_t deadline_ns);
+    void rc_timer(uint32_t h);
+    void rc_request(VerbsQp& q, uint32_t h, const PacketMeta& m, const uint8_t* payload, const wire::Headers& hd);
+    void rc_queue_ack(VerbsQp& q, uint32_t h, uint32_t psn, uint32_t syndrome);
+    void rc_responder_error(VerbsQp& q, uint32_t h, uint32_t psn, uint32_t nak_code);
+    bool rc_resp_next(VerbsQp& q, uint32_t h, TxPacket* out);
+    void rc_read_request(VerbsQp& q, uint32_t h, const PacketMeta& m, const wire::Headers& hd, bool duplicate);
+    void rc_read_response(VerbsQp& q, uint32_t h, const PacketMeta& m, const uint8_t* payload, uint32_t aeth);
 
     RootKey* root_key(uint32_t rkey)  // inline: the responder looks one up per packet
     {

@@ -14,14 +14,16 @@ namespace sdr::emu::verbs {
 // IBV_ACCESS_* bits this model checks (others are accepted and ignored).
 enum Access : uint32_t { kLocalWrite = 1, kRemoteWrite = 2, kRemoteRead = 4 };
 
-enum class QpType : uint8_t { Uc, Ud };  // RC: the next slice (see emu/README.md)
+enum class QpType : uint8_t { Uc, Ud, Rc };
 enum class QpState : uint8_t { Reset, Init, Rtr, Rts, Err };
 
 enum class WcStatus : uint8_t {  // ibv_wc_status
-    Success = 0, LocLenErr = 1, LocQpOpErr = 2, LocProtErr = 4, WrFlushErr = 5, RemAccessErr = 10,
+    Success = 0, LocLenErr = 1, LocQpOpErr = 2, LocProtErr = 4, WrFlushErr = 5, RemInvReqErr = 9,
+    RemAccessErr = 10, RemOpErr = 11, RetryExcErr = 12, RnrRetryExcErr = 13,
 };
-enum class WcOpcode : uint8_t { Send = 0, RdmaWrite = 1, Recv = 128, RecvRdmaWithImm = 129 };  // ibv_wc_opcode
-enum class WrOpcode : uint8_t { RdmaWrite = 0, RdmaWriteWithImm = 1, Send = 2, SendWithImm = 3 };  // ibv_wr_opcode
+enum class WcOpcode : uint8_t { Send = 0, RdmaWrite = 1, RdmaRead = 2, Recv = 128, RecvRdmaWithImm = 129 };  // ibv_wc_opcode
+// ibv_wr_opcode; RDMA READ: RC only. Atomics (5, 6) are not offered: the device reports none.
+enum class WrOpcode : uint8_t { RdmaWrite = 0, RdmaWriteWithImm = 1, Send = 2, SendWithImm = 3, RdmaRead = 4 };
 
 using Gid = std::array<uint8_t, 16>;
 // ::ffff:a.b.c.d, the RoCEv2 GID of an IPv4 address (host order in, network order in the GID).
@@ -44,7 +46,7 @@ struct SendWr {
     uint32_t imm = 0;  // host order; the wire carries it big-endian
     uint32_t num_sge = 0;
     std::array<Sge, kMaxSge> sg{};
-    uint64_t remote_addr = 0;  // RDMA WRITE
+    uint64_t remote_addr = 0;  // RDMA WRITE and READ
     uint32_t rkey = 0;
     uint32_t ah = 0, remote_qpn = 0, remote_qkey = 0;  // UD: address handle, destination QP, Q_Key
 };
@@ -64,21 +66,35 @@ struct Wc {
     uint32_t qp_num = 0, src_qp = 0;  // src_qp: UD only
 };
 
-// ibv_modify_qp's attributes this model uses; `mask` says which are set (QpAttr::k*).
+// ibv_modify_qp's attributes this model uses; `mask` says which are set (QpAttr::k*). The
+// values of the RC attributes are libibverbs' (timeout and min_rnr_timer are the IBTA's 5-bit
+// encodings, rnr_retry 7 means infinite), so a provider passes them through.
 struct QpAttr {
     enum Mask : uint32_t {
         kState = 1, kAccess = 2, kQkey = 4, kPathMtu = 8, kRqPsn = 16, kSqPsn = 32, kDestQpn = 64, kAv = 128,
+        kTimeout = 256, kRetryCnt = 512, kRnrRetry = 1024, kMinRnrTimer = 2048, kMaxRdAtomic = 4096,
+        kMaxDestRdAtomic = 8192,
     };
     QpState state = QpState::Reset;
     uint32_t access = 0, qkey = 0;
     uint32_t path_mtu = 1024;  // bytes: 256, 512, 1024, 2048 or 4096
     uint32_t rq_psn = 0, sq_psn = 0, dest_qpn = 0;
     Gid remote_gid{};  // the address vector: the peer's RoCEv2 GID
+    // RC (IBV_QP_TIMEOUT ... IBV_QP_MAX_DEST_RD_ATOMIC)
+    uint8_t timeout = 14;        // local ACK timeout 4.096 us * 2^timeout; 0: none (IBTA: infinite)
+    uint8_t retry_cnt = 7;       // retransmissions after a timeout or a sequence-error NAK (0..7)
+    uint8_t rnr_retry = 7;       // retries after an RNR NAK (0..6; 7: infinite)
+    uint8_t min_rnr_timer = 12;  // the responder's RNR NAK timer code (IBTA table: 12 = 0.64 ms)
+    uint8_t max_rd_atomic = 1, max_dest_rd_atomic = 1;  // READs outstanding as requester / responder (<= 16)
 };
 
 struct QpCountersVerbs {
     uint64_t rx_packets = 0, rx_drops = 0, rx_messages = 0, rx_aborted = 0;  // aborted: PSN gap mid-message
     uint64_t tx_packets = 0, tx_messages = 0;
+    // RC: ACKs and NAKs sent and received, RNR NAKs among the NAKs, retransmission timeouts,
+    // packets sent again (go-back-N), READ response packets sent
+    uint64_t tx_acks = 0, tx_naks = 0, rx_acks = 0, rx_naks = 0, tx_rnr_naks = 0, rx_rnr_naks = 0;
+    uint64_t timeouts = 0, retransmits = 0, tx_read_responses = 0;
 };
 
 // A bounded single-producer/single-consumer ring: one thread pushes (head), one consumes (tail).
@@ -111,6 +127,7 @@ public:
     uint64_t tail() const { return tail_.load(std::memory_order_relaxed); }
     bool empty() const { return head() == tail(); }
     T& at(uint64_t i) { return buf_[i & mask_]; }
+    const T& at(uint64_t i) const { return buf_[i & mask_]; }
     T& front() { return at(tail()); }
     void pop() { tail_.store(tail() + 1, std::memory_order_release); }
     // Both sides stopped (QP reset): forget every entry.

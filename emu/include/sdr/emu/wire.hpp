@@ -1,6 +1,7 @@
-// RoCEv2 wire format of the emulated NIC: Ethernet / IPv4 / UDP 4791 / BTH / (RETH | DETH) /
-// ImmDt / payload / pad / ICRC: SDR's UC WRITE-only-with-immediate, the verbs QPs' UC SEND and
-// RDMA WRITE (FIRST/MIDDLE/LAST/ONLY, with and without immediate) and UD SEND Only (+Imm). Encode builds a whole frame; decode treats a frame as hostile and
+// RoCEv2 wire format of the emulated NIC: Ethernet / IPv4 / UDP 4791 / BTH / (RETH | DETH | AETH)
+// / ImmDt / payload / pad / ICRC: SDR's UC WRITE-only-with-immediate, the verbs QPs' RC and UC
+// SEND and RDMA WRITE (FIRST/MIDDLE/LAST/ONLY, with and without immediate), RC READ requests,
+// READ responses and ACKs, and UD SEND Only (+Imm). Encode builds a whole frame; decode treats a frame as hostile and
 // says why it is not usable. Per-packet path: no allocation, no exceptions, no virtual calls.
 //
 // Deliberate limits (all frames we emit are within them):
@@ -20,7 +21,16 @@
 namespace sdr::emu::wire {
 
 inline constexpr uint16_t kRoceUdpPort = 4791;
-// BTH opcodes (IBTA vol. 1, table 38): UC is 0x20-0x2B, UD 0x64-0x65.
+// BTH opcodes (IBTA vol. 1, table 38): RC is 0x00-0x11 (atomics 0x12-0x14 are not supported),
+// UC 0x20-0x2B, UD 0x64-0x65.
+inline constexpr uint8_t kOpRcSendFirst = 0x00, kOpRcSendMiddle = 0x01, kOpRcSendLast = 0x02,
+                         kOpRcSendLastImm = 0x03, kOpRcSendOnly = 0x04, kOpRcSendOnlyImm = 0x05;
+inline constexpr uint8_t kOpRcWriteFirst = 0x06, kOpRcWriteMiddle = 0x07, kOpRcWriteLast = 0x08,
+                         kOpRcWriteLastImm = 0x09, kOpRcWriteOnly = 0x0A, kOpRcWriteOnlyImm = 0x0B;
+inline constexpr uint8_t kOpRcReadRequest = 0x0C;  // RETH, no payload
+inline constexpr uint8_t kOpRcReadRespFirst = 0x0D, kOpRcReadRespMiddle = 0x0E, kOpRcReadRespLast = 0x0F,
+                         kOpRcReadRespOnly = 0x10;  // AETH on FIRST, LAST and ONLY
+inline constexpr uint8_t kOpRcAck = 0x11;           // AETH, no payload (ACK and NAK)
 inline constexpr uint8_t kOpUcSendFirst = 0x20, kOpUcSendMiddle = 0x21, kOpUcSendLast = 0x22,
                          kOpUcSendLastImm = 0x23, kOpUcSendOnly = 0x24, kOpUcSendOnlyImm = 0x25;
 inline constexpr uint8_t kOpUcWriteFirst = 0x26, kOpUcWriteMiddle = 0x27, kOpUcWriteLast = 0x28,
@@ -28,21 +38,49 @@ inline constexpr uint8_t kOpUcWriteFirst = 0x26, kOpUcWriteMiddle = 0x27, kOpUcW
 inline constexpr uint8_t kOpUcWriteOnlyImm = 0x2B;  // UC RDMA WRITE Only with Immediate (SDR's)
 inline constexpr uint8_t kOpUdSendOnly = 0x64, kOpUdSendOnlyImm = 0x65;  // UD SEND Only (+Imm), carry DETH
 inline constexpr size_t kEthBytes = 14, kIpv4Bytes = 20, kUdpBytes = 8, kBthBytes = 12, kRethBytes = 16,
-                        kDethBytes = 8, kImmBytes = 4, kIcrcBytes = 4;
+                        kDethBytes = 8, kImmBytes = 4, kIcrcBytes = 4, kAethBytes = 4;
 inline constexpr size_t kWriteImmHeaderBytes = 74;  // Eth..ImmDt for 0x2B
 static_assert(kWriteImmHeaderBytes == kEthBytes + kIpv4Bytes + kUdpBytes + kBthBytes + kRethBytes + kImmBytes);
 
-// Which extension headers an opcode carries (false for an unsupported one).
-constexpr bool has_reth(uint8_t op) { return op == kOpUcWriteFirst || op == kOpUcWriteOnly || op == kOpUcWriteOnlyImm; }
-constexpr bool has_deth(uint8_t op) { return op == kOpUdSendOnly || op == kOpUdSendOnlyImm; }
-constexpr bool has_imm(uint8_t op)
-{
-    return op == kOpUcSendLastImm || op == kOpUcSendOnlyImm || op == kOpUcWriteLastImm || op == kOpUcWriteOnlyImm ||
-           op == kOpUdSendOnlyImm;
-}
+// AETH (IBTA 9.3.5): syndrome in the top byte, MSN below. Syndrome: 000ccccc ACK (c: credits,
+// 0x1F = not flow controlled), 001ttttt RNR NAK (t: the RNR timer code), 011nnnnn NAK (n: kNak*).
+inline constexpr uint32_t kAethAck = 0x1Fu << 24, kAethRnrNak = 0x20u << 24, kAethNak = 0x60u << 24;
+inline constexpr uint32_t kNakPsnSequence = 0, kNakInvalidRequest = 1, kNakRemoteAccess = 2, kNakRemoteOp = 3;
+constexpr uint32_t aeth(uint32_t syndrome, uint32_t msn) { return syndrome | (msn & 0xFFFFFF); }
 
-// Eth..ImmDt: 74 for 0x2B, 14+20+8+12+8(+4) for the UD ops, 54 + RETH/ImmDt for the other UC
-// ops, 0 for an unsupported opcode.
+// What each opcode carries, one table lookup (0: unsupported opcode).
+namespace op {
+inline constexpr uint8_t kValid = 1, kReth = 2, kDeth = 4, kImm = 8, kAeth = 16,
+                         kRethLenIsPayload = 32,  // WRITE ONLY: the RETH's DMA length is the payload's
+                         kNoPayload = 64;         // READ request, ACK
+struct Table {
+    uint8_t f[256] = {};
+    constexpr Table()
+    {
+        for (uint8_t base : {uint8_t(0x00), uint8_t(0x20)}) {  // RC and UC SEND and WRITE
+            for (int i = 0; i < 12; i++) f[base + i] = kValid;
+            for (int i : {0x03, 0x05, 0x09, 0x0B}) f[base + i] |= kImm;
+            for (int i : {0x06, 0x0A, 0x0B}) f[base + i] |= kReth;
+            for (int i : {0x0A, 0x0B}) f[base + i] |= kRethLenIsPayload;
+        }
+        f[kOpRcReadRequest] = kValid | kReth | kNoPayload;
+        f[kOpRcReadRespFirst] = f[kOpRcReadRespLast] = f[kOpRcReadRespOnly] = kValid | kAeth;
+        f[kOpRcReadRespMiddle] = kValid;
+        f[kOpRcAck] = kValid | kAeth | kNoPayload;
+        f[kOpUdSendOnly] = kValid | kDeth;
+        f[kOpUdSendOnlyImm] = kValid | kDeth | kImm;
+    }
+};
+inline constexpr Table kTable{};
+}  // namespace op
+
+// Which extension headers an opcode carries (false for an unsupported one).
+constexpr bool has_reth(uint8_t o) { return op::kTable.f[o] & op::kReth; }
+constexpr bool has_deth(uint8_t o) { return op::kTable.f[o] & op::kDeth; }
+constexpr bool has_imm(uint8_t o) { return op::kTable.f[o] & op::kImm; }
+constexpr bool has_aeth(uint8_t o) { return op::kTable.f[o] & op::kAeth; }
+
+// Eth..ImmDt: 74 for 0x2B, 54 + RETH/DETH/AETH/ImmDt for the others, 0 for an unsupported opcode.
 size_t header_bytes(uint8_t opcode);
 // A whole frame of `payload` bytes, with its pad when `pad` (0 for an unsupported opcode).
 constexpr size_t pad_bytes(size_t payload) { return (4 - (payload & 3)) & 3; }
@@ -67,6 +105,7 @@ struct Headers {
     uint64_t va = 0;  uint32_t rkey = 0;  uint32_t dma_len = 0;  // RETH (WRITE FIRST/ONLY)
     uint32_t qkey = 0; uint32_t src_qp = 0;                      // DETH (UD)
     uint32_t imm = 0;                                            // ImmDt, host order
+    uint32_t aeth = 0;  // AETH (RC ACK, READ response FIRST/LAST/ONLY); decode sets it only for those
 };
 
 // Writes a whole frame (headers, payload, ICRC) into out. IPv4 total length, header checksum and
@@ -95,12 +134,13 @@ struct Parsed {
 //   NotIpv4      ethertype != 0x0800, IP version != 4 or IHL != 5;
 //   NotRoce      IP protocol not UDP, or UDP destination port != 4791;
 //   BadIpHeader  IPv4 header checksum wrong, or the packet is a fragment;
-//   BadOpcode    not 0x20-0x2B, 0x64 or 0x65;
+//   BadOpcode    not 0x00-0x11, 0x20-0x2B, 0x64 or 0x65;
 //   BadLength    IP total length != len - 14, UDP length != IP payload, PadCnt > payload;
 //   BadIcrc      ICRC mismatch (only if verify_icrc);
-//   BadLength    (WRITE ONLY, 0x2A/0x2B) RETH dma_len != payload length — checked after the
-//                ICRC, so a corrupted dma_len counts as BadIcrc and a well-formed lie as
-//                BadLength. (A WRITE FIRST's dma_len is the whole message: the responder checks it.)
+//   BadLength    (WRITE ONLY, 0x0A/0x0B/0x2A/0x2B) RETH dma_len != payload length, or a
+//                payload on a READ request or ACK — checked after the ICRC, so a corrupted
+//                dma_len counts as BadIcrc and a well-formed lie as BadLength. (A WRITE FIRST's
+//                and a READ request's dma_len is the whole message: the responder checks it.)
 // On Ok, *out holds the headers (UDP checksum, TVer, BTH reserved bits are not reported).
 Verdict decode(const uint8_t* frame, size_t len, Parsed* out, bool verify_icrc = true);
 

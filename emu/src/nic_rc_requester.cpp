@@ -1,0 +1,308 @@
+// RC requester (IBTA vol. 1, 9.7): request packets of the send queue's WQEs, retirement at the
+// ACK that covers a WQE's last PSN, go-back-N from a NAK'd or timed-out PSN, the retransmission
+// timer with retry_cnt, RNR NAKs with rnr_retry and the responder's RNR timer, and the error
+// completions that move the QP to ERR.
+
+#include <sdr/emu/nic.hpp>
+
+#include <algorithm>
+
+namespace sdr::emu {
+
+using verbs::QpState;
+using verbs::WcOpcode;
+using verbs::WcStatus;
+using verbs::WrOpcode;
+
+namespace {
+
+constexpr uint32_t kPsnMask = 0xFFFFFF;
+// b - a in 24-bit serial arithmetic (how far b is past a).
+inline uint32_t psn_diff(uint32_t b, uint32_t a) { return (b - a) & kPsnMask; }
+// PSNs outstanding at most: well inside half the 24-bit space, where serial comparisons hold
+// (a READ's request takes as many PSNs as it has responses, up to 2^23 for 2 GiB at MTU 256).
+constexpr uint32_t kMaxOutstandingPsns = 1u << 22;
+
+// The RNR NAK timer codes of the IBTA (table 45), in microseconds: 0 is the longest.
+constexpr uint32_t kRnrTimerUs[32] = {655360, 10,    20,    30,    40,    60,     80,     120,
+                                      160,    240,   320,   480,   640,   960,    1280,   1920,
+                                      2560,   3840,  5120,  7680,  10240, 15360,  20480,  30720,
+                                      40960,  61440, 81920, 122880, 163840, 245760, 327680, 491520};
+
+// The local ACK timeout: 4.096 us * 2^timeout (IBTA), at least Nic::kRcMinTimeoutNs.
+uint64_t timeout_ns(uint8_t timeout) { return std::max<uint64_t>(uint64_t{4096} << timeout, Nic::kRcMinTimeoutNs); }
+
+WcOpcode wc_opcode(WrOpcode op)
+{
+    if (op == WrOpcode::RdmaRead) return WcOpcode::RdmaRead;
+    return op == WrOpcode::Send || op == WrOpcode::SendWithImm ? WcOpcode::Send : WcOpcode::RdmaWrite;
+}
+
+}  // namespace
+
+// The requester may send its next request: RTS, not waiting out an RNR NAK, a WQE left, fewer
+// than kMaxOutstandingPsns outstanding, and a READ only while fewer than max_rd_atomic are.
+bool Nic::rc_requester_ready(const VerbsQp& q) const
+{
+    if (q.state != QpState::Rts || q.rnr_wait || q.sq_next == q.sq.head()) return false;
+    if (psn_diff(q.sq_psn, q.una) >= kMaxOutstandingPsns) return false;
+    const VerbsSend& e = q.sq.at(q.sq_next);
+    return e.wr.opcode != WrOpcode::RdmaRead || q.rd_out < q.max_rd;
+}
+
+bool Nic::rc_tx_next(VerbsQp& q, uint32_t h, TxPacket* out)
+{
+    if (q.resp_n) return rc_resp_next(q, h, out);  // ACKs and READ responses go first
+    if (!rc_requester_ready(q)) return false;
+    VerbsSend& e = q.sq.at(q.sq_next);
+    const verbs::SendWr& w = e.wr;
+    const bool read = w.opcode == WrOpcode::RdmaRead;
+    *out = TxPacket{};
+    out->kind = TxPacket::Kind::Verbs;
+    out->qp = h;
+    out->cookie = static_cast<uint32_t>(q.sq_next);
+    out->meta.src_qp = q.qpn;  // tx_done's check that the QP is still the same
+    if (q.wqe_off == 0) {
+        // Local protection once per (re)start of a WQE: a READ's SGEs need local write.
+        uint32_t total;
+        if (!verbs_sges_ok(q.pd, w.sg.data(), w.num_sge, read ? uint32_t{verbs::kLocalWrite} : 0u, &total)) {
+            out->local_error = true;
+            out->signaled = true;
+            q.state = QpState::Err;  // nothing more leaves; tx_done fails the WQE and flushes
+            return true;
+        }
+        e.psn = q.sq_psn;
+        e.rd_done = 0;
+        e.sent = true;
+    }
+    PacketMeta& m = out->meta;
+    m.dest_qp = q.dest_qpn;
+    m.psn = q.sq_psn;
+    m.udp_src_port = udp_src_port(q.qpn);
+    out->remote_ip = q.remote.ip;
+    out->remote_mac = q.remote.mac;
+    out->ack_req = true;
+    if (read) {
+        // One request for the rest of the READ (all of it, or from the first response missing
+        // after a rewind); its responses take one PSN each.
+        m.opcode = wire::kOpRcReadRequest;
+        m.va = w.remote_addr + q.wqe_off;
+        m.rkey = w.rkey;
+        out->reth_len = e.total - q.wqe_off;
+        q.sq_psn = (q.sq_psn + rc_npkts(out->reth_len, q.pmtu)) & kPsnMask;
+        q.sq_next++;
+        q.wqe_off = 0;
+        q.rd_out++;
+    } else {
+        const uint32_t len = std::min(q.pmtu, e.total - q.wqe_off);
+        const bool first = q.wqe_off == 0, last = q.wqe_off + len == e.total;
+        m.opcode = verbs_data_opcode(w.opcode, first, last, true);
+        if (first && (w.opcode == WrOpcode::RdmaWrite || w.opcode == WrOpcode::RdmaWriteWithImm)) {
+            m.va = w.remote_addr;
+            m.rkey = w.rkey;
+            out->reth_len = e.total;
+        }
+        m.dma_len = len;
+        if (wire::has_imm(m.opcode)) m.imm = w.imm;
+        out->payload = verbs_payload(w, q.wqe_off, len);
+        // AckReq: at the end of every message, and every kRcAckReqEvery packets of a long one,
+        // so that its ACKs keep the retransmission timer from expiring while it streams.
+        out->ack_req = last || psn_diff(m.psn, e.psn) % kRcAckReqEvery == kRcAckReqEvery - 1;
+        q.sq_psn = (q.sq_psn + 1) & kPsnMask;
+        if (last) {
+            q.sq_next++;
+            q.wqe_off = 0;
+        } else {
+            q.wqe_off += len;
+        }
+    }
+    if (psn_diff(m.psn, q.una) < psn_diff(q.psn_high, q.una)) q.counters.retransmits++;
+    if (psn_diff(q.sq_psn, q.una) > psn_diff(q.psn_high, q.una)) q.psn_high = q.sq_psn;
+    if (!q.timer_ns && q.timeout) {
+        rc_arm(q, h, exec_->now_ns() + timeout_ns(q.timeout));
+    }
+    return true;
+}
+
+void Nic::rc_arm(VerbsQp& q, uint32_t h, uint64_t deadline_ns)
+{
+    q.timer_ns = deadline_ns;
+    exec_->arm_timer(*this, kVerbsTimerWorker, h, deadline_ns);  // re-arming replaces the earlier one
+}
+
+// Every PSN up to `psn` is acknowledged: sent WQEs whose last PSN it covers complete in order
+// (also ones a rewind is about to send again: the requester then skips ahead). A READ completes
+// only with its last response (nic_rc_read.cpp) and is acknowledged only as far as its
+// responses landed: an ACK past a READ whose responses did not all arrive means they were
+// lost, so the requester asks again from the first one missing (false: it rewound).
+bool Nic::rc_retire(VerbsQp& q, uint32_t h, uint32_t psn)
+{
+    const uint32_t outstanding = psn_diff(q.psn_high, q.una);
+    if (psn_diff(psn + 1, q.una) > outstanding) return true;  // behind una (nothing new) or stale
+    uint32_t una = (psn + 1) & kPsnMask;
+    bool rewound = false;
+    while (!q.sq.empty() && q.sq.front().sent) {
+        VerbsSend& e = q.sq.front();
+        if (e.wr.opcode == WrOpcode::RdmaRead) {
+            // acknowledged up to its first missing response at most
+            const uint32_t missing = (e.psn + e.rd_done / q.pmtu) & kPsnMask;
+            if (psn_diff(una, missing) - 1 < outstanding) {
+                una = missing;
+                if (q.rd_rewound != missing) {  // once per gap (the timer covers a lost request)
+                    q.rd_rewound = missing;
+                    rewound = true;
+                }
+            }
+            break;
+        }
+        const uint32_t k = psn_diff(psn, e.psn);
+        if (k >= 0x800000 || k < rc_npkts(e.total, q.pmtu) - 1) break;  // its last PSN is not covered
+        verbs::Wc wc;
+        wc.wr_id = e.wr.wr_id;
+        wc.opcode = wc_opcode(e.wr.opcode);
+        wc.byte_len = e.total;
+        wc.qp_num = q.qpn;
+        q.counters.tx_messages++;
+        const bool signaled = e.wr.signaled;
+        if (q.sq.tail() == q.sq_next) {  // it was about to go again: skip it
+            q.sq_next++;
+            q.wqe_off = 0;
+        }
+        q.sq.pop();
+        if (signaled) verbs_complete(q.send_cq, wc);
+    }
+    if (psn_diff(una, q.una) == 0 && !rewound) return true;
+    if (psn_diff(una, q.una) != 0) {
+        q.una = una;
+        // Progress: the retry budgets start again, the timer restarts (or stops: all acknowledged).
+        q.retry_left = q.retry_cnt;
+        q.rnr_left = q.rnr_retry;
+        if (q.una == q.psn_high) {
+            q.timer_ns = 0;
+        } else if (q.timeout) {
+            rc_arm(q, h, exec_->now_ns() + timeout_ns(q.timeout));
+        }
+    }
+    // A rewound requester never sends what is acknowledged: it resumes at una at the earliest.
+    if (rewound || psn_diff(q.sq_psn, q.una) > psn_diff(q.psn_high, q.una)) rc_rewind(q, h, q.una);
+    verbs_doorbell(h);  // a READ slot or the window may have opened
+    return !rewound;
+}
+
+// Go-back-N: the next packet sent is `psn`, in whichever sent WQE holds it (or the first WQE
+// not sent yet).
+void Nic::rc_rewind(VerbsQp& q, uint32_t h, uint32_t psn)
+{
+    uint64_t i = q.sq.tail();
+    uint32_t off = 0;
+    for (; i != q.sq.head() && q.sq.at(i).sent; i++) {
+        const VerbsSend& e = q.sq.at(i);
+        const uint32_t k = psn_diff(psn, e.psn);
+        if (k < rc_npkts(e.total, q.pmtu)) {
+            off = std::min(e.total, k * q.pmtu);
+            break;
+        }
+    }
+    q.sq_next = i;
+    q.wqe_off = off;
+    if (i != q.sq.head() && q.sq.at(i).wr.opcode == WrOpcode::RdmaRead) q.sq.at(i).rd_done = off;
+    q.sq_psn = psn & kPsnMask;
+    q.rd_out = 0;
+    for (uint64_t j = q.sq.tail(); j != i; j++) q.rd_out += q.sq.at(j).wr.opcode == WrOpcode::RdmaRead;
+    verbs_doorbell(h);
+}
+
+// ACK, RNR NAK or NAK from the responder for `psn` (IBTA 9.7.5.1).
+void Nic::rc_ack_received(VerbsQp& q, uint32_t h, uint32_t psn, uint32_t aeth)
+{
+    // Valid: from una - 1 (a repeated ACK) to the last PSN sent.
+    if (psn_diff(psn + 1, q.una) > psn_diff(q.psn_high, q.una)) return verbs_drop(RxDrop::StaleAck, &q);
+    const uint32_t syndrome = aeth >> 24;
+    switch (syndrome >> 5) {
+    case 0:  // ACK
+        q.counters.rx_acks++;
+        rc_retire(q, h, psn);
+        return;
+    case 1: {  // RNR NAK: wait the responder's timer, then go back to psn
+        q.counters.rx_naks++;
+        q.counters.rx_rnr_naks++;
+        if (!rc_retire(q, h, psn - 1)) return;
+        if (q.rnr_retry != 7) {  // 7: retry forever
+            if (q.rnr_left == 0) return rc_fail(q, q.sq.tail(), WcStatus::RnrRetryExcErr);
+            q.rnr_left--;
+        }
+        rc_rewind(q, h, psn);
+        q.rnr_wait = true;
+        rc_arm(q, h, exec_->now_ns() + uint64_t{kRnrTimerUs[syndrome & 31]} * 1000);
+        return;
+    }
+    case 3: {  // NAK
+        q.counters.rx_naks++;
+        if (!rc_retire(q, h, psn - 1)) return;
+        switch (syndrome & 31) {
+        case wire::kNakPsnSequence:
+            if (q.retry_left == 0) return rc_fail(q, q.sq.tail(), WcStatus::RetryExcErr);
+            q.retry_left--;
+            return rc_rewind(q, h, psn);
+        case wire::kNakInvalidRequest: return rc_fail(q, q.sq.tail(), WcStatus::RemInvReqErr);
+        case wire::kNakRemoteAccess: return rc_fail(q, q.sq.tail(), WcStatus::RemAccessErr);
+        default: return rc_fail(q, q.sq.tail(), WcStatus::RemOpErr);
+        }
+    }
+    default: return verbs_drop(RxDrop::StaleAck, &q);  // reserved syndromes
+    }
+}
+
+// The retransmission timer (no ACK for the oldest outstanding PSN in time) or the end of an
+// RNR wait.
+void Nic::rc_timer(uint32_t h)
+{
+    VerbsQp* qp = vqp(h);
+    if (!qp || !qp->live || qp->type != verbs::QpType::Rc || qp->state != QpState::Rts) return;
+    VerbsQp& q = *qp;
+    if (!q.timer_ns || exec_->now_ns() < q.timer_ns) return;  // stopped, or moved later
+    q.timer_ns = 0;
+    if (q.rnr_wait) {
+        q.rnr_wait = false;
+        verbs_doorbell(h);
+        return;
+    }
+    if (q.una == q.psn_high) return;  // all acknowledged
+    q.counters.timeouts++;
+    if (q.retry_left == 0) return rc_fail(q, q.sq.tail(), WcStatus::RetryExcErr);
+    q.retry_left--;
+    rc_rewind(q, h, q.una);
+    if (q.timeout) rc_arm(q, h, exec_->now_ns() + timeout_ns(q.timeout));
+}
+
+// WQE idx fails with `st` (the ones before it, still unacknowledged, are flushed); the QP goes
+// to ERR and everything else is flushed.
+void Nic::rc_fail(VerbsQp& q, uint64_t idx, WcStatus st)
+{
+    while (!q.sq.empty() && q.sq.tail() <= idx) {
+        const VerbsSend& e = q.sq.front();
+        verbs::Wc wc;
+        wc.wr_id = e.wr.wr_id;
+        wc.status = q.sq.tail() == idx ? st : WcStatus::WrFlushErr;
+        wc.opcode = wc_opcode(e.wr.opcode);
+        wc.qp_num = q.qpn;
+        verbs_complete(q.send_cq, wc);
+        q.sq.pop();
+    }
+    rc_enter_err(q);
+}
+
+// ERR (or RESET): the timer stops, queued responses are dropped, both queues flush.
+void Nic::rc_enter_err(VerbsQp& q)
+{
+    q.timer_ns = 0;
+    q.rnr_wait = false;
+    q.rd_out = 0;
+    q.resp_n = 0;
+    q.rd_queued = 0;
+    q.nak_sent = false;
+    q.state = QpState::Err;
+    verbs_flush(q);
+}
+
+}  // namespace sdr::emu
