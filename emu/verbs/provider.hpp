@@ -34,6 +34,9 @@ struct Limits {
     static constexpr uint32_t kMaxCqe = 1u << 20;   // verbs_cq_create
     static constexpr uint32_t kMaxQpWr = 16384;     // verbs_qp_create's queue depths
     static constexpr uint32_t kMaxSge = mv::kMaxSge;
+    // RC READs outstanding per QP, as requester (max_qp_init_rd_atom) and as responder
+    // (max_qp_rd_atom): the model's bound. Atomics: none.
+    static constexpr uint32_t kMaxRdAtom = emu::Nic::kRcMaxRdAtomic;
     // IBV_SEND_INLINE: bytes copied at post into a per-QP buffer (one slot per send WQE).
     static constexpr uint32_t kMaxInline = 256;
     static constexpr uint64_t kMaxMrSize = 1ull << 40;
