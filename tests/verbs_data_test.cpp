@@ -171,7 +171,7 @@ TEST_P(VerbsData, LoopbackUcUdRcByteExact)
                              "uc_unsignaled posted=3 completions=1 ok\n", "ud_send bytes=1000 grh=40 src_qp_ok=1 ok\n",
                              "rc_send bytes=307200 imm=0xc0ffee02 ok\n", "rc_write bytes=393216 offset=65536 ok\n",
                              "rc_write_imm bytes=393216 imm=0xcd ok\n", "rc_read bytes=204805 packets=",
-                             "rc_bad_rkey status=REM_ACCESS_ERR qp=ERR flushed=2 ok\n",
+                             "rc_bad_rkey status=REM_ACCESS_ERR qp=ERR flushed=2 ok\n", "rc_no_peer status=RETRY_EXC_ERR qp=ERR ok\n",
                              "refusals uc_read=EINVAL no_route=EHOSTUNREACH ok\n", "verbs_loop: ok\n"})
         EXPECT_TRUE(contains(r.out, line)) << line << "\n" << r.out;
 }

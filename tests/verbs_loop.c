@@ -7,7 +7,8 @@
  *   - UD SEND with immediate: the 40-byte GRH (the IPv4 header in its last 20 bytes), src_qp;
  *   - RC SEND with immediate, RDMA WRITE, WRITE with immediate and a multi-packet RDMA READ,
  *     with the RC attributes reported back by ibv_query_qp; an RC WRITE to a bad rkey completes
- *     IBV_WC_REM_ACCESS_ERR, both QPs go to ERR and what is queued on them flushes;
+ *     IBV_WC_REM_ACCESS_ERR, both QPs go to ERR and what is queued on them flushes; an RC SEND
+ *     to a QP number nobody has completes IBV_WC_RETRY_EXC_ERR after its retries;
  *   - refusals: an AH to an address with no route (EHOSTUNREACH), READ on UC (EINVAL).
  * Exit 0 after "verbs_loop: ok".
  *
@@ -408,6 +409,19 @@ int main(int argc, char** argv)
     expect_empty(rcq, "the receive CQ after the flush");
     printf("rc_bad_rkey status=REM_ACCESS_ERR qp=ERR flushed=2 ok\n");
 
+    /* An RC SEND to a QP number nobody has: no ACK ever comes; after the first try and retry_cnt
+     * (7) retransmissions, each after the local ACK timeout (code 14: 67 ms), RETRY_EXC_ERR. */
+    struct ibv_qp* g = make_qp(IBV_QPT_RC, scq, rcq, 0);
+    connect_qp(g, 0xABCDE, 0x700, 0x800);
+    struct ibv_send_wr gw = {.wr_id = 907, .sg_list = ss, .num_sge = 1, .opcode = IBV_WR_SEND,
+                             .send_flags = IBV_SEND_SIGNALED};
+    CHECK(ibv_post_send(g, &gw, &bad_s) == 0, "RC post_send to nobody");
+    wc = poll_status(scq, "RC SEND to nobody");
+    CHECK(wc.wr_id == 907 && wc.status == IBV_WC_RETRY_EXC_ERR && wc.qp_num == g->qp_num,
+          "SEND to nobody: wr_id %" PRIu64 " status %s", wc.wr_id, ibv_wc_status_str(wc.status));
+    CHECK(qp_state(g) == IBV_QPS_ERR, "the QP is in ERR after RETRY_EXC_ERR");
+    printf("rc_no_peer status=RETRY_EXC_ERR qp=ERR ok\n");
+
     /* ---- refusals ---- */
     struct ibv_send_wr ucr = rdw;
     CHECK(ibv_post_send(a, &ucr, &bad_s) == EINVAL && bad_s == &ucr, "RDMA READ on UC must be EINVAL");
@@ -420,7 +434,7 @@ int main(int argc, char** argv)
 
     CHECK(ibv_destroy_ah(ah) == 0, "destroy_ah");
     CHECK(ibv_destroy_qp(a) == 0 && ibv_destroy_qp(b) == 0 && ibv_destroy_qp(c) == 0 && ibv_destroy_qp(d) == 0 &&
-              ibv_destroy_qp(e) == 0 && ibv_destroy_qp(f) == 0,
+              ibv_destroy_qp(e) == 0 && ibv_destroy_qp(f) == 0 && ibv_destroy_qp(g) == 0,
           "destroy_qp");
     CHECK(ibv_destroy_cq(scq) == 0 && ibv_destroy_cq(rcq) == 0, "destroy_cq");
     CHECK(ibv_destroy_comp_channel(ch) == 0, "destroy_comp_channel");

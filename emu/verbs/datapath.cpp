@@ -36,8 +36,8 @@ int post_one(Engine& eng, Qp& q, const ibv_send_wr& wr)
     const bool read = w.opcode == mv::WrOpcode::RdmaRead;
     // READ is RC only; its SGEs are written by the response (the model checks their lkeys for
     // local write when the data lands), so they cannot be inline.
-    if ((q.type == mv::QpType::Ud && !send) || (read && (q.type != mv::QpType::Rc || (wr.send_flags & IBV_SEND_INLINE))) ||
-        wr.num_sge < 0 ||
+    if ((q.type == mv::QpType::Ud && !send) ||
+        (read && (q.type != mv::QpType::Rc || (wr.send_flags & IBV_SEND_INLINE))) || wr.num_sge < 0 ||
         static_cast<uint32_t>(wr.num_sge) > q.cap.max_send_sge)
         return EINVAL;
     if (q.posted - q.retired >= q.cap.max_send_wr) return ENOMEM;  // the send queue is full
