@@ -100,7 +100,8 @@ struct Cq {
     std::atomic<uint64_t> produced{0};
     uint64_t consumed = 0;
     std::mutex mu;  // pollers: the model's CQ ring has one consumer
-    uint64_t events = 0;  // written to the channel (under the engine's lock); destroy waits for their acks
+    // Read off the channel by ibv_get_cq_event (its cq_event op): what destroy waits to see acked.
+    std::atomic<uint64_t> events_read{0};
 };
 
 struct Ah {
