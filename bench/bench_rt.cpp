@@ -13,6 +13,12 @@
 // dedicated worker threads. Goodput counts payload bytes of complete chunks at the receiver.
 // Each run is set against the ceiling's payload rate measured just before and after it (the
 // mean of the two), and the median of these paired ratios is judged. Target: >= 80 %.
+//
+// --verbs: each round also runs Debian's unmodified perftest ib_write_bw (RC, 64 KiB messages,
+// 2 s) over the emulated verbs device (sdr-rdma, the provider emu/verbs), once on a clean link
+// and once with 1e-3 i.i.d. loss on every frame either side sends (SDR_RT_LOSS), its NIC threads
+// and applications on the cores sdr_write_bw uses. Each is set against the same ceilings around
+// it, and the RC goodput against SDR's (inline) of the same round.
 #include "report.hpp"
 
 #include "../tests/child_util.hpp"
@@ -22,12 +28,14 @@
 #include <sdr/emu/wire.hpp>
 
 #include <pthread.h>
+#include <stdlib.h>
 #include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <memory>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -35,6 +43,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <regex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -190,6 +200,108 @@ Sdr sdr_run(const Testbed& tb, const std::string& kind, uint32_t workers, uint32
     return r;
 }
 
+// The emulated verbs devices, one per namespace on the pair's ends (sdr-rdma, emu/verbs).
+class VerbsDevices {
+public:
+    VerbsDevices(const Testbed& tb, const std::string& kind) : tb_(tb)
+    {
+        char tmpl[] = "/tmp/sdr-bench-verbs-XXXXXX";
+        if (!mkdtemp(tmpl)) return;
+        dir_ = tmpl;
+        for (int side = 0; side < 2; side++)
+            if (run(side, std::string(SDR_RDMA) + " link add " + dev(side) + " netdev " + tb.ns(side) + " " + kind) != 0)
+                return;
+        ok_ = true;
+    }
+    ~VerbsDevices()
+    {
+        if (dir_.empty()) return;
+        for (int side = 0; side < 2; side++) run(side, std::string(SDR_RDMA) + " link del " + dev(side));
+        Child rm("rm -rf " + dir_);
+    }
+    bool ok() const { return ok_; }
+    static std::string dev(int side) { return side == 0 ? "sdrb0" : "sdrb1"; }
+    // `cmd` in namespace `side` with the devices' state and the provider; `env` goes first.
+    std::string in(int side, const std::string& env, const std::string& cmd) const
+    {
+        return "ip netns exec " + tb_.ns(side) + " env SDR_RDMA_DIR=" + dir_ + " SYSFS_PATH=" + dir_ +
+               " RDMAV_DRIVERS=" + SDR_VERBS_PROVIDER + " " + env + " " + cmd;
+    }
+    // Bounded wait until a TCP socket listens on `port` in namespace `side`.
+    bool listening(int side, unsigned port) const
+    {
+        char want[16];
+        std::snprintf(want, sizeof want, ":%04X ", port);
+        for (double deadline = now_s() + 20; now_s() < deadline;) {
+            Child c("ip netns exec " + tb_.ns(side) + " cat /proc/net/tcp");
+            std::istringstream lines(c.finish());
+            for (std::string line; std::getline(lines, line);)
+                if (line.find(want) != std::string::npos && line.find(" 0A ") != std::string::npos) return true;
+        }
+        return false;
+    }
+
+private:
+    int run(int side, const std::string& cmd) const
+    {
+        int st = -1;
+        Child c(in(side, "", cmd));
+        c.finish(&st);
+        return st;
+    }
+    const Testbed& tb_;
+    std::string dir_;
+    bool ok_ = false;
+};
+
+// One ib_write_bw RC run (64 KiB messages, 2 s), server in B and client in A; `loss` on both
+// sides' transmissions. Goodput: the client's average bandwidth (payload), Gbit/s.
+Sdr write_bw_run(const VerbsDevices& v, double loss, int port)
+{
+    // The NIC threads where sdr_write_bw's polling threads go (client 0, server 1), the programs
+    // on core 1 with the rest (as --app-core 1).
+    const bool two = std::thread::hardware_concurrency() >= 2;
+    char env[96];
+    std::snprintf(env, sizeof env, "SDR_RT_LOSS=%g SDR_RT_SEED=%d", loss, port);
+    const std::string pin = two ? "taskset -c 1 " : "";
+    const std::string common = " -x 0 -D 2 -s 65536 --report_gbits -p " + std::to_string(port);
+    Child server(v.in(1, std::string(env) + (two ? " SDR_RT_CORE=1" : ""),
+                      "timeout 60 " + pin + "ib_write_bw -d " + VerbsDevices::dev(1) + common));
+    Sdr r;
+    if (!v.listening(1, static_cast<unsigned>(port))) {
+        r.error = "ib_write_bw server did not listen: " + server.finish();
+        return r;
+    }
+    Child client(v.in(0, std::string(env) + (two ? " SDR_RT_CORE=0" : ""),
+                      "timeout 60 " + pin + "ib_write_bw -d " + VerbsDevices::dev(0) + common + " " + Testbed::ip(1)));
+    int cs, ss;
+    std::string cout = client.finish(&cs), sout = server.finish(&ss);
+    // " #bytes #iterations BW peak[Gb/sec] BW average[Gb/sec] MsgRate[Mpps]"
+    std::smatch m;
+    const std::regex line("\\n\\s*65536\\s+[0-9]+\\s+[0-9.]+\\s+([0-9.]+)\\s+[0-9.]+");
+    if (cs != 0 || ss != 0 || !std::regex_search(cout, m, line)) {
+        r.error = "ib_write_bw failed:\nclient: " + cout + "\nserver: " + sout;
+        return r;
+    }
+    r.goodput_gbps = std::stod(m[1].str());
+    return r;
+}
+
+bool verbs_available(std::string* why)
+{
+    int st = -1;
+    Child tools("command -v ib_write_bw taskset");
+    tools.finish(&st);
+    if (st != 0) {
+        *why = "perftest (ib_write_bw) or taskset is not installed";
+        return false;
+    }
+    Child provider("ls " + std::string(SDR_VERBS_PROVIDER) + "-rdmav*.so");
+    provider.finish(&st);
+    if (st != 0) *why = "the verbs provider (emu/verbs) is not built";
+    return st == 0;
+}
+
 double median(std::vector<double> v)
 {
     std::sort(v.begin(), v.end());
@@ -224,7 +336,7 @@ bench::Result result(const std::string& name, double value, const std::string& u
 
 int main(int argc, char** argv)
 {
-    bool json = false, smoke = false;
+    bool json = false, smoke = false, verbs = false;
     double seconds = 2;
     int reps = 5;
     std::vector<std::string> kinds = {"raw", "xdp"};
@@ -232,6 +344,7 @@ int main(int argc, char** argv)
         std::string a = argv[i];
         if (a == "--json") json = true;
         else if (a == "--smoke") smoke = true;
+        else if (a == "--verbs") verbs = true;
         else if (a == "--seconds" && i + 1 < argc) seconds = std::atof(argv[++i]);
         else if (a == "--reps" && i + 1 < argc) reps = std::max(1, std::atoi(argv[++i]));
         else if (a == "--kinds" && i + 1 < argc) {
@@ -242,7 +355,7 @@ int main(int argc, char** argv)
                 s = c == std::string::npos ? "" : s.substr(c + 1);
             }
         } else {
-            std::fprintf(stderr, "usage: bench_rt [--json] [--smoke] [--seconds D] [--reps N] [--kinds raw,xdp]\n");
+            std::fprintf(stderr, "usage: bench_rt [--json] [--smoke] [--verbs] [--seconds D] [--reps N] [--kinds raw,xdp]\n");
             return 2;
         }
     }
@@ -251,6 +364,10 @@ int main(int argc, char** argv)
         if (json) std::printf("{\"name\":\"bench_rt\",\"skipped\":\"%s\",\"ratio\":0}\n", why.c_str());
         else std::printf("bench_rt: skipped: %s\n", why.c_str());
         return 0;
+    }
+    if (std::string why; verbs && !verbs_available(&why)) {
+        std::fprintf(stderr, "bench_rt: --verbs: %s\n", why.c_str());
+        return 1;
     }
     Testbed tb("sdrbench", 4200);
     if (!tb.ok()) {
@@ -268,6 +385,18 @@ int main(int argc, char** argv)
         // 10-20 % within a minute, and a ratio taken across that drift measures the drift.
         std::vector<double> ceil_pps;
         std::vector<std::vector<double>> gbps(worker_counts.size()), ratios(worker_counts.size());
+        // --verbs: ib_write_bw RC clean and at 1e-3 loss: goodput, ratio to the ceiling, and (clean
+        // only) ratio to SDR inline of the same round.
+        constexpr double kLoss = 1e-3;
+        std::vector<double> rc_gbps, rc_ratio, rc_vs_sdr, rcl_gbps, rcl_ratio;
+        std::unique_ptr<VerbsDevices> vdev;
+        if (verbs) {
+            vdev = std::make_unique<VerbsDevices>(tb, kind);
+            if (!vdev->ok()) {
+                std::fprintf(stderr, "bench_rt: sdr-rdma could not add the %s devices\n", kind.c_str());
+                return 1;
+            }
+        }
         std::string mode;
         auto ceiling = [&] {
             Ceiling c = raw_ceiling(tb, kind, seconds);
@@ -290,11 +419,29 @@ int main(int argc, char** argv)
                 }
                 g[i] = s.goodput_gbps;
             }
+            double rc = 0, rcl = 0;
+            if (vdev) {
+                Sdr a = write_bw_run(*vdev, 0, port++), b = write_bw_run(*vdev, kLoss, port++);
+                for (const Sdr* s : {&a, &b})
+                    if (!s->error.empty()) {
+                        std::fprintf(stderr, "bench_rt: %s\n", s->error.c_str());
+                        return 1;
+                    }
+                rc = a.goodput_gbps;
+                rcl = b.goodput_gbps;
+            }
             if (!ceiling()) return 1;
             const double around = (ceil_pps[round] + ceil_pps[round + 1]) / 2 * kPayload * 8 / 1e9;
             for (size_t i = 0; i < worker_counts.size(); i++) {
                 gbps[i].push_back(g[i]);
                 ratios[i].push_back(g[i] / around);
+            }
+            if (vdev) {
+                rc_gbps.push_back(rc);
+                rc_ratio.push_back(rc / around);
+                rc_vs_sdr.push_back(g[0] > 0 ? rc / g[0] : 0);
+                rcl_gbps.push_back(rcl);
+                rcl_ratio.push_back(rcl / around);
             }
         }
         const double pps = median(ceil_pps), ceil_gbps = pps * kPayload * 8 / 1e9;
@@ -317,6 +464,28 @@ int main(int argc, char** argv)
             r.floor = kFloorRatio;
             rs.push_back(r);
             rs.push_back(result(name + " Mpps", g * 1e9 / 8 / kPayload / 1e6, "Mpps", pps / 1e6, base + " ceiling"));
+        }
+        if (vdev) {
+            const std::string rcname = kind + " ib_write_bw RC (verbs device)";
+            if (!json) {
+                std::printf("%s: rounds %s Gbit/s, ratios to the ceiling %s, to sdr_write_bw inline %s\n",
+                            rcname.c_str(), list(rc_gbps, 1).c_str(), list(rc_ratio, 1).c_str(),
+                            list(rc_vs_sdr, 1).c_str());
+                std::printf("%s at %g loss: rounds %s Gbit/s, ratios to the ceiling %s\n", rcname.c_str(), kLoss,
+                            list(rcl_gbps, 1).c_str(), list(rcl_ratio, 1).c_str());
+            }
+            bench::Result r = result(rcname, median(rc_gbps), "Gbit/s", ceil_gbps, base + " ceiling");
+            r.paired_ratio = median(rc_ratio);
+            rs.push_back(r);
+            bench::Result vs = result(rcname + " vs SDR", median(rc_gbps), "Gbit/s", median(gbps[0]),
+                                      kind + " sdr_write_bw, inline");
+            vs.paired_ratio = median(rc_vs_sdr);
+            rs.push_back(vs);
+            char ln[64];
+            std::snprintf(ln, sizeof ln, " at %g loss", kLoss);
+            bench::Result l = result(rcname + ln, median(rcl_gbps), "Gbit/s", ceil_gbps, base + " ceiling");
+            l.paired_ratio = median(rcl_ratio);
+            rs.push_back(l);
         }
     }
     return bench::finish(rs, json);

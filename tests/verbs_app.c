@@ -2,8 +2,8 @@
  * emulated device NAME through Debian's libibverbs, prints what the queries answer (the test
  * compares them with the interface), and checks the control path of the first slice: PD, MRs
  * with unique keys and checked access flags, a CQ on a completion channel whose fd blocks, and
- * EOPNOTSUPP for RC QPs (the model has UC and UD; tests/verbs_loop.c drives them). Exit 0
- * after "verbs_app: ok".
+ * EOPNOTSUPP for raw packet QPs (the model has RC, UC and UD; tests/verbs_loop.c drives them).
+ * Exit 0 after "verbs_app: ok".
  *
  *   verbs_app NAME
  */
@@ -104,10 +104,10 @@ int main(int argc, char** argv)
     CHECK(ibv_get_cq_event(ch, &ev_cq, &ev_ctx) == -1 && errno == EAGAIN, "no event may be pending");
     printf("channel=blocks\n");
 
-    struct ibv_qp_init_attr qpa = {.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+    struct ibv_qp_init_attr qpa = {.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RAW_PACKET,
                                    .cap = {.max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1}};
     errno = 0;
-    CHECK(ibv_create_qp(pd, &qpa) == NULL && errno == EOPNOTSUPP, "ibv_create_qp of an RC QP must be EOPNOTSUPP for now");
+    CHECK(ibv_create_qp(pd, &qpa) == NULL && errno == EOPNOTSUPP, "ibv_create_qp of a raw packet QP must be EOPNOTSUPP");
     printf("create_qp=EOPNOTSUPP\n");
 
     CHECK(ibv_destroy_cq(cq) == 0 && ibv_destroy_cq(cq2) == 0, "ibv_destroy_cq");

@@ -1,9 +1,13 @@
 // The verbs device's data path (emu/verbs) in two network namespaces joined by a veth, over
 // raw: (AF_PACKET) and xdp: (AF_XDP): our own -libverbs program (tests/verbs_loop.c) connects
-// two QPs of one device to each other and moves UC and UD messages byte-exact; Debian's
-// unmodified ibv_uc_pingpong and ibv_ud_pingpong (ibverbs-utils) run between the namespaces,
-// with the GID index (-g 0), polling and with completion events (-e), and print their summary;
-// so do Debian's unmodified perftest ib_send_bw (-c UD, -c UC) and ib_write_bw (-c UC).
+// two QPs of one device to each other and moves UC, UD and RC messages (RC READ too)
+// byte-exact, and sees an RC WRITE to a bad rkey fail with REM_ACCESS_ERR; Debian's unmodified
+// ibv_rc_pingpong, ibv_uc_pingpong and ibv_ud_pingpong (ibverbs-utils) run between the
+// namespaces, with the GID index (-g 0), polling and with completion events (-e), and print
+// their summary; so do Debian's unmodified perftest ib_send_bw (-c UD, UC, RC), ib_write_bw
+// (-c UC, RC) and ib_read_bw. Under 1 % packet loss on both sides (SDR_RT_LOSS),
+// tests/verbs_lossy.c moves 4 MiB of RC WRITE and 1 MiB of RC SEND byte-exact between the
+// namespaces, and its UC SENDs arrive whole or not at all.
 #include "child_util.hpp"
 #include "netns_util.hpp"
 
@@ -136,21 +140,44 @@ protected:
         }
     }
 
+    // tests/verbs_lossy.c: server in b, client in a, both with SDR_RT_LOSS=0.01 (fixed seeds);
+    // the server prints `want` once it checked what arrived.
+    void lossy(const std::string& mode, unsigned port, const std::string& want)
+    {
+        const std::string args = " " + mode + " " + std::to_string(port);
+        Child server(in(1, "SDR_RT_LOSS=0.01 SDR_RT_SEED=11 timeout 120 " + std::string(SDR_VERBS_LOSSY) + " " +
+                               dev(1) + args));
+        ASSERT_TRUE(listening(1, port)) << "verbs_lossy server did not start listening";
+        Result client = run(in(0, "SDR_RT_LOSS=0.01 SDR_RT_SEED=12 timeout 120 " + std::string(SDR_VERBS_LOSSY) + " " +
+                                      dev(0) + args + " " + sdr::test::Testbed::ip(1)));
+        int server_status = -1;
+        const std::string server_out = server.finish(&server_status);
+        EXPECT_EQ(client.status, 0) << client.out;
+        EXPECT_EQ(server_status, 0) << server_out;
+        EXPECT_TRUE(contains(server_out, want)) << want << "\n" << server_out;
+        std::printf("verbs_lossy %s over %s:\n%s", mode.c_str(), GetParam(), server_out.c_str());
+    }
+
     std::unique_ptr<sdr::test::Testbed> bed_;
     std::string dir_;
 };
 
-TEST_P(VerbsData, LoopbackUcUdByteExact)
+TEST_P(VerbsData, LoopbackUcUdRcByteExact)
 {
     Result r = run(in(0, std::string("timeout 60 ") + SDR_VERBS_LOOP + " " + dev(0)));
     EXPECT_EQ(r.status, 0) << r.out;
     for (const char* line : {"uc_send bytes=307200 packets=75 imm=0xc0ffee01 event=1 ok\n",
                              "uc_write_imm bytes=393216 offset=65536 imm=0xab ok\n", "uc_inline bytes=100 ok\n",
                              "uc_unsignaled posted=3 completions=1 ok\n", "ud_send bytes=1000 grh=40 src_qp_ok=1 ok\n",
-                             "refusals rc=EOPNOTSUPP no_route=EHOSTUNREACH ok\n", "verbs_loop: ok\n"})
+                             "rc_send bytes=307200 imm=0xc0ffee02 ok\n", "rc_write bytes=393216 offset=65536 ok\n",
+                             "rc_write_imm bytes=393216 imm=0xcd ok\n", "rc_read bytes=204805 packets=",
+                             "rc_bad_rkey status=REM_ACCESS_ERR qp=ERR flushed=2 ok\n", "rc_no_peer status=RETRY_EXC_ERR qp=ERR ok\n",
+                             "refusals uc_read=EINVAL no_route=EHOSTUNREACH ok\n", "verbs_loop: ok\n"})
         EXPECT_TRUE(contains(r.out, line)) << line << "\n" << r.out;
 }
 
+TEST_P(VerbsData, RcPingpong) { pingpong("ibv_rc_pingpong", "", 18615, 500); }
+TEST_P(VerbsData, RcPingpongEvents) { pingpong("ibv_rc_pingpong", "-e", 18616, 200); }
 TEST_P(VerbsData, UcPingpong) { pingpong("ibv_uc_pingpong", "", 18611, 500); }
 TEST_P(VerbsData, UcPingpongEvents) { pingpong("ibv_uc_pingpong", "-e", 18612, 200); }
 TEST_P(VerbsData, UdPingpong) { pingpong("ibv_ud_pingpong", "", 18613, 500); }
@@ -159,6 +186,14 @@ TEST_P(VerbsData, UdPingpongEvents) { pingpong("ibv_ud_pingpong", "-e", 18614, 2
 TEST_P(VerbsData, PerftestSendBwUd) { perftest("ib_send_bw", "-c UD", 18621); }
 TEST_P(VerbsData, PerftestSendBwUc) { perftest("ib_send_bw", "-c UC", 18622); }
 TEST_P(VerbsData, PerftestWriteBwUc) { perftest("ib_write_bw", "-c UC", 18623); }
+TEST_P(VerbsData, PerftestSendBwRc) { perftest("ib_send_bw", "-c RC", 18624); }
+TEST_P(VerbsData, PerftestWriteBwRc) { perftest("ib_write_bw", "-c RC", 18625); }
+TEST_P(VerbsData, PerftestReadBw) { perftest("ib_read_bw", "", 18626); }
+
+// Our own program across the namespaces with 1 % i.i.d. loss on every frame either side sends
+// (data, ACKs, NAKs): RC recovers every byte; UC loses whole messages and delivers the rest intact.
+TEST_P(VerbsData, RcUnderLossByteExact) { lossy("rc", 18631, "lossy rc write_bytes=4194304 send_bytes=1048576 ok\n"); }
+TEST_P(VerbsData, UcUnderLossWholeMessages) { lossy("uc", 18632, "lossy uc messages=64 whole="); }
 
 INSTANTIATE_TEST_SUITE_P(Port, VerbsData, ::testing::Values("raw", "xdp"),
                          [](const ::testing::TestParamInfo<const char*>& i) { return std::string(i.param); });

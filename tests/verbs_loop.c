@@ -5,7 +5,11 @@
  *     of the path MTU each), a completion event on a channel for the receive, an inline SEND
  *     whose buffer is overwritten right after the post, unsignaled sends;
  *   - UD SEND with immediate: the 40-byte GRH (the IPv4 header in its last 20 bytes), src_qp;
- *   - refusals: RC QPs (EOPNOTSUPP for now), an AH to an address with no route (EHOSTUNREACH).
+ *   - RC SEND with immediate, RDMA WRITE, WRITE with immediate and a multi-packet RDMA READ,
+ *     with the RC attributes reported back by ibv_query_qp; an RC WRITE to a bad rkey completes
+ *     IBV_WC_REM_ACCESS_ERR, both QPs go to ERR and what is queued on them flushes; an RC SEND
+ *     to a QP number nobody has completes IBV_WC_RETRY_EXC_ERR after its retries;
+ *   - refusals: an AH to an address with no route (EHOSTUNREACH), READ on UC (EINVAL).
  * Exit 0 after "verbs_loop: ok".
  *
  *   verbs_loop NAME
@@ -38,7 +42,7 @@ static union ibv_gid gid;
 static enum ibv_mtu mtu;
 
 /* Waits (polling) for exactly one completion on cq. */
-static struct ibv_wc poll_one(struct ibv_cq* cq, const char* what)
+static struct ibv_wc poll_status(struct ibv_cq* cq, const char* what)
 {
     struct ibv_wc wc;
     long spins = 0;
@@ -46,6 +50,12 @@ static struct ibv_wc poll_one(struct ibv_cq* cq, const char* what)
     while ((n = ibv_poll_cq(cq, 1, &wc)) == 0)
         CHECK(++spins < 2000000000L, "no completion for %s", what);
     CHECK(n == 1, "ibv_poll_cq for %s returned %d", what, n);
+    return wc;
+}
+
+static struct ibv_wc poll_one(struct ibv_cq* cq, const char* what)
+{
+    struct ibv_wc wc = poll_status(cq, what);
     CHECK(wc.status == IBV_WC_SUCCESS, "%s completed with %s", what, ibv_wc_status_str(wc.status));
     return wc;
 }
@@ -69,7 +79,8 @@ static struct ibv_qp* make_qp(enum ibv_qp_type type, struct ibv_cq* scq, struct 
         m.qkey = 0x11111111;
         mask |= IBV_QP_QKEY;
     } else {
-        m.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+        m.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+                            (type == IBV_QPT_RC ? IBV_ACCESS_REMOTE_READ : 0);
         mask |= IBV_QP_ACCESS_FLAGS;
     }
     CHECK(ibv_modify_qp(qp, &m, mask) == 0, "modify to INIT");
@@ -80,7 +91,7 @@ static void connect_qp(struct ibv_qp* qp, uint32_t dest_qpn, uint32_t psn_in, ui
 {
     struct ibv_qp_attr m = {.qp_state = IBV_QPS_RTR};
     int mask = IBV_QP_STATE;
-    if (qp->qp_type == IBV_QPT_UC) {
+    if (qp->qp_type != IBV_QPT_UD) {
         m.path_mtu = mtu;
         m.dest_qp_num = dest_qpn;
         m.rq_psn = psn_in;
@@ -90,12 +101,41 @@ static void connect_qp(struct ibv_qp* qp, uint32_t dest_qpn, uint32_t psn_in, ui
         m.ah_attr.port_num = 1;
         mask |= IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_AV;
     }
+    const int rc = qp->qp_type == IBV_QPT_RC;
+    if (rc) {
+        m.max_dest_rd_atomic = 4;
+        m.min_rnr_timer = 12;
+        mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+    }
     CHECK(ibv_modify_qp(qp, &m, mask) == 0, "modify to RTR");
     struct ibv_qp_attr r = {.qp_state = IBV_QPS_RTS, .sq_psn = psn_out};
-    CHECK(ibv_modify_qp(qp, &r, IBV_QP_STATE | IBV_QP_SQ_PSN) == 0, "modify to RTS");
+    mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+    if (rc) {
+        r.timeout = 14;
+        r.retry_cnt = 7;
+        r.rnr_retry = 7;
+        r.max_rd_atomic = 4;
+        /* RC without its RTS attributes is refused (IBTA's required set). */
+        CHECK(ibv_modify_qp(qp, &r, mask) == EINVAL, "RC to RTS without timeout/retry/rd_atomic must be EINVAL");
+        mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+    }
+    CHECK(ibv_modify_qp(qp, &r, mask) == 0, "modify to RTS");
     struct ibv_qp_attr q;
     struct ibv_qp_init_attr qi;
     CHECK(ibv_query_qp(qp, &q, IBV_QP_STATE, &qi) == 0 && q.qp_state == IBV_QPS_RTS, "query_qp says RTS");
+    if (rc)
+        CHECK(q.timeout == 14 && q.retry_cnt == 7 && q.rnr_retry == 7 && q.min_rnr_timer == 12 && q.max_rd_atomic == 4 &&
+                  q.max_dest_rd_atomic == 4 && qi.qp_type == IBV_QPT_RC,
+              "query_qp RC attributes: timeout %u retry %u rnr %u min_rnr %u rd %u dest_rd %u", q.timeout, q.retry_cnt,
+              q.rnr_retry, q.min_rnr_timer, q.max_rd_atomic, q.max_dest_rd_atomic);
+}
+
+static enum ibv_qp_state qp_state(struct ibv_qp* qp)
+{
+    struct ibv_qp_attr q;
+    struct ibv_qp_init_attr qi;
+    CHECK(ibv_query_qp(qp, &q, IBV_QP_STATE, &qi) == 0, "ibv_query_qp");
+    return q.qp_state;
 }
 
 static void fill(uint8_t* p, size_t n, uint32_t seed)
@@ -124,6 +164,8 @@ int main(int argc, char** argv)
     CHECK(ibv_query_gid(ctx, 1, 0, &gid) == 0, "ibv_query_gid");
     struct ibv_device_attr dev;
     CHECK(ibv_query_device(ctx, &dev) == 0 && dev.max_sge == 4, "max_sge %d", dev.max_sge);
+    CHECK(dev.max_qp_rd_atom >= 4 && dev.max_qp_init_rd_atom >= 4 && dev.atomic_cap == IBV_ATOMIC_NONE,
+          "READ depths %d/%d, atomic_cap %d", dev.max_qp_rd_atom, dev.max_qp_init_rd_atom, (int)dev.atomic_cap);
 
     pd = ibv_alloc_pd(ctx);
     CHECK(pd != NULL, "ibv_alloc_pd");
@@ -133,7 +175,9 @@ int main(int argc, char** argv)
     fill(src, kBuf, 17);
     struct ibv_mr* smr = ibv_reg_mr(pd, src, kBuf, IBV_ACCESS_LOCAL_WRITE);
     struct ibv_mr* dmr = ibv_reg_mr(pd, dst, kBuf, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-    CHECK(smr && dmr, "ibv_reg_mr");
+    /* The READ's source: remotely readable, not writable. */
+    struct ibv_mr* rmr = ibv_reg_mr(pd, src, kBuf, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+    CHECK(smr && dmr && rmr, "ibv_reg_mr");
     struct ibv_comp_channel* ch = ibv_create_comp_channel(ctx);
     CHECK(ch != NULL, "ibv_create_comp_channel");
     struct ibv_cq* scq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
@@ -268,24 +312,133 @@ int main(int argc, char** argv)
           "GRH addresses are ours");
     printf("ud_send bytes=%u grh=40 src_qp_ok=1 ok\n", ud_bytes);
 
+    /* ---- RC: e -> f ---- */
+    struct ibv_qp* e = make_qp(IBV_QPT_RC, scq, rcq, 0);
+    struct ibv_qp* f = make_qp(IBV_QPT_RC, scq, rcq, 0);
+    connect_qp(e, f->qp_num, 0x500, 0x600);
+    connect_qp(f, e->qp_num, 0x600, 0x500);
+
+    /* SEND with immediate, 300 KiB: the send completes when f acknowledged it. */
+    memset(dst, 0, kBuf);
+    struct ibv_recv_wr rcr = {.wr_id = 801, .sg_list = rs, .num_sge = 2};
+    CHECK(ibv_post_recv(f, &rcr, &bad_r) == 0, "RC post_recv");
+    struct ibv_send_wr rcs = swr;
+    rcs.wr_id = 901;
+    rcs.imm_data = htonl(0xC0FFEE02);
+    CHECK(ibv_post_send(e, &rcs, &bad_s) == 0, "RC post_send SEND");
+    wc = poll_one(scq, "RC SEND");
+    CHECK(wc.wr_id == 901 && wc.opcode == IBV_WC_SEND && wc.qp_num == e->qp_num, "RC send wc: wr_id %" PRIu64, wc.wr_id);
+    wc = poll_one(rcq, "RC SEND receive");
+    CHECK(wc.wr_id == 801 && wc.opcode == IBV_WC_RECV && wc.byte_len == kSendBytes && (wc.wc_flags & IBV_WC_WITH_IMM) &&
+              ntohl(wc.imm_data) == 0xC0FFEE02 && wc.qp_num == f->qp_num,
+          "RC recv wc: wr_id %" PRIu64 " byte_len %u imm %#x", wc.wr_id, wc.byte_len, ntohl(wc.imm_data));
+    CHECK(memcmp(dst, src, kSendBytes) == 0, "RC SEND bytes differ");
+    printf("rc_send bytes=%d imm=%#x ok\n", kSendBytes, ntohl(wc.imm_data));
+
+    /* RDMA WRITE, 384 KiB at an offset, signaled: an RDMA_WRITE completion, no receive. */
+    memset(dst, 0, kBuf);
+    struct ibv_send_wr rcw = wwr;
+    rcw.wr_id = 902;
+    rcw.opcode = IBV_WR_RDMA_WRITE;
+    rcw.send_flags = IBV_SEND_SIGNALED;
+    CHECK(ibv_post_send(e, &rcw, &bad_s) == 0, "RC post_send WRITE");
+    wc = poll_one(scq, "RC WRITE");
+    CHECK(wc.wr_id == 902 && wc.opcode == IBV_WC_RDMA_WRITE, "RC write wc: wr_id %" PRIu64 " opcode %d", wc.wr_id,
+          (int)wc.opcode);
+    CHECK(memcmp(dst + kWriteOff, src + 3, kWriteBytes) == 0, "RC WRITE bytes differ");
+    for (int i = 0; i < kWriteOff; i++) CHECK(dst[i] == 0, "RC WRITE touched byte %d before its target", i);
+    for (int i = kWriteOff + kWriteBytes; i < kBuf; i++) CHECK(dst[i] == 0, "RC WRITE touched byte %d after", i);
+    expect_empty(rcq, "the receive CQ after a WRITE without immediate");
+    printf("rc_write bytes=%d offset=%d ok\n", kWriteBytes, kWriteOff);
+
+    /* WRITE with immediate: consumes a receive on f. */
+    memset(dst, 0, kBuf);
+    struct ibv_recv_wr rci = {.wr_id = 802, .sg_list = NULL, .num_sge = 0};
+    CHECK(ibv_post_recv(f, &rci, &bad_r) == 0, "RC post_recv for the immediate");
+    rcw.wr_id = 903;
+    rcw.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+    rcw.imm_data = htonl(0xCD);
+    CHECK(ibv_post_send(e, &rcw, &bad_s) == 0, "RC post_send WRITE_WITH_IMM");
+    wc = poll_one(rcq, "RC WRITE with immediate");
+    CHECK(wc.wr_id == 802 && wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM && wc.byte_len == kWriteBytes &&
+              ntohl(wc.imm_data) == 0xCD,
+          "RC write-imm wc: wr_id %" PRIu64 " opcode %d byte_len %u", wc.wr_id, (int)wc.opcode, wc.byte_len);
+    const uint32_t rc_imm = ntohl(wc.imm_data);
+    wc = poll_one(scq, "RC WRITE with immediate (send)");
+    CHECK(wc.wr_id == 903 && wc.opcode == IBV_WC_RDMA_WRITE, "RC write-imm send wc");
+    CHECK(memcmp(dst + kWriteOff, src + 3, kWriteBytes) == 0, "RC WRITE-imm bytes differ");
+    printf("rc_write_imm bytes=%d imm=%#x ok\n", kWriteBytes, rc_imm);
+
+    /* RDMA READ of 200 KiB + 5 (many response packets) from src into two SGEs of dst. */
+    memset(dst, 0, kBuf);
+    enum { kReadBytes = 200 * 1024 + 5 };
+    struct ibv_sge rds[2] = {{(uintptr_t)dst + 1, 70000, dmr->lkey}, {(uintptr_t)dst + 1 + 70000, kReadBytes - 70000, dmr->lkey}};
+    struct ibv_send_wr rdw = {.wr_id = 904, .sg_list = rds, .num_sge = 2, .opcode = IBV_WR_RDMA_READ,
+                              .send_flags = IBV_SEND_SIGNALED};
+    rdw.wr.rdma.remote_addr = (uintptr_t)src + 9;
+    rdw.wr.rdma.rkey = rmr->rkey;
+    CHECK(ibv_post_send(e, &rdw, &bad_s) == 0, "RC post_send READ");
+    wc = poll_one(scq, "RC READ");
+    CHECK(wc.wr_id == 904 && wc.opcode == IBV_WC_RDMA_READ, "RC read wc: wr_id %" PRIu64 " opcode %d", wc.wr_id,
+          (int)wc.opcode);
+    CHECK(memcmp(dst + 1, src + 9, kReadBytes) == 0, "RC READ bytes differ");
+    CHECK(dst[0] == 0 && dst[1 + kReadBytes] == 0, "RC READ wrote outside its SGEs");
+    printf("rc_read bytes=%d packets=%u ok\n", kReadBytes, (kReadBytes + mtu_bytes - 1) / mtu_bytes);
+
+    /* A WRITE to a bad rkey: REM_ACCESS_ERR on e; e and f go to ERR; a receive waiting on f and
+     * a send posted on e afterwards flush. */
+    struct ibv_recv_wr rcf = {.wr_id = 803, .sg_list = rs, .num_sge = 1};
+    CHECK(ibv_post_recv(f, &rcf, &bad_r) == 0, "RC post_recv before the bad WRITE");
+    rcw.wr_id = 905;
+    rcw.opcode = IBV_WR_RDMA_WRITE;
+    rcw.wr.rdma.rkey = dmr->rkey ^ 0x5a5a00;
+    CHECK(ibv_post_send(e, &rcw, &bad_s) == 0, "RC post_send WRITE to a bad rkey");
+    wc = poll_status(scq, "RC WRITE to a bad rkey");
+    CHECK(wc.wr_id == 905 && wc.status == IBV_WC_REM_ACCESS_ERR && wc.qp_num == e->qp_num,
+          "bad rkey wc: wr_id %" PRIu64 " status %s", wc.wr_id, ibv_wc_status_str(wc.status));
+    wc = poll_status(rcq, "f's receive after the bad WRITE");
+    CHECK(wc.wr_id == 803 && wc.status == IBV_WC_WR_FLUSH_ERR && wc.qp_num == f->qp_num,
+          "f's receive: wr_id %" PRIu64 " status %s", wc.wr_id, ibv_wc_status_str(wc.status));
+    CHECK(qp_state(e) == IBV_QPS_ERR && qp_state(f) == IBV_QPS_ERR, "both RC QPs in ERR");
+    rcw.wr_id = 906;
+    CHECK(ibv_post_send(e, &rcw, &bad_s) == 0, "post_send on a QP in ERR");
+    wc = poll_status(scq, "a send posted in ERR");
+    CHECK(wc.wr_id == 906 && wc.status == IBV_WC_WR_FLUSH_ERR, "send in ERR: wr_id %" PRIu64 " status %s", wc.wr_id,
+          ibv_wc_status_str(wc.status));
+    expect_empty(scq, "the send CQ after the flush");
+    expect_empty(rcq, "the receive CQ after the flush");
+    printf("rc_bad_rkey status=REM_ACCESS_ERR qp=ERR flushed=2 ok\n");
+
+    /* An RC SEND to a QP number nobody has: no ACK ever comes; after the first try and retry_cnt
+     * (7) retransmissions, each after the local ACK timeout (code 14: 67 ms), RETRY_EXC_ERR. */
+    struct ibv_qp* g = make_qp(IBV_QPT_RC, scq, rcq, 0);
+    connect_qp(g, 0xABCDE, 0x700, 0x800);
+    struct ibv_send_wr gw = {.wr_id = 907, .sg_list = ss, .num_sge = 1, .opcode = IBV_WR_SEND,
+                             .send_flags = IBV_SEND_SIGNALED};
+    CHECK(ibv_post_send(g, &gw, &bad_s) == 0, "RC post_send to nobody");
+    wc = poll_status(scq, "RC SEND to nobody");
+    CHECK(wc.wr_id == 907 && wc.status == IBV_WC_RETRY_EXC_ERR && wc.qp_num == g->qp_num,
+          "SEND to nobody: wr_id %" PRIu64 " status %s", wc.wr_id, ibv_wc_status_str(wc.status));
+    CHECK(qp_state(g) == IBV_QPS_ERR, "the QP is in ERR after RETRY_EXC_ERR");
+    printf("rc_no_peer status=RETRY_EXC_ERR qp=ERR ok\n");
+
     /* ---- refusals ---- */
-    struct ibv_qp_init_attr rc = {.send_cq = scq, .recv_cq = rcq, .qp_type = IBV_QPT_RC,
-                                  .cap = {.max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1}};
-    errno = 0;
-    CHECK(ibv_create_qp(pd, &rc) == NULL && errno == EOPNOTSUPP, "RC QPs are EOPNOTSUPP for now");
+    struct ibv_send_wr ucr = rdw;
+    CHECK(ibv_post_send(a, &ucr, &bad_s) == EINVAL && bad_s == &ucr, "RDMA READ on UC must be EINVAL");
     union ibv_gid far = gid;
     far.raw[12] = 192, far.raw[13] = 0, far.raw[14] = 2, far.raw[15] = 1; /* TEST-NET-1: no route */
     struct ibv_ah_attr fa = {.is_global = 1, .port_num = 1, .grh = {.dgid = far, .sgid_index = 0, .hop_limit = 1}};
     errno = 0;
     CHECK(ibv_create_ah(pd, &fa) == NULL && errno == EHOSTUNREACH, "an AH with no route must be EHOSTUNREACH");
-    printf("refusals rc=EOPNOTSUPP no_route=EHOSTUNREACH ok\n");
+    printf("refusals uc_read=EINVAL no_route=EHOSTUNREACH ok\n");
 
     CHECK(ibv_destroy_ah(ah) == 0, "destroy_ah");
-    CHECK(ibv_destroy_qp(a) == 0 && ibv_destroy_qp(b) == 0 && ibv_destroy_qp(c) == 0 && ibv_destroy_qp(d) == 0,
+    CHECK(ibv_destroy_qp(a) == 0 && ibv_destroy_qp(b) == 0 && ibv_destroy_qp(c) == 0 && ibv_destroy_qp(d) == 0 &&
+              ibv_destroy_qp(e) == 0 && ibv_destroy_qp(f) == 0 && ibv_destroy_qp(g) == 0,
           "destroy_qp");
     CHECK(ibv_destroy_cq(scq) == 0 && ibv_destroy_cq(rcq) == 0, "destroy_cq");
     CHECK(ibv_destroy_comp_channel(ch) == 0, "destroy_comp_channel");
-    CHECK(ibv_dereg_mr(smr) == 0 && ibv_dereg_mr(dmr) == 0, "dereg_mr");
+    CHECK(ibv_dereg_mr(smr) == 0 && ibv_dereg_mr(dmr) == 0 && ibv_dereg_mr(rmr) == 0, "dereg_mr");
     CHECK(ibv_dealloc_pd(pd) == 0, "dealloc_pd");
     CHECK(ibv_close_device(ctx) == 0, "close_device");
     free(src);

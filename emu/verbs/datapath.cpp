@@ -29,10 +29,15 @@ int post_one(Engine& eng, Qp& q, const ibv_send_wr& wr)
     case IBV_WR_SEND_WITH_IMM: w.opcode = mv::WrOpcode::SendWithImm; break;
     case IBV_WR_RDMA_WRITE: w.opcode = mv::WrOpcode::RdmaWrite; break;
     case IBV_WR_RDMA_WRITE_WITH_IMM: w.opcode = mv::WrOpcode::RdmaWriteWithImm; break;
-    default: return EINVAL;  // READ, atomics, invalidate, TSO, bind: not on UC/UD
+    case IBV_WR_RDMA_READ: w.opcode = mv::WrOpcode::RdmaRead; break;
+    default: return EINVAL;  // atomics, invalidate, TSO, bind: not offered
     }
     const bool send = w.opcode == mv::WrOpcode::Send || w.opcode == mv::WrOpcode::SendWithImm;
-    if ((q.type == mv::QpType::Ud && !send) || wr.num_sge < 0 ||
+    const bool read = w.opcode == mv::WrOpcode::RdmaRead;
+    // READ is RC only; its SGEs are written by the response (the model checks their lkeys for
+    // local write when the data lands), so they cannot be inline.
+    if ((q.type == mv::QpType::Ud && !send) ||
+        (read && (q.type != mv::QpType::Rc || (wr.send_flags & IBV_SEND_INLINE))) || wr.num_sge < 0 ||
         static_cast<uint32_t>(wr.num_sge) > q.cap.max_send_sge)
         return EINVAL;
     if (q.posted - q.retired >= q.cap.max_send_wr) return ENOMEM;  // the send queue is full

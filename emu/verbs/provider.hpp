@@ -34,6 +34,9 @@ struct Limits {
     static constexpr uint32_t kMaxCqe = 1u << 20;   // verbs_cq_create
     static constexpr uint32_t kMaxQpWr = 16384;     // verbs_qp_create's queue depths
     static constexpr uint32_t kMaxSge = mv::kMaxSge;
+    // RC READs outstanding per QP, as requester (max_qp_init_rd_atom) and as responder
+    // (max_qp_rd_atom): the model's bound. Atomics: none.
+    static constexpr uint32_t kMaxRdAtom = emu::Nic::kRcMaxRdAtomic;
     // IBV_SEND_INLINE: bytes copied at post into a per-QP buffer (one slot per send WQE).
     static constexpr uint32_t kMaxInline = 256;
     static constexpr uint64_t kMaxMrSize = 1ull << 40;
@@ -97,7 +100,8 @@ struct Cq {
     std::atomic<uint64_t> produced{0};
     uint64_t consumed = 0;
     std::mutex mu;  // pollers: the model's CQ ring has one consumer
-    uint64_t events = 0;  // written to the channel (under the engine's lock); destroy waits for their acks
+    // Read off the channel by ibv_get_cq_event (its cq_event op): what destroy waits to see acked.
+    std::atomic<uint64_t> events_read{0};
 };
 
 struct Ah {

@@ -15,12 +15,12 @@
 namespace sdr::verbs {
 namespace {
 
-// The model's transport for a verbs QP type; false for the ones it does not have. RC is the
-// next slice of the model: enabling it adds `case IBV_QPT_RC: *out = mv::QpType::Rc` here,
-// kRc in transport_of, and the RC attributes to to_model_attr (marked there).
+// The model's transport for a verbs QP type; false for the ones it does not have (XRC, raw
+// packet, driver QPs).
 bool model_type(ibv_qp_type t, mv::QpType* out)
 {
     switch (t) {
+    case IBV_QPT_RC: *out = mv::QpType::Rc; return true;
     case IBV_QPT_UC: *out = mv::QpType::Uc; return true;
     case IBV_QPT_UD: *out = mv::QpType::Ud; return true;
     default: return false;
@@ -28,7 +28,15 @@ bool model_type(ibv_qp_type t, mv::QpType* out)
 }
 
 enum Transport { kUd, kUc, kRc };
-Transport transport_of(mv::QpType t) { return t == mv::QpType::Ud ? kUd : kUc; }
+Transport transport_of(mv::QpType t)
+{
+    switch (t) {
+    case mv::QpType::Ud: return kUd;
+    case mv::QpType::Uc: return kUc;
+    case mv::QpType::Rc: break;
+    }
+    return kRc;
+}
 
 // ibv_modify_qp's attribute rules (IBTA, as the Linux kernel's ib_modify_qp_is_ok applies
 // them): per transition and transport the attributes required, and those also allowed. A
@@ -119,9 +127,8 @@ int check_av(const ibv_ah_attr& av)
 
 // ibv_qp_attr + mask -> the model's attributes, checking the values verbs defines. `port_mtu`
 // is the largest path MTU the interface carries. Attributes the model has no use for (P_Key
-// index, port, alternate path, migration state, and RC's timeouts and read depths) are checked
-// and otherwise accepted. For RC the model will take IBV_QP_TIMEOUT, RETRY_CNT, RNR_RETRY,
-// MIN_RNR_TIMER, MAX_QP_RD_ATOMIC and MAX_DEST_RD_ATOMIC: map them here.
+// index, port, alternate path, migration state) are checked and otherwise accepted. RC's
+// timeout, retry counts, RNR timer and READ depths go to the model as libibverbs numbers them.
 int to_model_attr(const Qp& q, const ibv_qp_attr& a, int mask, uint32_t port_mtu, mv::QpAttr* out, uint32_t* mmask)
 {
     using A = mv::QpAttr;
@@ -167,10 +174,37 @@ int to_model_attr(const Qp& q, const ibv_qp_attr& a, int mask, uint32_t port_mtu
         out->remote_gid = gid_of(a.ah_attr.grh.dgid);
         *mmask |= A::kAv;
     }
-    if ((mask & IBV_QP_RETRY_CNT) && a.retry_cnt > 7) return EINVAL;
-    if ((mask & IBV_QP_RNR_RETRY) && a.rnr_retry > 7) return EINVAL;
-    if ((mask & IBV_QP_TIMEOUT) && a.timeout > 31) return EINVAL;
-    if ((mask & IBV_QP_MIN_RNR_TIMER) && a.min_rnr_timer > 31) return EINVAL;
+    if (mask & IBV_QP_TIMEOUT) {
+        if (a.timeout > 31) return EINVAL;
+        out->timeout = a.timeout;
+        *mmask |= A::kTimeout;
+    }
+    if (mask & IBV_QP_RETRY_CNT) {
+        if (a.retry_cnt > 7) return EINVAL;
+        out->retry_cnt = a.retry_cnt;
+        *mmask |= A::kRetryCnt;
+    }
+    if (mask & IBV_QP_RNR_RETRY) {
+        if (a.rnr_retry > 7) return EINVAL;
+        out->rnr_retry = a.rnr_retry;
+        *mmask |= A::kRnrRetry;
+    }
+    if (mask & IBV_QP_MIN_RNR_TIMER) {
+        if (a.min_rnr_timer > 31) return EINVAL;
+        out->min_rnr_timer = a.min_rnr_timer;
+        *mmask |= A::kMinRnrTimer;
+    }
+    // The READ depths: more than the model keeps is EINVAL (query_device reports its maximum).
+    if (mask & IBV_QP_MAX_QP_RD_ATOMIC) {
+        if (a.max_rd_atomic > Limits::kMaxRdAtom) return EINVAL;
+        out->max_rd_atomic = a.max_rd_atomic;
+        *mmask |= A::kMaxRdAtomic;
+    }
+    if (mask & IBV_QP_MAX_DEST_RD_ATOMIC) {
+        if (a.max_dest_rd_atomic > Limits::kMaxRdAtom) return EINVAL;
+        out->max_dest_rd_atomic = a.max_dest_rd_atomic;
+        *mmask |= A::kMaxDestRdAtomic;
+    }
     return 0;
 }
 
@@ -201,7 +235,7 @@ ibv_qp* create_qp(ibv_pd* ibpd, ibv_qp_init_attr* attr)
 {
     Pd* pd = reinterpret_cast<Pd*>(ibpd);
     mv::QpType type;
-    if (attr->srq || !model_type(attr->qp_type, &type)) {  // SRQ, RC, XRC, raw packet: not here
+    if (attr->srq || !model_type(attr->qp_type, &type)) {  // SRQ, XRC, raw packet: not here
         errno = EOPNOTSUPP;
         return nullptr;
     }

@@ -127,7 +127,10 @@ int query_device_ex(ibv_context* context, const ibv_query_device_ex_input* input
     d.max_cqe = static_cast<int>(Limits::kMaxCqe);
     d.max_mr = static_cast<int>(Limits::kMaxMr);
     d.max_pd = static_cast<int>(Limits::kMaxPd);
-    d.atomic_cap = IBV_ATOMIC_NONE;
+    d.max_qp_rd_atom = static_cast<int>(Limits::kMaxRdAtom);
+    d.max_qp_init_rd_atom = static_cast<int>(Limits::kMaxRdAtom);
+    d.max_res_rd_atom = static_cast<int>(Limits::kMaxRdAtom * Limits::kMaxQp);
+    d.atomic_cap = IBV_ATOMIC_NONE;  // READs count in the fields above; atomics are not offered
     d.max_pkeys = 1;
     d.phys_port_cnt = 1;
     std::memcpy(attr, &a, std::min(attr_size, sizeof(a)));

@@ -214,10 +214,14 @@ int destroy_cq(ibv_cq* ibcq)
         if (int err = eng->nic().verbs_cq_destroy(cq->h)) return err;  // EBUSY while a QP uses it
         eng->set_cq(cq->h, nullptr);
         eng->live_cqs--;
-        events = cq->events;
+        events = cq->events_read.load();
     }
-    // As with a kernel provider: every event this CQ raised must have been acknowledged
-    // (ibv_ack_cq_events) before it goes, or the program could still read a dangling pointer.
+    // As with a kernel provider: every event of this CQ the program read must have been
+    // acknowledged (ibv_ack_cq_events) before it goes. Read, not raised: the kernel counts an
+    // event when it reaches the program (comp_events_reported), and a program may end with one
+    // raised but never read (an armed CQ whose last completion it had already polled) and ack
+    // only what it read, as ibv_rc_pingpong -e does. An unread event stays in the pipe (the
+    // kernel would drop it with the CQ): a channel is not to be read after its CQs are gone.
     pthread_mutex_lock(&ibcq->mutex);
     while (ibcq->comp_events_completed < events) pthread_cond_wait(&ibcq->cond, &ibcq->mutex);
     pthread_mutex_unlock(&ibcq->mutex);
@@ -233,7 +237,8 @@ int req_notify_cq(ibv_cq* ibcq, int solicited_only)
     return 0;
 }
 
-void cq_event(ibv_cq*) {}  // an event read off the channel needs no provider bookkeeping
+// ibv_get_cq_event read an event of this CQ off the channel.
+void cq_event(ibv_cq* ibcq) { reinterpret_cast<Cq*>(ibcq)->events_read.fetch_add(1); }
 
 void async_event(ibv_context*, ibv_async_event*) {}
 
