@@ -205,6 +205,13 @@ int main(int argc, char** argv)
         io_all(fd, &c, 1, 1); /* all sent (RC: all acknowledged) */
         io_all(fd, &c, 1, 0); /* the server checked: it may go */
         printf("verbs_lossy client %s sent=%d ok\n", argv[2], total);
+        close(fd);
+        ibv_destroy_qp(qp);
+        ibv_destroy_cq(cq);
+        ibv_dereg_mr(mr);
+        ibv_dealloc_pd(pd);
+        ibv_close_device(ctx);
+        free(buf);
         return 0;
     }
 
