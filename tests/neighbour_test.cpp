@@ -47,36 +47,37 @@ TEST(Neighbour, RoutesArpAndFailures)
     if (std::string why = sdr::test::netns_unavailable(); !why.empty()) GTEST_SKIP() << why;
     sdr::test::Testbed tb("nbr");
     if (!tb.ok()) GTEST_SKIP() << "tools/sdr-netns could not build the testbed";
-    ASSERT_EQ(std::system("ip -n nbr-a route add 192.0.2.0/24 via 10.77.0.2"), 0);
-    const std::string mac_b = sh("ip netns exec nbr-b cat /sys/class/net/nbr-b/address");
-    sdr::test::InNetns in("nbr-a");
+    const std::string a = tb.ns(0);
+    ASSERT_EQ(std::system(("ip -n " + a + " route add 192.0.2.0/24 via 10.77.0.2").c_str()), 0);
+    const std::string mac_b = sh("ip netns exec " + tb.ns(1) + " cat /sys/class/net/" + tb.ns(1) + "/address");
+    sdr::test::InNetns in(a);
     ASSERT_TRUE(in.ok());
     sdr::emu::PortInfo self;
     std::string err;
-    ASSERT_TRUE(sdr::emu::interface_info("nbr-a", &self, &err)) << err;
+    ASSERT_TRUE(sdr::emu::interface_info(a, &self, &err)) << err;
     constexpr uint64_t kTimeout = 10'000'000'000;  // the kernel gives up on a hop after about 3 s
     std::array<uint8_t, 6> mac{};
 
-    EXPECT_EQ(resolve_neighbour("nbr-a", self.addr, self.addr.ip, kTimeout, &mac), 0);
+    EXPECT_EQ(resolve_neighbour(a, self.addr, self.addr.ip, kTimeout, &mac), 0);
     EXPECT_EQ(mac, self.addr.mac) << "our own address is our own MAC (loopback)";
 
-    ASSERT_EQ(std::system("ip -n nbr-a neigh flush dev nbr-a"), 0);
+    ASSERT_EQ(std::system(("ip -n " + a + " neigh flush dev " + a).c_str()), 0);
     mac = {};
-    EXPECT_EQ(resolve_neighbour("nbr-a", self.addr, ip("10.77.0.2"), kTimeout, &mac), 0);
+    EXPECT_EQ(resolve_neighbour(a, self.addr, ip("10.77.0.2"), kTimeout, &mac), 0);
     EXPECT_EQ(mac_text(mac), mac_b) << "on-link peer, resolved by ARP";
 
-    ASSERT_EQ(std::system("ip -n nbr-a neigh flush dev nbr-a"), 0);
+    ASSERT_EQ(std::system(("ip -n " + a + " neigh flush dev " + a).c_str()), 0);
     mac = {};
-    EXPECT_EQ(resolve_neighbour("nbr-a", self.addr, ip("192.0.2.1"), kTimeout, &mac), 0);
+    EXPECT_EQ(resolve_neighbour(a, self.addr, ip("192.0.2.1"), kTimeout, &mac), 0);
     EXPECT_EQ(mac_text(mac), mac_b) << "behind the gateway 10.77.0.2: the gateway's MAC";
 
-    EXPECT_EQ(resolve_neighbour("nbr-a", self.addr, ip("198.51.100.7"), kTimeout, &mac), EHOSTUNREACH) << "no route";
-    EXPECT_EQ(resolve_neighbour("nbr-a", self.addr, ip("224.0.0.1"), kTimeout, &mac), EHOSTUNREACH) << "multicast";
+    EXPECT_EQ(resolve_neighbour(a, self.addr, ip("198.51.100.7"), kTimeout, &mac), EHOSTUNREACH) << "no route";
+    EXPECT_EQ(resolve_neighbour(a, self.addr, ip("224.0.0.1"), kTimeout, &mac), EHOSTUNREACH) << "multicast";
     EXPECT_EQ(resolve_neighbour("other-if0", self.addr, ip("10.77.0.2"), kTimeout, &mac), EHOSTUNREACH)
         << "no route through another interface";
-    EXPECT_EQ(resolve_neighbour("nbr-a", self.addr, ip("10.77.0.99"), kTimeout, &mac), EHOSTUNREACH)
+    EXPECT_EQ(resolve_neighbour(a, self.addr, ip("10.77.0.99"), kTimeout, &mac), EHOSTUNREACH)
         << "nobody answers ARP: the kernel marks the hop failed";
-    EXPECT_EQ(resolve_neighbour("nbr-a", self.addr, ip("10.77.0.98"), 200'000'000, &mac), ETIMEDOUT)
+    EXPECT_EQ(resolve_neighbour(a, self.addr, ip("10.77.0.98"), 200'000'000, &mac), ETIMEDOUT)
         << "no answer within 200 ms";
 }
 

@@ -23,10 +23,12 @@ inline std::string netns_unavailable()
 }
 
 // tools/sdr-netns up/down with a prefix of its own; down on destruction. bridge: a third
-// host on a Linux bridge with the two (sdr-netns --bridge).
+// host on a Linux bridge with the two (sdr-netns --bridge). The prefix gets this process's
+// id (3 base-36 digits), so two suites run at once (two build trees, or ctest -j in each)
+// never tear down each other's namespaces; names stay within sdr-netns' 12 characters.
 class Testbed {
 public:
-    explicit Testbed(std::string prefix, unsigned mtu = 4200, bool bridge = false) : prefix_(std::move(prefix))
+    explicit Testbed(const std::string& prefix, unsigned mtu = 4200, bool bridge = false) : prefix_(prefix + pid_tag())
     {
         std::string cmd = std::string(SDR_SOURCE_DIR) + "/tools/sdr-netns up --prefix " + prefix_ +
                           " --mtu " + std::to_string(mtu) + (bridge ? " --bridge" : "") + " >/dev/null 2>&1";
@@ -46,6 +48,13 @@ public:
     static std::string ip(int side) { return "10.77.0." + std::to_string(side + 1); }
 
 private:
+    static std::string pid_tag()
+    {
+        const char* digits = "0123456789abcdefghijklmnopqrstuvwxyz";
+        std::string t;
+        for (unsigned v = static_cast<unsigned>(getpid()) % (36 * 36 * 36), i = 0; i < 3; i++, v /= 36) t += digits[v % 36];
+        return t;
+    }
     std::string prefix_;
     bool ok_ = false;
 };

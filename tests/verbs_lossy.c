@@ -169,8 +169,11 @@ int main(int argc, char** argv)
     int mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
     if (rc) mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
     CHECK(ibv_modify_qp(qp, &r, mask) == 0, "RTR");
-    /* timeout 12: 4.096 us * 2^12 = 16.8 ms, well above this link's round trip; retry_cnt 7. */
-    struct ibv_qp_attr t = {.qp_state = IBV_QPS_RTS, .sq_psn = me.psn, .timeout = 12, .retry_cnt = 7, .rnr_retry = 7,
+    /* timeout 14: 4.096 us * 2^14 = 67 ms; retry_cnt 7. The veth round trip is tens of
+     * microseconds, but on a loaded 2-core machine frames over AF_XDP took 50-80 ms from one
+     * end's capture to the other's, and 16.8 ms timeouts ran out of retries on a link that
+     * was only slow. */
+    struct ibv_qp_attr t = {.qp_state = IBV_QPS_RTS, .sq_psn = me.psn, .timeout = 14, .retry_cnt = 7, .rnr_retry = 7,
                             .max_rd_atomic = 1};
     mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
     if (rc) mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;

@@ -123,13 +123,14 @@ protected:
 
 TEST_F(VerbsDevice, AddListOpenDelRoundTrip)
 {
+    const std::string a = bed_->ns(0), b = bed_->ns(1);
     // add: the two exports, the device on uverbsN.
-    Result add = run(in(0, sdr_rdma() + " link add sdrt0 netdev vrb-a raw"));
+    Result add = run(in(0, sdr_rdma() + " link add sdrt0 netdev " + a + " raw"));
     ASSERT_EQ(add.status, 0) << add.out;
     EXPECT_TRUE(contains(add.out, "export SYSFS_PATH=" + dir_.path + "\n")) << add.out;
     EXPECT_TRUE(contains(add.out, std::string("export RDMAV_DRIVERS=") + SDR_VERBS_PROVIDER + "\n")) << add.out;
     std::smatch m;
-    ASSERT_TRUE(std::regex_search(add.out, m, std::regex("sdrt0: (uverbs[0-9]+) on vrb-a \\(raw\\)"))) << add.out;
+    ASSERT_TRUE(std::regex_search(add.out, m, std::regex("sdrt0: (uverbs[0-9]+) on " + a + " \\(raw\\)"))) << add.out;
     const std::string node = "/dev/infiniband/" + m[1].str();
     struct stat sb{};
     ASSERT_EQ(stat(node.c_str(), &sb), 0) << node;
@@ -138,21 +139,21 @@ TEST_F(VerbsDevice, AddListOpenDelRoundTrip)
     EXPECT_EQ(minor(sb.st_rdev), 3u);
     EXPECT_EQ(sb.st_mode & 0777, 0666u);
     // Idempotent: the same add again changes nothing; another interface for the name is refused.
-    Result again = run(in(0, sdr_rdma() + " link add sdrt0 netdev vrb-a raw"));
+    Result again = run(in(0, sdr_rdma() + " link add sdrt0 netdev " + a + " raw"));
     EXPECT_EQ(again.status, 0) << again.out;
-    EXPECT_TRUE(contains(again.out, "sdrt0: exists on vrb-a (raw)")) << again.out;
-    Result other = run(in(0, sdr_rdma() + " link add sdrt0 netdev vrb-a xdp"));
+    EXPECT_TRUE(contains(again.out, "sdrt0: exists on " + a + " (raw)")) << again.out;
+    Result other = run(in(0, sdr_rdma() + " link add sdrt0 netdev " + a + " xdp"));
     EXPECT_EQ(other.status, 2) << other.out;
     // A second device, on the other namespace's interface, over AF_XDP.
-    Result add_b = run(in(1, sdr_rdma() + " link add sdrt1 netdev vrb-b xdp"));
+    Result add_b = run(in(1, sdr_rdma() + " link add sdrt1 netdev " + b + " xdp"));
     ASSERT_EQ(add_b.status, 0) << add_b.out;
 
     // show, from namespace a: sdrt1's interface is not there.
     Result show = run(in(0, sdr_rdma() + " link show"));
     EXPECT_EQ(show.status, 0);
-    EXPECT_TRUE(std::regex_search(show.out, std::regex("sdrt0: uverbs[0-9]+ netdev vrb-a port raw gid ::ffff:10\\.77\\.0\\.1 state ACTIVE\n")))
+    EXPECT_TRUE(std::regex_search(show.out, std::regex("sdrt0: uverbs[0-9]+ netdev " + a + " port raw gid ::ffff:10\\.77\\.0\\.1 state ACTIVE\n")))
         << show.out;
-    EXPECT_TRUE(std::regex_search(show.out, std::regex("sdrt1: uverbs[0-9]+ netdev vrb-b port xdp gid ::ffff:10\\.77\\.0\\.2 state ABSENT")))
+    EXPECT_TRUE(std::regex_search(show.out, std::regex("sdrt1: uverbs[0-9]+ netdev " + b + " port xdp gid ::ffff:10\\.77\\.0\\.2 state ABSENT")))
         << show.out;
 
     // ibv_devices lists both with their GUIDs (16 hex digits).
@@ -183,7 +184,7 @@ TEST_F(VerbsDevice, AddListOpenDelRoundTrip)
     Result info_b_from_a = run(in(0, "ibv_devinfo -d sdrt1"));
     EXPECT_TRUE(std::regex_search(info_b_from_a.out, std::regex("state:\\s+PORT_DOWN \\(1\\)\n"))) << info_b_from_a.out;
     // A smaller MTU moves the port's: 1500 - 64 leaves 1024.
-    ASSERT_EQ(run("ip -n vrb-a link set dev vrb-a mtu 1500").status, 0);
+    ASSERT_EQ(run("ip -n " + a + " link set dev " + a + " mtu 1500").status, 0);
     Result info_1500 = run(in(0, "ibv_devinfo -d sdrt0"));
     EXPECT_TRUE(std::regex_search(info_1500.out, std::regex("active_mtu:\\s+1024 \\(3\\)\n"))) << info_1500.out;
 

@@ -129,6 +129,7 @@ public:
         return tx_buf_.data() + size_t{tx_n_} * info_.max_frame;
     }
     void tx_commit(size_t len) override { tx_len_[tx_n_++] = static_cast<uint32_t>(len); }
+    bool tx_backlog() const override { return tx_n_ != 0; }
 
     void tx_flush() override
     {

@@ -321,6 +321,7 @@ public:
     uint8_t* tx_alloc() override;
     void tx_commit(size_t len) override;
     void tx_flush() override;
+    bool tx_backlog() const override { return unkicked_ != 0; }
     void read_kernel_stats() override;
     PortStats stats() const override;
 

@@ -391,7 +391,9 @@ void RtNic::idle(uint64_t until_ns)
     uint64_t now = mono_ns();
     if (until_ns <= now + kSpinBeforeDeadlineNs) return;
     uint64_t sleep_ns = std::min(until_ns - now - kSpinBeforeDeadlineNs, kMaxSleepNs);
-    pollfd fds[2] = {{port_->fd(), POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+    // Frames the kernel has not taken yet (a full socket buffer): wake when it can take more.
+    const short port_events = static_cast<short>(POLLIN | (port_->tx_backlog() ? POLLOUT : 0));
+    pollfd fds[2] = {{port_->fd(), port_events, 0}, {wake_fd_, POLLIN, 0}};
     timespec ts{static_cast<time_t>(sleep_ns / 1'000'000'000), static_cast<long>(sleep_ns % 1'000'000'000)};
     {
         std::lock_guard<std::mutex> g(mu_);

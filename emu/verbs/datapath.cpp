@@ -5,12 +5,11 @@
 // have one producer and one consumer each. Posting takes the engine's lock (the model's
 // doorbell, and a post on a QP in ERR that flushes, run under it); so does a poll that has
 // completions to take. A poll of an empty CQ takes only the CQ's own lock and reads one
-// counter, so a busy-polling program does not contend for the NIC thread's lock; it yields
-// its core instead (poll_cq).
+// counter, so a busy-polling program does not contend for the NIC thread's lock; it sleeps
+// until a completion instead of spinning (poll_cq).
 #include "engine.hpp"
 
 #include <arpa/inet.h>
-#include <sched.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -20,6 +19,9 @@ namespace sdr::verbs {
 namespace {
 
 Qp* to_qp(ibv_qp* qp) { return reinterpret_cast<Qp*>(qp); }
+
+// The longest an empty poll waits for a completion (poll_cq).
+constexpr uint64_t kEmptyPollWaitNs = 200'000;
 
 int post_one(Engine& eng, Qp& q, const ibv_send_wr& wr)
 {
@@ -145,15 +147,17 @@ int poll_cq(ibv_cq* ibcq, int n, ibv_wc* wc)
 {
     Cq* cq = reinterpret_cast<Cq*>(ibcq);
     if (n <= 0) return 0;
-    std::lock_guard g(cq->mu);
-    if (cq->produced.load(std::memory_order_acquire) == cq->consumed) {
-        // Nothing yet: the NIC that would produce it is a thread of this process, and a program
-        // spinning here can hold the very core it needs (pingpong on a loaded 2-core machine:
-        // 3-6 ms per iteration without this, 0.6-3 ms with it).
-        sched_yield();
-        return 0;
-    }
     Engine& eng = *cq->engine;
+    std::lock_guard g(cq->mu);
+    const uint32_t seen = eng.completion_seq();
+    if (cq->produced.load(std::memory_order_acquire) == cq->consumed) {
+        // Nothing yet. The NIC that would produce it is a thread of this process, and a program
+        // spinning here holds a core that NIC threads need (ib_write_bw's client shared its core
+        // with the receiving NIC). So the poll sleeps until this device completes anything, at
+        // most kEmptyPollWaitNs: a program that polls several CQs in turn is delayed by no more.
+        eng.wait_completion(seen, kEmptyPollWaitNs);
+        if (cq->produced.load(std::memory_order_acquire) == cq->consumed) return 0;
+    }
     std::lock_guard lock(eng.lock());
     int total = 0;
     while (total < n) {

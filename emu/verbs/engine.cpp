@@ -4,9 +4,13 @@
 
 #include <sdr/emu/neighbour.hpp>
 
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <map>
 #include <mutex>
@@ -112,12 +116,26 @@ void Engine::on_completion(uint32_t h)
     Cq* cq = h < cqs_.size() ? cqs_[h] : nullptr;
     if (!cq) return;
     cq->produced.fetch_add(1, std::memory_order_release);
+    // Sequentially consistent with wait_completion's waiters_ increment: either this sees the
+    // sleeper, or the sleeper sees the new sequence and does not sleep.
+    completion_seq_.fetch_add(1);
+    if (waiters_.load() != 0) syscall(SYS_futex, &completion_seq_, FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
     if (cq->event_fd < 0 || cq->armed.load(std::memory_order_relaxed) == 0 || cq->armed.exchange(0) == 0) return;
     const uint64_t ev = reinterpret_cast<uintptr_t>(&cq->vcq.cq);
     // Non-blocking: a pipe full of unread events (8192 of them) loses this one rather than
     // stopping the NIC.
     const ssize_t n = write(cq->event_fd, &ev, sizeof ev);
     (void)n;
+}
+
+void Engine::wait_completion(uint32_t seen, uint64_t timeout_ns)
+{
+    waiters_.fetch_add(1);
+    if (completion_seq_.load() == seen) {
+        const timespec ts{static_cast<time_t>(timeout_ns / 1'000'000'000), static_cast<long>(timeout_ns % 1'000'000'000)};
+        syscall(SYS_futex, &completion_seq_, FUTEX_WAIT_PRIVATE, seen, &ts, nullptr, 0);
+    }
+    waiters_.fetch_sub(1);
 }
 
 }  // namespace sdr::verbs

@@ -9,6 +9,7 @@
 
 #include <sdr/emu/rt_nic.hpp>
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,6 +38,13 @@ public:
     Qp* qp_by_num(uint32_t qp_num) const;
     uint32_t live_cqs = 0;
 
+    // A poller of an empty CQ sleeps here until the NIC completes anything on this device or
+    // `timeout_ns` passes, instead of spinning on a core the NIC's threads may need (a spinning
+    // perftest client halved the receiving NIC's share of the core they shared). `seen` is
+    // completion_seq() read before the poller last found its CQ empty.
+    uint32_t completion_seq() const { return completion_seq_.load(); }
+    void wait_completion(uint32_t seen, uint64_t timeout_ns);
+
 private:
     explicit Engine(std::string ibdev) : ibdev_(std::move(ibdev)) {}
     void on_completion(uint32_t cq);
@@ -46,6 +54,9 @@ private:
     std::unique_ptr<emu::RtNic> rt_;
     std::vector<Cq*> cqs_;
     std::vector<Qp*> qps_;
+    // A futex word: bumped at every completion; the NIC wakes it only while someone sleeps on it.
+    std::atomic<uint32_t> completion_seq_{0};
+    std::atomic<uint32_t> waiters_{0};
 };
 
 }  // namespace sdr::verbs

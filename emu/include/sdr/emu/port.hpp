@@ -78,6 +78,10 @@ public:
     virtual uint8_t* tx_alloc() = 0;
     virtual void tx_commit(size_t len) = 0;
     virtual void tx_flush() = 0;
+    // Frames committed that the kernel has not taken yet: a flush met a full socket buffer or
+    // the copy-mode budget. Whoever flushes must come back for them (RtNic does not sleep on
+    // them: an RC sender that then waits for ACKs stalled until its retransmission timer).
+    virtual bool tx_backlog() const = 0;
 
     // A descriptor that turns readable when frames wait (for poll()/epoll).
     virtual int fd() const = 0;
