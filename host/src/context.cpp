@@ -1,8 +1,7 @@
 // Contexts (one per opened device), memory regions and the virtual-clock extension.
 #include <sdr_sim.h>
 
-#include <sdr/host/inspect.hpp>
-
+#include "emu_ext.hpp"
 #include "internal.hpp"
 #include "stats.hpp"
 
@@ -52,7 +51,7 @@ sdr_mr* sdr_mr_reg(sdr_context* ctx, void* addr, size_t length, enum sdr_access_
     if (length == 0) return set_error("sdr_mr_reg: length is 0"), nullptr;
     if (sdr::host::raw_enum(access) != SDR_ACCESS_REMOTE_WRITE) return set_error("sdr_mr_reg: unknown access flags"), nullptr;
     uint32_t lkey = ctx->dev->mr_reg(addr, length);
-    if (!lkey) return set_error("sdr_mr_reg: the device refused the region"), nullptr;
+    if (!lkey) return sdr::host::device_error(*ctx->dev, "sdr_mr_reg: the device refused the region"), nullptr;
     ctx->live_mrs++;
     return new sdr_mr{ctx, lkey};
 }
@@ -84,10 +83,12 @@ int sdr_mr_rkey_get(sdr_mr* mr, uint32_t* rkey)
 
 }  // extern "C"
 
-namespace sdr::host {
-const emu::Nic* nic_of(sdr_context* ctx) { return ctx ? ctx->dev->emu_nic() : nullptr; }
-emu::RtNic* rt_of(sdr_context* ctx) { return ctx ? ctx->dev->rt_nic() : nullptr; }
-}  // namespace sdr::host
+namespace {
+
+// The virtual-time controls of sdr_sim.h are the emulator's extension (emu_ext.hpp).
+sdr::host::EmuControls* emu_of(sdr_context* ctx) { return ctx->dev->emu_controls(); }
+
+}  // namespace
 
 extern "C" {
 
@@ -96,21 +97,26 @@ uint64_t sdr_now_ns(sdr_context* ctx) { return ctx ? ctx->dev->now_ns() : 0; }
 int sdr_sim_advance_to(sdr_context* ctx, uint64_t t_ns)
 {
     if (!ctx) return set_error("sdr_sim_advance_to: context is NULL");
-    if (!ctx->dev->advance_to(t_ns)) return set_error("sdr_sim_advance_to: device runs in real time");
+    sdr::host::EmuControls* e = emu_of(ctx);
+    if (!e) return set_error("sdr_sim_advance_to: " + ctx->dev->name() + " is not an emulated device");
+    if (!e->advance_to(t_ns)) return set_error("sdr_sim_advance_to: device runs in real time");
     return SDR_SUCCESS;
 }
 
 int sdr_sim_wait(sdr_context* ctx, uint64_t t_ns)
 {
     if (!ctx) return set_error("sdr_sim_wait: context is NULL");
-    if (!ctx->dev->wait_event(t_ns)) return set_error("sdr_sim_wait: device runs in real time");
+    if (!ctx->dev->wait_event(t_ns))
+        return sdr::host::device_error(*ctx->dev, "sdr_sim_wait: device runs in real time");
     return SDR_SUCCESS;
 }
 
 int sdr_sim_run_until_idle(sdr_context* ctx)
 {
     if (!ctx) return set_error("sdr_sim_run_until_idle: context is NULL");
-    if (!ctx->dev->run_until_idle()) return set_error("sdr_sim_run_until_idle: device runs in real time");
+    sdr::host::EmuControls* e = emu_of(ctx);
+    if (!e) return set_error("sdr_sim_run_until_idle: " + ctx->dev->name() + " is not an emulated device");
+    if (!e->run_until_idle()) return set_error("sdr_sim_run_until_idle: device runs in real time");
     return SDR_SUCCESS;
 }
 

@@ -1,8 +1,15 @@
 // The real-time backend: "raw:IFNAME" (AF_PACKET) and "xdp:IFNAME" (AF_XDP). The emulated NIC
 // runs on its own polling thread (RtNic); every call here takes the NIC lock, so the host and
-// that thread never touch the NIC model at once. Configured by SDR_RT_* variables (README).
+// that thread never touch the NIC model at once: the firmware-state operations are stores and
+// calls into NIC memory under that lock (the send ring's entry and head excepted: the firmware
+// reads them after the release store of head). It also offers the emulator's controls.
+// Configured by SDR_RT_* variables (README).
 #include <sdr/emu/rt_nic.hpp>
-#include <sdr/host/device.hpp>
+
+#include "backends.hpp"
+#include "emu_ext.hpp"
+
+#include <cstring>
 
 #include <mutex>
 #include <set>
@@ -22,7 +29,7 @@ std::set<std::string>& open_ports()
     return s;
 }
 
-class RtDevice final : public Device {
+class RtDevice final : public Device, public EmuControls {
     template <class F>
     auto locked(F&& f) const
     {
@@ -31,17 +38,17 @@ class RtDevice final : public Device {
     }
 
 public:
-    RtDevice(std::unique_ptr<emu::RtNic> rt, std::string name) : rt_(std::move(rt)), nic_(rt_->nic()), name_(std::move(name))
+    RtDevice(std::unique_ptr<emu::RtNic> rt, const std::string& kind, const std::string& name)
+        : Device(kind, name), rt_(std::move(rt)), nic_(rt_->nic())
     {
-        open_ports().insert(name_);
+        open_ports().insert(name);
     }
     ~RtDevice() override
     {
         rt_.reset();  // stops the polling thread first
-        open_ports().erase(name_);
+        open_ports().erase(name());
     }
 
-    const std::string& name() const override { return name_; }
     PeerAddress address() const override { return PeerAddress{nic_.address().mac, nic_.address().ip}; }
     uint32_t num_channels() const override { return nic_.num_workers(); }
     uint32_t max_frame_bytes() const override { return rt_->port_info().max_frame; }
@@ -64,7 +71,57 @@ public:
     }
     void* nic_alloc(size_t bytes) override { return locked([&] { return nic_.nic_alloc(bytes); }); }
     void nic_free(void* p) override { locked([&] { nic_.nic_free(p); }); }
-    fw_device* firmware() override { return nic_.firmware(); }
+    bool nic_write(void* dst, const void* src, size_t len) override
+    {
+        locked([&] { std::memcpy(dst, src, len); });
+        return true;
+    }
+    bool rx_state_init(fw_rx_qp* rx, void* mem, const RxGeometry& g) override
+    {
+        locked([&] {
+            fw_rx_qp_init(rx, mem, g.imm, g.nslots, g.max_packets, g.log_packets_per_chunk, g.mtu_log, g.generations,
+                          g.window);
+        });
+        return true;
+    }
+    bool rx_slot_arm(fw_rx_qp* rx, uint32_t slot, uint32_t generation, uint32_t msg_id, uint64_t length,
+                     uint64_t* window, size_t window_words) override
+    {
+        locked([&] {
+            std::memset(window, 0, window_words * sizeof(uint64_t));
+            fw_rx_slot_arm(rx, slot, generation, msg_id, length);
+        });
+        return true;
+    }
+    bool rx_slot_disarm(fw_rx_qp* rx, uint32_t slot) override
+    {
+        locked([&] { fw_rx_slot_disarm(rx, slot); });
+        return true;
+    }
+    bool rx_chunk_expand(const fw_rx_qp* rx, uint32_t slot, uint32_t chunk, uint64_t* bits, uint32_t nwords) override
+    {
+        locked([&] { fw_rx_chunk_expand(rx, slot, chunk, bits, nwords); });
+        return true;
+    }
+    bool fw_qp_attach(uint32_t index, const fw_qp& q) override
+    {
+        locked([&] { nic_.firmware()->qps[index] = q; });
+        return true;
+    }
+    void fw_qp_detach(uint32_t index) override
+    {
+        locked([&] {
+            rt_->drain_workers();  // a worker thread may still run a receive CQE of this QP
+            nic_.firmware()->qps[index] = fw_qp{nullptr, nullptr};
+        });
+    }
+    bool send_post(fw_tx_qp* tx, fw_send_wr* entry, const fw_send_wr& wr, uint32_t head, uint32_t qp_index) override
+    {
+        *entry = wr;
+        hal_store_release32(&tx->head, head);
+        locked([&] { nic_.doorbell(qp_index); });
+        return true;
+    }
 
     uint32_t qp_create(uint32_t tag, uint32_t channel, uint32_t* qpn) override
     {
@@ -79,9 +136,10 @@ public:
     {
         return locked([&] { return nic_.qp_connect(handle, emu::NicAddress{peer.mac, peer.ip}, remote_qpn); });
     }
-    void qp_bind_root_key(uint32_t handle, uint32_t rkey) override
+    bool qp_bind_root_key(uint32_t handle, uint32_t rkey) override
     {
         locked([&] { nic_.qp_bind_root_key(handle, rkey); });
+        return true;
     }
     uint32_t root_key_create(uint32_t nslots, uint64_t slot_bytes) override
     {
@@ -92,8 +150,11 @@ public:
     {
         return locked([&] { return nic_.root_key_set(rkey, slot, lkey, addr, len); });
     }
-    void root_key_null(uint32_t rkey, uint32_t slot) override { locked([&] { nic_.root_key_null(rkey, slot); }); }
-    void doorbell(uint32_t q) override { locked([&] { nic_.doorbell(q); }); }
+    bool root_key_null(uint32_t rkey, uint32_t slot) override
+    {
+        locked([&] { nic_.root_key_null(rkey, slot); });
+        return true;
+    }
 
     uint32_t ctrl_qp_create(uint32_t* qpn, uint32_t* qkey) override
     {
@@ -137,23 +198,19 @@ public:
     }
     // A real port can always receive from a peer in another process.
     bool pending() override { return true; }
+    EmuControls* emu_controls() override { return this; }
     std::mutex* nic_lock() override { return &rt_->lock(); }
-    void drain_handlers() override { rt_->drain_workers(); }
-    const emu::Nic* emu_nic() const override { return &nic_; }
-    emu::RtNic* rt_nic() override { return rt_.get(); }
+    const emu::Nic& nic() const override { return nic_; }
+    emu::RtNic* rt() override { return rt_.get(); }
 
 private:
     std::unique_ptr<emu::RtNic> rt_;
     emu::Nic& nic_;
-    std::string name_;
 };
 
-}  // namespace
-
-std::unique_ptr<Device> open_rt_device(const std::string& kind, const std::string& ifname, uint32_t num_channels,
-                                       std::string* err)
+std::unique_ptr<Device> open_rt_device(const std::string& kind, const std::string& name, const std::string& ifname,
+                                       uint32_t num_channels, std::string* err)
 {
-    std::string name = kind + ":" + ifname;
     if (open_ports().count(name)) {
         *err = "device '" + name + "' is already open in this process";
         return nullptr;
@@ -162,7 +219,21 @@ std::unique_ptr<Device> open_rt_device(const std::string& kind, const std::strin
     if (!emu::RtParams::from_env(&p, err)) return nullptr;
     auto rt = emu::RtNic::open(kind, ifname, num_channels, p, err);
     if (!rt) return nullptr;
-    return std::make_unique<RtDevice>(std::move(rt), name);
+    return std::make_unique<RtDevice>(std::move(rt), kind, name);
+}
+
+}  // namespace
+
+std::unique_ptr<Device> open_raw_device(const std::string& name, const std::string& ifname, uint32_t num_channels,
+                                        std::string* err)
+{
+    return open_rt_device("raw", name, ifname, num_channels, err);
+}
+
+std::unique_ptr<Device> open_xdp_device(const std::string& name, const std::string& ifname, uint32_t num_channels,
+                                        std::string* err)
+{
+    return open_rt_device("xdp", name, ifname, num_channels, err);
 }
 
 }  // namespace sdr::host

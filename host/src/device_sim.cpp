@@ -1,6 +1,10 @@
-// The simulator backend: NIC N of the process-wide simulated fabric.
+// The simulator backend ("sim:N"): NIC N of the process-wide simulated fabric. One thread
+// runs host and NIC, so the firmware-state operations are plain stores and calls into NIC
+// memory. It also offers the emulator's controls (emu_ext.hpp).
 #include <sdr/emu/fabric.hpp>
-#include <sdr/host/device.hpp>
+
+#include "backends.hpp"
+#include "emu_ext.hpp"
 
 #include <cstdlib>
 #include <cstring>
@@ -20,16 +24,14 @@ std::set<uint32_t>& open_nics()
     return s;
 }
 
-class SimDevice final : public Device {
+class SimDevice final : public Device, public EmuControls {
 public:
-    SimDevice(emu::SimFabric& f, emu::Nic& nic, std::string name)
-        : fabric_(f), nic_(nic), name_(std::move(name))
+    SimDevice(emu::SimFabric& f, emu::Nic& nic, std::string name) : Device("sim", std::move(name)), fabric_(f), nic_(nic)
     {
         open_nics().insert(nic_.index());
     }
     ~SimDevice() override { open_nics().erase(nic_.index()); }
 
-    const std::string& name() const override { return name_; }
     PeerAddress address() const override { return PeerAddress{nic_.address().mac, nic_.address().ip}; }
     uint32_t num_channels() const override { return nic_.num_workers(); }
     uint64_t max_packet_lifetime_ns() const override
@@ -46,7 +48,48 @@ public:
     }
     void* nic_alloc(size_t bytes) override { return nic_.nic_alloc(bytes); }
     void nic_free(void* p) override { nic_.nic_free(p); }
-    fw_device* firmware() override { return nic_.firmware(); }
+    bool nic_write(void* dst, const void* src, size_t len) override
+    {
+        std::memcpy(dst, src, len);
+        return true;
+    }
+    bool rx_state_init(fw_rx_qp* rx, void* mem, const RxGeometry& g) override
+    {
+        fw_rx_qp_init(rx, mem, g.imm, g.nslots, g.max_packets, g.log_packets_per_chunk, g.mtu_log, g.generations,
+                      g.window);
+        return true;
+    }
+    bool rx_slot_arm(fw_rx_qp* rx, uint32_t slot, uint32_t generation, uint32_t msg_id, uint64_t length,
+                     uint64_t* window, size_t window_words) override
+    {
+        std::memset(window, 0, window_words * sizeof(uint64_t));
+        fw_rx_slot_arm(rx, slot, generation, msg_id, length);
+        return true;
+    }
+    bool rx_slot_disarm(fw_rx_qp* rx, uint32_t slot) override
+    {
+        fw_rx_slot_disarm(rx, slot);
+        return true;
+    }
+    bool rx_chunk_expand(const fw_rx_qp* rx, uint32_t slot, uint32_t chunk, uint64_t* bits, uint32_t nwords) override
+    {
+        fw_rx_chunk_expand(rx, slot, chunk, bits, nwords);
+        return true;
+    }
+    bool fw_qp_attach(uint32_t index, const fw_qp& q) override
+    {
+        nic_.firmware()->qps[index] = q;
+        return true;
+    }
+    void fw_qp_detach(uint32_t index) override { nic_.firmware()->qps[index] = fw_qp{nullptr, nullptr}; }
+    bool send_post(fw_tx_qp* tx, fw_send_wr* entry, const fw_send_wr& wr, uint32_t head, uint32_t qp_index) override
+    {
+        *entry = wr;
+        hal_store_release32(&tx->head, head);
+        fabric_.catch_up();
+        nic_.doorbell(qp_index);
+        return true;
+    }
 
     uint32_t qp_create(uint32_t tag, uint32_t channel, uint32_t* qpn) override
     {
@@ -62,7 +105,11 @@ public:
         a.ip = peer.ip;
         return nic_.qp_connect(handle, a, remote_qpn);
     }
-    void qp_bind_root_key(uint32_t handle, uint32_t rkey) override { nic_.qp_bind_root_key(handle, rkey); }
+    bool qp_bind_root_key(uint32_t handle, uint32_t rkey) override
+    {
+        nic_.qp_bind_root_key(handle, rkey);
+        return true;
+    }
     uint32_t root_key_create(uint32_t nslots, uint64_t slot_bytes) override
     {
         return nic_.root_key_create(nslots, slot_bytes);
@@ -72,11 +119,10 @@ public:
     {
         return nic_.root_key_set(rkey, slot, lkey, addr, len);
     }
-    void root_key_null(uint32_t rkey, uint32_t slot) override { nic_.root_key_null(rkey, slot); }
-    void doorbell(uint32_t q) override
+    bool root_key_null(uint32_t rkey, uint32_t slot) override
     {
-        fabric_.catch_up();
-        nic_.doorbell(q);
+        nic_.root_key_null(rkey, slot);
+        return true;
     }
 
     uint32_t ctrl_qp_create(uint32_t* qpn, uint32_t* qkey) override
@@ -118,7 +164,8 @@ public:
         return true;
     }
     bool pending() override { return !fabric_.sim().idle(); }
-    const emu::Nic* emu_nic() const override { return &nic_; }
+    EmuControls* emu_controls() override { return this; }
+    const emu::Nic& nic() const override { return nic_; }
 
 private:
     // Fabric time in ps, saturating: "wait forever" (UINT64_MAX ns) must not wrap around.
@@ -128,47 +175,36 @@ private:
     }
     emu::SimFabric& fabric_;
     emu::Nic& nic_;
-    std::string name_;
 };
 
 }  // namespace
 
-std::unique_ptr<Device> open_device(const char* name, uint32_t num_channels, std::string* err)
+std::unique_ptr<Device> open_sim_device(const std::string& n, const std::string& arg, uint32_t num_channels,
+                                        std::string* err)
 {
-    std::string n = name;
-    if (n == "sim" || n.rfind("sim:", 0) == 0) {
-        uint32_t index = 0;
-        if (n.size() > 4) {
-            const char* s = n.c_str() + 4;
-            char* end = nullptr;
-            unsigned long v = std::strtoul(s, &end, 10);
-            if (end == s || *end || v > 255) {
-                *err = "device '" + n + "': expected sim:N with N in 0..255";
-                return nullptr;
-            }
-            index = static_cast<uint32_t>(v);
-        }
-        if (open_nics().count(index)) {
-            *err = "device '" + n + "' is already open in this process";
+    uint32_t index = 0;
+    if (!arg.empty()) {
+        const char* s = arg.c_str();
+        char* end = nullptr;
+        unsigned long v = std::strtoul(s, &end, 10);
+        if (end == s || *end || v > 255) {
+            *err = "device '" + n + "': expected sim:N with N in 0..255";
             return nullptr;
         }
-        emu::SimFabric* f = emu::SimFabric::process(err);
-        if (!f) return nullptr;
-        emu::Nic& nic = f->nic(index, num_channels);
-        if (nic.num_workers() != num_channels && !nic.reconfigure_workers(num_channels)) {
-            *err = "device '" + n + "': cannot change its channel count while its transport QPs live";
-            return nullptr;
-        }
-        return std::make_unique<SimDevice>(*f, nic, n);
+        index = static_cast<uint32_t>(v);
     }
-    for (const char* kind : {"xdp", "raw"})
-        if (n.rfind(std::string(kind) + ":", 0) == 0) return open_rt_device(kind, n.substr(4), num_channels, err);
-    if (n.rfind("verbs:", 0) == 0) {
-        *err = "device '" + n + "': the rdma-core backend is not part of this build yet; use sim:N, raw:IF or xdp:IF";
+    if (open_nics().count(index)) {
+        *err = "device '" + n + "' is already open in this process";
         return nullptr;
     }
-    *err = "unknown device '" + n + "': expected sim:N (simulated NIC N), raw:IFNAME (AF_PACKET) or xdp:IFNAME (AF_XDP), see README";
-    return nullptr;
+    emu::SimFabric* f = emu::SimFabric::process(err);
+    if (!f) return nullptr;
+    emu::Nic& nic = f->nic(index, num_channels);
+    if (nic.num_workers() != num_channels && !nic.reconfigure_workers(num_channels)) {
+        *err = "device '" + n + "': cannot change its channel count while its transport QPs live";
+        return nullptr;
+    }
+    return std::make_unique<SimDevice>(*f, nic, n);
 }
 
 }  // namespace sdr::host

@@ -12,6 +12,12 @@ int set_error(const std::string& msg)
     return SDR_ERROR;
 }
 
+int device_error(Device& dev, const std::string& msg)
+{
+    const std::string why = dev.take_failure();
+    return set_error(why.empty() ? msg : msg + " (" + why + ")");
+}
+
 int set_retry(const std::string& msg)
 {
     last_error = msg;

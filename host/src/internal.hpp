@@ -57,7 +57,7 @@ struct QpInfo {  // the out-of-band blob, serialised little-endian by qp_info.cp
 size_t qp_info_size();
 void qp_info_write(const QpInfo& info, uint8_t* out);
 // false + err if the blob is not one of ours
-bool qp_info_read(const uint8_t* in, QpInfo* info, std::string* err);
+[[nodiscard]] bool qp_info_read(const uint8_t* in, QpInfo* info, std::string* err);
 
 struct sdr_qp {
     sdr_context* ctx = nullptr;
@@ -72,9 +72,11 @@ struct sdr_qp {
     uint32_t ctrl = 0, ctrl_qpn = 0, ctrl_qkey = 0;  // control QP handle, number, Q_Key
 
     // receive side
-    fw_rx_qp* rx = nullptr;
+    fw_rx_qp* rx = nullptr;  // NIC memory: reached only through the device's operations
     void* rx_mem = nullptr;
     std::vector<uint64_t> rx_window;  // host memory the firmware writes: S x (bitmap + imm)
+    uint32_t bitmap_words = 0;        // per slot: chunk-bitmap words, then the immediate word
+    uint32_t slot_window_words = 0;
     std::vector<sdr_recv_handle> recvs;
     uint64_t recvs_posted = 0;
     // Maximum packet lifetime L: the quiet time of a (slot, generation) pair after the receive
@@ -86,8 +88,8 @@ struct sdr_qp {
     // send side
     bool connected = false;
     QpInfo remote;
-    fw_tx_qp* tx = nullptr;
-    fw_send_wr* ring = nullptr;
+    fw_tx_qp* tx = nullptr;     // NIC memory: reached only through the device's operations
+    fw_send_wr* ring = nullptr;  // NIC memory
     uint64_t tx_window = 0;  // host word the firmware writes: requests fully injected
     std::vector<sdr_send_handle> sends;
     uint64_t sends_posted = 0;
@@ -115,6 +117,9 @@ inline int raw_enum(const E& e)
 
 // Thread-local last error; set_error returns SDR_ERROR so call sites read `return set_error(..)`.
 int set_error(const std::string& msg);
+// set_error(msg), followed by the device's reason when it gave one (an unfilled operation
+// names itself and its backend).
+int device_error(Device& dev, const std::string& msg);
 // The reason for an SDR_RETRY, readable through sdr_last_error(); returns SDR_RETRY.
 int set_retry(const std::string& msg);
 void clear_error();
@@ -128,7 +133,7 @@ struct ExtValues {
     bool lifetime_from_path = true;
 };
 // Validates ext (NULL: defaults) and fills out; false + err names the bad field or variable.
-bool resolve_ext(const sdr_qp_attr_ext* ext, const Device& dev, ExtValues* out, std::string* err);
+[[nodiscard]] bool resolve_ext(const sdr_qp_attr_ext* ext, const Device& dev, ExtValues* out, std::string* err);
 
 // Receive slot count S of a QP's receive side and the sender's view of the peer's.
 inline uint32_t slots_of(uint32_t log_slots) { return 1u << log_slots; }

@@ -1,7 +1,6 @@
 // SDR QPs: G generations x C channels of transport QPs, a root key per generation, and the
 // firmware's receive and send state in NIC memory.
 #include <algorithm>
-#include <cstring>
 
 #include "internal.hpp"
 
@@ -37,8 +36,8 @@ std::string check_attr(const sdr_qp_attr& a, const fw_imm_layout& imm)
     return {};
 }
 
-// Give back to the device what the QP holds (a handle that failed to be created is kInvalid,
-// a root key 0), then the QP itself: sdr_qp_destroy, and sdr_qp_create's failure paths.
+// Give back to the device what the QP holds (a handle not created is kInvalid, a root key
+// 0, NIC memory nullptr), then the QP itself: sdr_qp_destroy, and sdr_qp_create's failure paths.
 void release(sdr_qp* qp)
 {
     sdr::host::Device& dev = *qp->ctx->dev;
@@ -48,11 +47,36 @@ void release(sdr_qp* qp)
         if (qp->root_rkey[g]) dev.root_key_destroy(qp->root_rkey[g]);
     }
     if (qp->ctrl != sdr::host::Device::kInvalid) dev.ctrl_qp_destroy(qp->ctrl);
-    dev.nic_free(qp->rx);
-    dev.nic_free(qp->rx_mem);
-    dev.nic_free(qp->tx);
-    dev.nic_free(qp->ring);
+    for (void* p : {static_cast<void*>(qp->rx), qp->rx_mem, static_cast<void*>(qp->tx), static_cast<void*>(qp->ring)})
+        if (p) dev.nic_free(p);
     delete qp;
+}
+
+// sdr_qp_create's failure: give everything back, say why; NULL.
+sdr_qp* fail(sdr_qp* qp, const std::string& msg)
+{
+    sdr::host::Device& dev = *qp->ctx->dev;
+    sdr::host::device_error(dev, "sdr_qp_create: " + msg);
+    release(qp);
+    return nullptr;
+}
+
+// The transport QPs (G x C), their root keys and the control QP; false at the first failure,
+// with what was created so far recorded in qp for release().
+bool create_transport(sdr_qp* qp, bool recv)
+{
+    sdr::host::Device& dev = *qp->ctx->dev;
+    const uint32_t nslots = 1u << qp->log_slots;
+    for (uint32_t g = 0; g < qp->generations; g++) {
+        if (recv && !(qp->root_rkey[g] = dev.root_key_create(nslots, 1ull << qp->slot_log))) return false;
+        for (uint32_t c = 0; c < qp->channels; c++) {
+            qp->tq[g][c] = dev.qp_create(fw_qp_tag(qp->index, g, c), c, &qp->qpn[g][c]);
+            if (qp->tq[g][c] == sdr::host::Device::kInvalid) return false;
+            if (recv && !dev.qp_bind_root_key(qp->tq[g][c], qp->root_rkey[g])) return false;
+        }
+    }
+    qp->ctrl = dev.ctrl_qp_create(&qp->ctrl_qpn, &qp->ctrl_qkey);
+    return qp->ctrl != sdr::host::Device::kInvalid;
 }
 
 }  // namespace
@@ -104,69 +128,59 @@ sdr_qp* sdr_qp_create_ext(sdr_context* ctx, sdr_qp_attr* attr, const sdr_qp_attr
     qp->generations = xv.generations;
     qp->lifetime_ns = xv.lifetime_ns;
     qp->lifetime_from_path = xv.lifetime_from_path;
+    qp->ctrl = sdr::host::Device::kInvalid;
+    for (auto& row : qp->tq)
+        for (uint32_t& h : row) h = sdr::host::Device::kInvalid;
     sdr::host::Device& dev = *ctx->dev;
     uint32_t nslots = 1u << qp->log_slots;
 
-    for (uint32_t g = 0; g < qp->generations; g++) {
-        if (attr->recv_enable) qp->root_rkey[g] = dev.root_key_create(nslots, 1ull << qp->slot_log);
-        for (uint32_t c = 0; c < qp->channels; c++) {
-            qp->tq[g][c] = dev.qp_create(fw_qp_tag(index, g, c), c, &qp->qpn[g][c]);
-            if (attr->recv_enable) dev.qp_bind_root_key(qp->tq[g][c], qp->root_rkey[g]);
-        }
-    }
-    qp->ctrl = dev.ctrl_qp_create(&qp->ctrl_qpn, &qp->ctrl_qkey);
-    bool created = qp->ctrl != sdr::host::Device::kInvalid;
-    for (uint32_t g = 0; g < qp->generations; g++) {
-        if (attr->recv_enable && !qp->root_rkey[g]) created = false;
-        for (uint32_t c = 0; c < qp->channels; c++) created &= qp->tq[g][c] != sdr::host::Device::kInvalid;
-    }
-    if (!created) {
-        release(qp);
-        return set_error("sdr_qp_create: the device has no transport QP, control QP or root key left for " +
-                         n2s(qp->generations) + " generations x " + n2s(qp->channels) + " channels"),
-               nullptr;
-    }
+    if (!create_transport(qp, attr->recv_enable))
+        return fail(qp, "the device has no transport QP, control QP or root key left for " + n2s(qp->generations) +
+                            " generations x " + n2s(qp->channels) + " channels");
     fw_qp fq{nullptr, nullptr};
     if (attr->recv_enable) {
         uint32_t max_packets = 1u << (qp->slot_log - qp->mtu_log);
         uint32_t log_ppc = qp->chunk_log - qp->mtu_log;
         uint64_t mem = fw_rx_qp_mem_bytes(nslots, max_packets, log_ppc);
         qp->rx = static_cast<fw_rx_qp*>(dev.nic_alloc(sizeof(fw_rx_qp)));
-        qp->rx_mem = dev.nic_alloc(mem);
-        if (!qp->rx || !qp->rx_mem) {
-            release(qp);
-            return set_error("sdr_qp_create: out of NIC memory for " + n2s(mem) + " bytes of slot state"), nullptr;
-        }
+        qp->rx_mem = qp->rx ? dev.nic_alloc(mem) : nullptr;
+        if (!qp->rx || !qp->rx_mem) return fail(qp, "out of NIC memory for " + n2s(mem) + " bytes of slot state");
         uint32_t nchunks_max = 1u << (qp->slot_log - qp->chunk_log);
-        uint64_t words_per_slot = (nchunks_max + 63) / 64 + 1;
-        qp->rx_window.assign(nslots * words_per_slot, 0);
-        hal_window win{reinterpret_cast<uint64_t>(qp->rx_window.data()), qp->rx_window.size()};
-        fw_rx_qp_init(qp->rx, qp->rx_mem, imm, nslots, max_packets, log_ppc, qp->mtu_log, qp->generations, win);
+        qp->bitmap_words = (nchunks_max + 63) / 64;  // as fw_rx_qp_init lays the window out
+        qp->slot_window_words = qp->bitmap_words + 1;
+        qp->rx_window.assign(size_t{nslots} * qp->slot_window_words, 0);
+        sdr::host::RxGeometry geo{imm, nslots, max_packets, log_ppc, qp->mtu_log, qp->generations,
+                                  hal_window{reinterpret_cast<uint64_t>(qp->rx_window.data()), qp->rx_window.size()}};
+        if (!dev.rx_state_init(qp->rx, qp->rx_mem, geo)) return fail(qp, "the device did not set up the receive state");
         qp->recvs.resize(nslots);
         qp->quiet_until.assign(size_t{nslots} * qp->generations, 0);
         fq.rx = qp->rx;
     }
     if (attr->send_enable) {
         qp->tx = static_cast<fw_tx_qp*>(dev.nic_alloc(sizeof(fw_tx_qp)));
-        qp->ring = static_cast<fw_send_wr*>(dev.nic_alloc(sizeof(fw_send_wr) * sdr::host::kSendRingSize));
-        qp->tx->imm = imm;
-        qp->tx->mtu_log = qp->mtu_log;
-        qp->tx->num_channels = qp->channels;
-        qp->tx->index = index;
-        qp->tx->rate_mbps = attr->rate_limit;
-        qp->tx->ring = qp->ring;
-        qp->tx->ring_mask = sdr::host::kSendRingSize - 1;
-        qp->tx->window = hal_window{reinterpret_cast<uint64_t>(&qp->tx_window), 1};
-        qp->wr_bytes.assign(sdr::host::kSendRingSize, 0);
-        qp->tx->num_generations = qp->generations;
+        qp->ring = qp->tx ? static_cast<fw_send_wr*>(dev.nic_alloc(sizeof(fw_send_wr) * sdr::host::kSendRingSize))
+                          : nullptr;
+        if (!qp->tx || !qp->ring)
+            return fail(qp, "out of NIC memory for the send state and its ring of " + n2s(sdr::host::kSendRingSize) +
+                                " requests");
+        // The send state is built here and written to NIC memory in one copy.
+        fw_tx_qp tx{};
+        tx.imm = imm;
+        tx.mtu_log = qp->mtu_log;
+        tx.num_channels = qp->channels;
+        tx.index = index;
+        tx.rate_mbps = attr->rate_limit;
+        tx.ring = qp->ring;
+        tx.ring_mask = sdr::host::kSendRingSize - 1;
+        tx.window = hal_window{reinterpret_cast<uint64_t>(&qp->tx_window), 1};
+        tx.num_generations = qp->generations;
         for (uint32_t g = 0; g < qp->generations; g++)
-            for (uint32_t c = 0; c < qp->channels; c++) qp->tx->channel_qp[g][c] = qp->tq[g][c];
+            for (uint32_t c = 0; c < qp->channels; c++) tx.channel_qp[g][c] = qp->tq[g][c];
+        if (!dev.nic_write(qp->tx, &tx, sizeof tx)) return fail(qp, "the device did not take the send state");
+        qp->wr_bytes.assign(sdr::host::kSendRingSize, 0);
         fq.tx = qp->tx;
     }
-    {
-        sdr::host::NicGuard g(dev);
-        dev.firmware()->qps[index] = fq;
-    }
+    if (!dev.fw_qp_attach(index, fq)) return fail(qp, "the device did not attach the QP to its firmware");
     if (ctx->qps.size() <= index) ctx->qps.resize(index + 1, nullptr);
     ctx->qps[index] = qp;
     return qp;
@@ -175,12 +189,7 @@ sdr_qp* sdr_qp_create_ext(sdr_context* ctx, sdr_qp_attr* attr, const sdr_qp_attr
 int sdr_qp_destroy(sdr_qp* qp)
 {
     if (!qp) return set_error("sdr_qp_destroy: qp is NULL");
-    sdr::host::Device& dev = *qp->ctx->dev;
-    {
-        sdr::host::NicGuard g(dev);
-        dev.drain_handlers();  // a worker thread may still run a receive CQE of this QP
-        dev.firmware()->qps[qp->index] = fw_qp{nullptr, nullptr};
-    }
+    qp->ctx->dev->fw_qp_detach(qp->index);
     qp->ctx->qps[qp->index] = nullptr;
     release(qp);
     return SDR_SUCCESS;
@@ -240,12 +249,15 @@ int sdr_qp_connect(sdr_qp* qp, void* remote_info)
     for (uint32_t g = 0; g < qp->generations; g++)
         for (uint32_t c = 0; c < qp->channels; c++)
             if (!dev.qp_connect(qp->tq[g][c], r.addr, r.qpn[g][c]))
-                return set_error("sdr_qp_connect: the device refused to connect a transport QP");
+                return sdr::host::device_error(dev, "sdr_qp_connect: the device refused to connect a transport QP");
     if (!dev.ctrl_qp_connect(qp->ctrl, r.addr, r.ctrl_qpn))
-        return set_error("sdr_qp_connect: the device refused to connect the control QP");
+        return sdr::host::device_error(dev, "sdr_qp_connect: the device refused to connect the control QP");
     if (qp->tx) {
-        qp->tx->slot_bytes = 1ull << r.slot_log;
-        for (uint32_t g = 0; g < qp->generations; g++) qp->tx->rkey[g] = r.rkey[g];
+        // The peer's slot size and root keys, into the send state in NIC memory.
+        const uint64_t slot_bytes = 1ull << r.slot_log;
+        if (!dev.nic_write(&qp->tx->slot_bytes, &slot_bytes, sizeof slot_bytes) ||
+            !dev.nic_write(&qp->tx->rkey[0], &r.rkey[0], sizeof r.rkey[0] * qp->generations))
+            return sdr::host::device_error(dev, "sdr_qp_connect: the device did not take the peer's keys");
         qp->sends.resize(1u << r.log_slots);
     }
     // Our receives wait for the frames the peer sends: its bound counts too.

@@ -1,6 +1,4 @@
 // Receives: order-based matching into message slots, the live chunk bitmap, immediates.
-#include <cstring>
-
 #include "internal.hpp"
 
 using sdr::host::set_error;
@@ -9,7 +7,7 @@ namespace {
 
 uint64_t* slot_words(sdr_qp* qp, uint32_t slot)
 {
-    return qp->rx_window.data() + static_cast<uint64_t>(slot) * qp->rx->slot_window_words;
+    return qp->rx_window.data() + static_cast<uint64_t>(slot) * qp->slot_window_words;
 }
 
 bool live(const sdr_recv_handle* h) { return h && h->qp && h->active; }
@@ -49,7 +47,13 @@ int sdr_recv_post(sdr_qp* qp, sdr_recv_wr* wr, sdr_recv_handle** handle)
     }
     if (wr->max_length &&
         !dev.root_key_set(qp->root_rkey[place.generation], place.slot, wr->lkey, wr->address, wr->max_length))
-        return set_error("sdr_recv_post: the device refused the root-key entry");
+        return sdr::host::device_error(dev, "sdr_recv_post: the device refused the root-key entry");
+    if (!dev.rx_slot_arm(qp->rx, place.slot, place.generation, place.msg_id, wr->max_length,
+                         slot_words(qp, place.slot), qp->slot_window_words)) {
+        const int rc = sdr::host::device_error(dev, "sdr_recv_post: the device did not arm the slot");
+        if (wr->max_length) (void)dev.root_key_null(qp->root_rkey[place.generation], place.slot);  // undo
+        return rc;
+    }
     h = sdr_recv_handle{};
     h.qp = qp;
     h.active = true;
@@ -60,11 +64,6 @@ int sdr_recv_post(sdr_qp* qp, sdr_recv_wr* wr, sdr_recv_handle** handle)
     h.nchunks = static_cast<uint32_t>((uint64_t{wr->max_length} + (1ull << qp->chunk_log) - 1) >> qp->chunk_log);
     h.address = wr->address;
     h.lkey = wr->lkey;
-    {
-        sdr::host::NicGuard g(*qp->ctx->dev);
-        std::memset(slot_words(qp, place.slot), 0, qp->rx->slot_window_words * sizeof(uint64_t));
-        fw_rx_slot_arm(qp->rx, place.slot, place.generation, place.msg_id, wr->max_length);
-    }
     qp->recvs_posted++;
     *handle = &h;
     return SDR_SUCCESS;
@@ -74,7 +73,7 @@ int sdr_recv_imm_get(sdr_recv_handle* h, uint32_t* immediate)
 {
     if (!immediate) return set_error("sdr_recv_imm_get: immediate is NULL");
     if (!live(h)) return set_error("sdr_recv_imm_get: handle is NULL or already completed");
-    const uint64_t* word = slot_words(h->qp, h->slot) + h->qp->rx->bitmap_words;
+    const uint64_t* word = slot_words(h->qp, h->slot) + h->qp->bitmap_words;
     for (int attempt = 0; attempt < 2; attempt++) {
         uint64_t v = __atomic_load_n(word, __ATOMIC_ACQUIRE);
         if (v & FW_IMM_VALID) {
@@ -104,10 +103,11 @@ int sdr_recv_bitmap_chunk_expand(sdr_recv_handle* h, uint32_t chunk, uint64_t* b
     if (chunk >= h->nchunks)
         return set_error("sdr_recv_bitmap_chunk_expand: chunk " + std::to_string(chunk) + " is beyond the receive's " +
                          std::to_string(h->nchunks) + " chunks");
-    h->qp->ctx->dev->progress();
+    sdr::host::Device& dev = *h->qp->ctx->dev;
+    dev.progress();
     uint32_t ppc = 1u << (h->qp->chunk_log - h->qp->mtu_log);
-    sdr::host::NicGuard g(*h->qp->ctx->dev);
-    fw_rx_chunk_expand(h->qp->rx, h->slot, chunk, bitmap, (ppc + 63) / 64);
+    if (!dev.rx_chunk_expand(h->qp->rx, h->slot, chunk, bitmap, (ppc + 63) / 64))
+        return sdr::host::device_error(dev, "sdr_recv_bitmap_chunk_expand: the device did not read the chunk");
     return SDR_SUCCESS;
 }
 
@@ -118,11 +118,12 @@ int sdr_recv_complete(sdr_recv_handle* h)
     // NULL key first: from here no late packet of this message can touch the buffer, and the
     // pair stays there for the maximum packet lifetime (sdr_recv_post).
     sdr::host::Device& dev = *qp->ctx->dev;
-    dev.root_key_null(qp->root_rkey[h->generation], h->slot);
+    if (!dev.root_key_null(qp->root_rkey[h->generation], h->slot))
+        return sdr::host::device_error(dev, "sdr_recv_complete: the device did not NULL the root-key entry");
     if (qp->lifetime_ns)
         qp->quiet_until[size_t{h->slot} * qp->generations + h->generation] = dev.now_ns() + qp->lifetime_ns;
-    sdr::host::NicGuard g(dev);
-    fw_rx_slot_disarm(qp->rx, h->slot);
+    if (!dev.rx_slot_disarm(qp->rx, h->slot))
+        return sdr::host::device_error(dev, "sdr_recv_complete: the device did not disarm the slot");
     h->active = false;
     return SDR_SUCCESS;
 }

@@ -23,12 +23,13 @@ uint32_t ring_free(const sdr_qp* qp)
     return sdr::host::kSendRingSize - (qp->wr_head - done);
 }
 
-// Write one request into the ring in NIC memory, publish it, ring the doorbell.
-void post_wr(sdr_qp* qp, const sdr_send_handle& h, uint64_t local_addr, uint32_t lkey, uint32_t length,
-             uint32_t first_packet, uint32_t pad_frags)
+// Hand one request to the device (ring entry in NIC memory, head, doorbell); false + error if
+// the device did not take it.
+[[nodiscard]] bool post_wr(sdr_qp* qp, const sdr_send_handle& h, uint64_t local_addr, uint32_t lkey, uint32_t length,
+                           uint32_t first_packet, uint32_t pad_frags)
 {
-    fw_send_wr& wr = qp->ring[qp->wr_head & (sdr::host::kSendRingSize - 1)];
-    wr = fw_send_wr{};
+    const uint32_t at = qp->wr_head & (sdr::host::kSendRingSize - 1);
+    fw_send_wr wr{};
     wr.local_addr = local_addr;
     wr.lkey = lkey;
     wr.length = length;
@@ -38,11 +39,16 @@ void post_wr(sdr_qp* qp, const sdr_send_handle& h, uint64_t local_addr, uint32_t
     wr.slot = h.slot;
     wr.user_imm = h.opcode == SDR_WR_WRITE_WITH_IMM ? h.user_imm : 0;
     wr.pad_frags = pad_frags;
-    qp->wr_bytes[qp->wr_head & (sdr::host::kSendRingSize - 1)] = length;
+    if (!qp->ctx->dev->send_post(qp->tx, qp->ring + at, wr, qp->wr_head + 1, qp->index)) return false;
+    qp->wr_bytes[at] = length;
     qp->bytes_in_flight += length;
     qp->wr_head++;
-    hal_store_release32(&qp->tx->head, qp->wr_head);
-    qp->ctx->dev->doorbell(qp->index);
+    return true;
+}
+
+int send_failed(sdr_qp* qp, const char* fn)
+{
+    return sdr::host::device_error(*qp->ctx->dev, std::string(fn) + ": the device did not take the send request");
 }
 
 // Checks shared by every call that puts data on the wire.
@@ -110,12 +116,13 @@ bool in_flight_ok(sdr_qp* qp, uint64_t more)
 }
 
 // Zero-length packets for the fragments no data packet carried (messages of < 8 packets).
-void end_message(sdr_qp* qp, sdr_send_handle& h)
+[[nodiscard]] bool end_message(sdr_qp* qp, sdr_send_handle& h)
 {
     uint32_t pad = h.opcode == SDR_WR_WRITE_WITH_IMM ? all_frags(qp) & ~h.frags_carried : 0;
-    if (pad) post_wr(qp, h, 0, 0, 0, 0, pad);
+    if (pad && !post_wr(qp, h, 0, 0, 0, 0, pad)) return false;
     h.ended = true;
     h.last_wr = qp->wr_head;
+    return true;
 }
 
 }  // namespace
@@ -138,9 +145,15 @@ int sdr_send_post(sdr_qp* qp, sdr_send_wr* wr, sdr_send_handle** handle)
     if (start_message(qp, wr->opcode, wr->imm_value, false, &h) != SDR_SUCCESS) return SDR_RETRY;
     uint32_t first = static_cast<uint32_t>(wr->remote_offset << (qp->chunk_log - qp->mtu_log));
     uint64_t npk = (uint64_t{wr->length} + (1ull << qp->mtu_log) - 1) >> qp->mtu_log;
-    if (wr->length) post_wr(qp, *h, wr->local_addr, wr->lkey, wr->length, first, 0);
-    h->frags_carried = frags_of(qp, first, npk);
-    end_message(qp, *h);
+    const uint32_t head = qp->wr_head;
+    if ((wr->length && !post_wr(qp, *h, wr->local_addr, wr->lkey, wr->length, first, 0)) ||
+        (h->frags_carried = frags_of(qp, first, npk), !end_message(qp, *h))) {
+        if (qp->wr_head == head) {  // nothing reached the device: the message was never started
+            h->active = false;
+            qp->sends_posted--;
+        }
+        return send_failed(qp, "sdr_send_post");
+    }
     *handle = h;
     return SDR_SUCCESS;
 }
@@ -166,7 +179,8 @@ int sdr_streaming_send_continue(sdr_send_handle* h, sdr_send_continue_wr* wr)
     if (!in_flight_ok(qp, wr->length) || ring_free(qp) < 2) return SDR_RETRY;
     uint32_t first = static_cast<uint32_t>(wr->remote_offset << (qp->chunk_log - qp->mtu_log));
     uint64_t npk = (uint64_t{wr->length} + (1ull << qp->mtu_log) - 1) >> qp->mtu_log;
-    post_wr(qp, *h, wr->local_addr, wr->lkey, wr->length, first, 0);
+    if (!post_wr(qp, *h, wr->local_addr, wr->lkey, wr->length, first, 0))
+        return send_failed(qp, "sdr_streaming_send_continue");
     h->frags_carried |= frags_of(qp, first, npk);
     return SDR_SUCCESS;
 }
@@ -177,7 +191,7 @@ int sdr_streaming_send_end(sdr_send_handle* h)
     if (!h->active || !h->streaming || h->ended)
         return set_error("sdr_streaming_send_end: handle is not an open streaming send");
     if (ring_free(h->qp) < 1) return SDR_RETRY;
-    end_message(h->qp, *h);
+    if (!end_message(h->qp, *h)) return send_failed(h->qp, "sdr_streaming_send_end");
     return SDR_SUCCESS;
 }
 

@@ -3,6 +3,7 @@
 
 #include <sdr/emu/rt_nic.hpp>
 
+#include "emu_ext.hpp"
 #include "internal.hpp"
 #include "stats.hpp"
 
@@ -17,8 +18,10 @@ std::vector<Stat> collect_stats(sdr_context* ctx)
 {
     std::vector<Stat> out;
     auto add = [&](std::string name, uint64_t v) { out.push_back({std::move(name), v}); };
-    Device& dev = *ctx->dev;
-    if (emu::RtNic* rt = dev.rt_nic()) {
+    // Every counter here is the emulated NIC's: a device without the emulator's extension has none.
+    EmuControls* e = ctx->dev->emu_controls();
+    if (!e) return out;
+    if (emu::RtNic* rt = e->rt()) {
         // Each of these takes the NIC lock itself; port_stats reads the kernel's counters first.
         const emu::PortStats k = rt->port_stats();
         const emu::ShaperCounters sh = rt->shaper_counters();
@@ -49,8 +52,8 @@ std::vector<Stat> collect_stats(sdr_context* ctx)
         add("shaper.duplicated", sh.duplicated);
         add("shaper.delayed", sh.delayed);
     }
-    NicGuard g(dev);
-    const emu::Nic& nic = *dev.emu_nic();
+    NicGuard g(*e);
+    const emu::Nic& nic = e->nic();
     const emu::PortCounters& c = nic.counters();
     add("port.rx_frames", c.rx_frames);
     add("port.rx_bytes", c.rx_bytes);

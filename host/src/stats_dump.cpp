@@ -7,6 +7,7 @@
 #include <sdr_stats.h>
 
 #include <sdr/emu/rt_nic.hpp>
+#include <sdr/host/inspect.hpp>
 
 #include "internal.hpp"
 #include "stats.hpp"
@@ -83,7 +84,7 @@ void refresh_loop(std::string path)
         d.cv.wait_for(lk, every, [&] { return d.stop; });
         if (d.stop) break;
         for (Entry& e : d.entries)
-            if (e.ctx && e.ctx->dev->rt_nic()) e.text = format_stats(e.ctx);
+            if (e.ctx && rt_of(e.ctx)) e.text = format_stats(e.ctx);
         write_file(d, path);
     }
 }
@@ -98,7 +99,7 @@ void stats_context_opened(sdr_context* ctx)
     std::lock_guard<std::mutex> g(d.mu);
     d.entries.push_back({ctx, format_stats(ctx)});
     write_file(d, path);
-    if (ctx->dev->rt_nic() && d.live_rt++ == 0) {
+    if (rt_of(ctx) && d.live_rt++ == 0) {
         if (d.thread.joinable()) d.thread.join();
         d.stop = false;
         d.thread = std::thread(refresh_loop, path);
@@ -123,7 +124,7 @@ void stats_context_closing(sdr_context* ctx)
                 e.ctx = nullptr;
             }
         write_file(d, path);
-        if (ctx->dev->rt_nic() && --d.live_rt == 0) {
+        if (rt_of(ctx) && --d.live_rt == 0) {
             d.stop = true;
             done = std::move(d.thread);
         }

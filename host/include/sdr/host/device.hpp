@@ -1,7 +1,23 @@
-// The backend seam of libsdr: what the generic host library needs from a device. One
-// implementation per device kind (the simulator's emulated NIC, the real-time emulator's
-// AF_PACKET/AF_XDP ports), chosen by device name in open_device(). Set-up calls and polling
-// only: the per-packet path stays inside the NIC and its firmware.
+// The backend seam of libsdr, shaped like an rdma-core provider: the generic layer (context,
+// qp, recv, send .cpp) validates every argument and keeps the host's own bookkeeping; a backend
+// provides the operations below, which touch the device. Each operation has a body here that
+// is the "unfilled" operation (rdma-core's dummy ops): it records that backend B does not
+// provide operation OP and returns failure, so the C call that needed it returns SDR_ERROR with
+// both names in sdr_last_error(). A backend overrides the operations it provides.
+//
+// Backends are chosen by device-name prefix from one table (backends.cpp): `sim:` (the
+// simulator's emulated NIC), `raw:`/`xdp:` (the real-time emulator), `verbs:` (reserved). A new
+// backend is one file that derives from Device plus one row in that table (host/README.md).
+//
+// Firmware state lives in NIC memory, and the host reaches it only through the operations
+// under "Firmware state": it never dereferences a NIC-memory pointer itself. On the emulator
+// they are plain stores and calls into NIC memory (under the NIC lock where the NIC runs on its
+// own thread); on a DPA they would be flexio_host2dev_memcpy of the range, or an RPC that runs
+// the firmware's set-up function on the device.
+//
+// Emulator-only controls (virtual time, run-until-idle, the NIC lock, the NIC object for
+// inspection) are not part of the seam: a backend that has them offers them through
+// emu_controls() (emu_ext.hpp, inside the library).
 #pragma once
 
 #include <sdr/firmware/fw.h>
@@ -10,115 +26,151 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 
-namespace sdr::emu {
-class Nic;
-class RtNic;
-}  // namespace sdr::emu
-
 namespace sdr::host {
+
+class EmuControls;
 
 struct PeerAddress {
     std::array<uint8_t, 6> mac{};
     uint32_t ip = 0;
 };
 
+// What fw_rx_qp_init needs to lay out a QP's receive state in NIC memory.
+struct RxGeometry {
+    fw_imm_layout imm{};
+    uint32_t nslots = 0, max_packets = 0, log_packets_per_chunk = 0, mtu_log = 0, generations = 0;
+    hal_window window{};  // host memory the firmware writes: S x (bitmap words + immediate word)
+};
+
 class Device {
 public:
     static constexpr uint32_t kInvalid = 0xFFFFFFFFu;
+    // backend: the table row's prefix ("sim", "raw", ...); name: the device name as opened.
+    Device(std::string backend, std::string name) : backend_(std::move(backend)), name_(std::move(name)) {}
     virtual ~Device() = default;
+    Device(const Device&) = delete;
+    Device& operator=(const Device&) = delete;
 
-    virtual const std::string& name() const = 0;
-    virtual PeerAddress address() const = 0;
-    virtual uint32_t num_channels() const = 0;
+    const std::string& name() const { return name_; }
+    const std::string& backend() const { return backend_; }
+    // Why the last operation that failed did (an unfilled operation names itself and the
+    // backend), then forgets it; "" if nothing was said.
+    std::string take_failure();
+
+    // ---- Device attributes -------------------------------------------------------------------
+    virtual PeerAddress address() const { return unfilled("address"), PeerAddress{}; }
+    virtual uint32_t num_channels() const { return unfilled("num_channels"), 0; }
     // Largest Ethernet frame (no FCS) the device can put on its wire; 0: no limit.
     virtual uint32_t max_frame_bytes() const { return 0; }
     // The longest a frame this device sends can take from leaving its port to being handled
     // by the peer's NIC, margin included: the default maximum packet lifetime of its QPs
     // (sdr_ext.h), advertised to the peer in the QP-info blob.
-    virtual uint64_t max_packet_lifetime_ns() const = 0;
+    virtual uint64_t max_packet_lifetime_ns() const { return unfilled("max_packet_lifetime_ns"), 0; }
     // Handle what is already due (a wall-clock simulator runs behind its clock), so a packet
     // that arrived before now is placed or dropped before a receive slot is re-armed.
     virtual void run_due() {}
 
-    virtual uint32_t mr_reg(void* addr, size_t len) = 0;  // lkey, 0 on failure
-    virtual bool mr_dereg(uint32_t lkey) = 0;
-    virtual bool mr_covers(uint32_t lkey, uint64_t addr, uint64_t len) const = 0;
+    // ---- Memory registration -----------------------------------------------------------------
+    [[nodiscard]] virtual uint32_t mr_reg(void*, size_t) { return unfilled("mr_reg"), 0; }  // lkey, 0 on failure
+    [[nodiscard]] virtual bool mr_dereg(uint32_t) { return unfilled("mr_dereg"), false; }
+    [[nodiscard]] virtual bool mr_covers(uint32_t, uint64_t, uint64_t) const { return unfilled("mr_covers"), false; }
 
-    virtual void* nic_alloc(size_t bytes) = 0;  // zeroed NIC memory for firmware state
-    virtual void nic_free(void* p) = 0;
-    virtual fw_device* firmware() = 0;
+    // ---- Firmware state in NIC memory --------------------------------------------------------
+    // Zeroed NIC memory; nullptr when exhausted. The address is the NIC's: the host hands it to
+    // the operations below and into firmware structures, never dereferences it.
+    [[nodiscard]] virtual void* nic_alloc(size_t) { return unfilled("nic_alloc"), nullptr; }
+    virtual void nic_free(void*) { unfilled("nic_free"); }
+    // Copy a host range into NIC memory (DPA: flexio_host2dev_memcpy).
+    [[nodiscard]] virtual bool nic_write(void*, const void*, size_t) { return unfilled("nic_write"), false; }
+    // Lay out a QP's receive state (fw_rx_qp_init) at rx, its slot table at mem.
+    [[nodiscard]] virtual bool rx_state_init(fw_rx_qp*, void*, const RxGeometry&) { return unfilled("rx_state_init"), false; }
+    // Clear a slot's host window words, then arm the slot for (generation, msg_id, length)
+    // (fw_rx_slot_arm), so no handler sees a half-cleared window.
+    [[nodiscard]] virtual bool rx_slot_arm(fw_rx_qp*, uint32_t /*slot*/, uint32_t /*generation*/, uint32_t /*msg_id*/,
+                                           uint64_t /*length*/, uint64_t* /*window*/, size_t /*window_words*/)
+    {
+        return unfilled("rx_slot_arm"), false;
+    }
+    [[nodiscard]] virtual bool rx_slot_disarm(fw_rx_qp*, uint32_t) { return unfilled("rx_slot_disarm"), false; }
+    // Read the per-packet bits of one chunk of an armed slot (fw_rx_chunk_expand).
+    [[nodiscard]] virtual bool rx_chunk_expand(const fw_rx_qp*, uint32_t, uint32_t, uint64_t*, uint32_t)
+    {
+        return unfilled("rx_chunk_expand"), false;
+    }
+    // Install an SDR QP's receive and send state in the firmware's QP table at index; detach
+    // first waits until no handler still runs a CQE of that QP, so its state can be freed.
+    [[nodiscard]] virtual bool fw_qp_attach(uint32_t, const fw_qp&) { return unfilled("fw_qp_attach"), false; }
+    virtual void fw_qp_detach(uint32_t) { unfilled("fw_qp_detach"); }
+    // The per-message hot path: write one send work request into the ring entry at `entry`,
+    // publish head (release) and ring the doorbell of SDR QP `qp_index`.
+    [[nodiscard]] virtual bool send_post(fw_tx_qp*, fw_send_wr* /*entry*/, const fw_send_wr&, uint32_t /*head*/,
+                                         uint32_t /*qp_index*/)
+    {
+        return unfilled("send_post"), false;
+    }
 
-    // Transport (UC) QPs; kInvalid on failure.
-    virtual uint32_t qp_create(uint32_t tag, uint32_t channel, uint32_t* qpn) = 0;
-    virtual void qp_destroy(uint32_t handle) = 0;
-    virtual bool qp_connect(uint32_t handle, const PeerAddress& peer, uint32_t remote_qpn) = 0;
-    virtual void qp_bind_root_key(uint32_t handle, uint32_t rkey) = 0;
+    // ---- Transport (UC) QPs and root keys; kInvalid / 0 on failure ---------------------------
+    [[nodiscard]] virtual uint32_t qp_create(uint32_t /*tag*/, uint32_t /*channel*/, uint32_t* /*qpn*/)
+    {
+        return unfilled("qp_create"), kInvalid;
+    }
+    virtual void qp_destroy(uint32_t) { unfilled("qp_destroy"); }
+    [[nodiscard]] virtual bool qp_connect(uint32_t, const PeerAddress&, uint32_t) { return unfilled("qp_connect"), false; }
+    [[nodiscard]] virtual bool qp_bind_root_key(uint32_t, uint32_t) { return unfilled("qp_bind_root_key"), false; }
+    [[nodiscard]] virtual uint32_t root_key_create(uint32_t, uint64_t) { return unfilled("root_key_create"), 0; }
+    virtual void root_key_destroy(uint32_t) { unfilled("root_key_destroy"); }
+    [[nodiscard]] virtual bool root_key_set(uint32_t /*rkey*/, uint32_t /*slot*/, uint32_t /*lkey*/, uint64_t /*addr*/,
+                                            uint64_t /*len*/)
+    {
+        return unfilled("root_key_set"), false;
+    }
+    [[nodiscard]] virtual bool root_key_null(uint32_t, uint32_t) { return unfilled("root_key_null"), false; }
 
-    virtual uint32_t root_key_create(uint32_t nslots, uint64_t slot_bytes) = 0;
-    virtual void root_key_destroy(uint32_t rkey) = 0;
-    virtual bool root_key_set(uint32_t rkey, uint32_t slot, uint32_t lkey, uint64_t addr,
-                              uint64_t len) = 0;
-    virtual void root_key_null(uint32_t rkey, uint32_t slot) = 0;
+    // ---- The control QP of an SDR QP (unreliable datagrams, sdr_ctrl.h) ----------------------
+    // kInvalid on failure. The device picks its QPN and Q_Key; it takes datagrams only from the
+    // QP it is connected to.
+    [[nodiscard]] virtual uint32_t ctrl_qp_create(uint32_t*, uint32_t*) { return unfilled("ctrl_qp_create"), kInvalid; }
+    virtual void ctrl_qp_destroy(uint32_t) { unfilled("ctrl_qp_destroy"); }
+    [[nodiscard]] virtual bool ctrl_qp_connect(uint32_t, const PeerAddress&, uint32_t)
+    {
+        return unfilled("ctrl_qp_connect"), false;
+    }
+    // false: send queue full (or unfilled: take_failure() says so).
+    [[nodiscard]] virtual bool ctrl_send(uint32_t, const PeerAddress&, uint32_t /*remote_qpn*/, uint32_t /*remote_qkey*/,
+                                         const void*, uint32_t)
+    {
+        return unfilled("ctrl_send"), false;
+    }
+    // bytes, 0 none, -1 cap too small, -2 failed (unfilled)
+    [[nodiscard]] virtual int64_t ctrl_recv(uint32_t, void*, size_t) { return unfilled("ctrl_recv"), -2; }
+    virtual uint32_t ctrl_max_bytes() const { return 0; }
 
-    virtual void doorbell(uint32_t fw_qp_index) = 0;
-
-    // The control QP of an SDR QP (unreliable datagrams, sdr_ctrl.h); kInvalid on failure. The
-    // device picks its QPN and Q_Key; it takes datagrams only from the QP it is connected to.
-    virtual uint32_t ctrl_qp_create(uint32_t* qpn, uint32_t* qkey) = 0;
-    virtual void ctrl_qp_destroy(uint32_t handle) = 0;
-    virtual bool ctrl_qp_connect(uint32_t handle, const PeerAddress& peer, uint32_t remote_qpn) = 0;
-    virtual bool ctrl_send(uint32_t handle, const PeerAddress& peer, uint32_t remote_qpn, uint32_t remote_qkey,
-                           const void* data, uint32_t len) = 0;  // false: send queue full
-    virtual int64_t ctrl_recv(uint32_t handle, void* buf, size_t cap) = 0;  // bytes, 0 none, -1 cap too small
-    virtual uint32_t ctrl_max_bytes() const = 0;
-
+    // ---- Polling -----------------------------------------------------------------------------
     // Make progress (the simulator runs a batch of events); false if nothing is pending.
-    virtual bool progress() = 0;
-    virtual uint64_t now_ns() = 0;
-    // Virtual-time control; false on devices that run in real time.
-    virtual bool advance_to(uint64_t t_ns) = 0;
-    virtual bool run_until_idle() = 0;
-    // Advance virtual time towards t_ns, stopping at the first event a host could notice;
-    // false on devices that run in real time.
-    virtual bool wait_event(uint64_t t_ns) = 0;
-    virtual bool pending() = 0;
+    virtual bool progress() { return false; }
+    virtual uint64_t now_ns() { return unfilled("now_ns"), 0; }
+    // Advance time towards t_ns, stopping at the first event a host could notice (virtual time
+    // on the simulator; real-time devices block); false if the device cannot wait.
+    virtual bool wait_event(uint64_t) { return unfilled("wait_event"), false; }
+    virtual bool pending() { return false; }
 
-    // The lock of a NIC that runs on its own thread (real-time backends), for host code that
-    // touches firmware state in NIC memory directly; nullptr where one thread does everything.
-    virtual std::mutex* nic_lock() { return nullptr; }
-    // With the NIC lock held: wait until receive handlers running on worker threads have
-    // finished every CQE handed to them, so firmware state they read can be torn down.
-    virtual void drain_handlers() {}
-    // What inspect.hpp hands to tools and tests.
-    virtual const emu::Nic* emu_nic() const = 0;
-    virtual emu::RtNic* rt_nic() { return nullptr; }
-};
+    // ---- Extension ---------------------------------------------------------------------------
+    // The emulator's controls; nullptr on a device that is not the emulated NIC.
+    virtual EmuControls* emu_controls() { return nullptr; }
 
-// Holds a device's NIC lock, if it has one, for the scope.
-class NicGuard {
-public:
-    explicit NicGuard(Device& d) : m_(d.nic_lock())
-    {
-        if (m_) m_->lock();
-    }
-    ~NicGuard()
-    {
-        if (m_) m_->unlock();
-    }
-    NicGuard(const NicGuard&) = delete;
-    NicGuard& operator=(const NicGuard&) = delete;
+protected:
+    // Record, for take_failure(), that this backend does not provide op.
+    void unfilled(const char* op) const;
 
 private:
-    std::mutex* m_;
+    std::string backend_, name_;
+    mutable std::string failure_;
 };
 
-// "sim" / "sim:N": NIC N of the process's simulated fabric; "raw:IF" / "xdp:IF": the real-time
-// emulator on interface IF (AF_PACKET / AF_XDP). NULL + err otherwise.
-std::unique_ptr<Device> open_device(const char* name, uint32_t num_channels, std::string* err);
-std::unique_ptr<Device> open_rt_device(const std::string& kind, const std::string& ifname, uint32_t num_channels,
-                                       std::string* err);
+// Open a device by name through the backend table: the row whose prefix the name starts with
+// ("sim", "sim:N", "raw:IF", "xdp:IF", "verbs:DEV"). nullptr + err otherwise.
+[[nodiscard]] std::unique_ptr<Device> open_device(const char* name, uint32_t num_channels, std::string* err);
 
 }  // namespace sdr::host

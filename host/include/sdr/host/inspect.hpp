@@ -9,7 +9,7 @@
 
 namespace sdr::host {
 
-// The context's emulated NIC; nullptr for a NULL context.
+// The context's emulated NIC; nullptr for a NULL context or a device that is not emulated.
 const emu::Nic* nic_of(sdr_context* ctx);
 // The real-time executor of a "raw:"/"xdp:" context; nullptr otherwise.
 emu::RtNic* rt_of(sdr_context* ctx);

@@ -13,6 +13,6 @@ namespace sdr::host {
 // Takes fd over (sdr_oob_close closes it; so does a failure). `peer` names the other end in
 // error messages; timeout_ms bounds the handshake and later sends as in sdr_oob_connect.
 // nullptr with sdr_last_error() set if the handshake fails.
-sdr_oob* oob_adopt(int fd, std::string peer, int timeout_ms);
+[[nodiscard]] sdr_oob* oob_adopt(int fd, std::string peer, int timeout_ms);
 
 }  // namespace sdr::host

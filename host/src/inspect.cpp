@@ -1,0 +1,21 @@
+// inspect.hpp: the emulated NIC behind a context, through the emulator's extension.
+#include <sdr/host/inspect.hpp>
+
+#include "emu_ext.hpp"
+#include "internal.hpp"
+
+namespace sdr::host {
+
+const emu::Nic* nic_of(sdr_context* ctx)
+{
+    EmuControls* e = ctx ? ctx->dev->emu_controls() : nullptr;
+    return e ? &e->nic() : nullptr;
+}
+
+emu::RtNic* rt_of(sdr_context* ctx)
+{
+    EmuControls* e = ctx ? ctx->dev->emu_controls() : nullptr;
+    return e ? e->rt() : nullptr;
+}
+
+}  // namespace sdr::host
