@@ -217,7 +217,8 @@ ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr)
         Qp* q = reinterpret_cast<Qp*>(qp);
         q->comp_mask = SDR_VERBS_QP_EX;
         ibv_qp_ex& x = q->qp_ex;
-        x.comp_mask = 0;
+        // Past the ibv_qp it shares: zero, so that the ops this QP does not have are NULL.
+        std::memset(reinterpret_cast<char*>(&x) + sizeof(ibv_qp), 0, sizeof x - sizeof(ibv_qp));
         x.wr_start = wr_start;
         x.wr_complete = wr_complete;
         x.wr_abort = wr_abort;
