@@ -7,7 +7,10 @@
 // their summary; so do Debian's unmodified perftest ib_send_bw (-c UD, UC, RC), ib_write_bw
 // (-c UC, RC) and ib_read_bw. Under 1 % packet loss on both sides (SDR_RT_LOSS),
 // tests/verbs_lossy.c moves 4 MiB of RC WRITE and 1 MiB of RC SEND byte-exact between the
-// namespaces, and its UC SENDs arrive whole or not at all.
+// namespaces, and its UC SENDs arrive whole or not at all. tests/verbs_srq.c shares one SRQ
+// between an RC and a UD QP of one device, byte-exact, and reads the SRQ limit, last-WQE-reached
+// and CQ overrun events with ibv_get_async_event, and arms a CQ for solicited events only;
+// tests/verbs_ex.c posts RC and UD work through ibv_wr_* and polls with ibv_start_poll.
 #include "child_util.hpp"
 #include "netns_util.hpp"
 
@@ -173,6 +176,26 @@ TEST_P(VerbsData, LoopbackUcUdRcByteExact)
                              "rc_write_imm bytes=393216 imm=0xcd ok\n", "rc_read bytes=204805 packets=",
                              "rc_bad_rkey status=REM_ACCESS_ERR qp=ERR flushed=2 ok\n", "rc_no_peer status=RETRY_EXC_ERR qp=ERR ok\n",
                              "refusals uc_read=EINVAL no_route=EHOSTUNREACH ok\n", "verbs_loop: ok\n"})
+        EXPECT_TRUE(contains(r.out, line)) << line << "\n" << r.out;
+}
+
+TEST_P(VerbsData, LoopbackSrqAndAsyncEvents)
+{
+    Result r = run(in(0, std::string("timeout 60 ") + SDR_VERBS_SRQ + " " + dev(0)));
+    EXPECT_EQ(r.status, 0) << r.out;
+    for (const char* line : {"srq rc_bytes=50000 ud_bytes=", "srq limit event=SRQ_LIMIT_REACHED once ok\n",
+                             "srq err event=QP_LAST_WQE_REACHED ok\n",
+                             "solicited_only unsolicited_events=0 solicited_events=1 ok\n",
+                             "cq overrun event=CQ_ERR ok\n", "verbs_srq: ok\n"})
+        EXPECT_TRUE(contains(r.out, line)) << line << "\n" << r.out;
+}
+
+TEST_P(VerbsData, LoopbackExtendedVerbsByteExact)
+{
+    Result r = run(in(0, std::string("timeout 60 ") + SDR_VERBS_EX + " " + dev(0)));
+    EXPECT_EQ(r.status, 0) << r.out;
+    for (const char* line : {"ex rc write=100000 write_imm=30000 send_inline=200 send_imm=50000 read=70000 ok\n",
+                             "ex ud send_imm bytes=", "verbs_ex: ok\n"})
         EXPECT_TRUE(contains(r.out, line)) << line << "\n" << r.out;
 }
 

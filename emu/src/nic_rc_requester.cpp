@@ -104,6 +104,7 @@ bool Nic::rc_tx_next(VerbsQp& q, uint32_t h, TxPacket* out)
         }
         m.dma_len = len;
         if (wire::has_imm(m.opcode)) m.imm = w.imm;
+        m.solicited = last && w.solicited;
         out->payload = verbs_payload(w, q.wqe_off, len);
         // AckReq: at the end of every message, and every kRcAckReqEvery packets of a long one,
         // so that its ACKs keep the retransmission timer from expiring while it streams.
@@ -303,9 +304,12 @@ void Nic::rc_fail(VerbsQp& q, uint64_t idx, WcStatus st)
     rc_enter_err(q);
 }
 
-// ERR (or RESET): the timer stops, queued responses are dropped, both queues flush.
+// ERR (or RESET): the timer stops, queued responses are dropped, both queues flush. An
+// SRQ-attached QP that enters ERR from a working state raises the last-WQE-reached event
+// (IBTA 10.2.9.5): it takes no more WQEs of the SRQ, and the one it had is flushed here.
 void Nic::rc_enter_err(VerbsQp& q)
 {
+    const bool last_wqe = q.srq != kNoHandle && q.state != QpState::Err && q.state != QpState::Reset;
     q.timer_ns = 0;
     q.rnr_wait = false;
     q.rd_out = 0;
@@ -314,6 +318,9 @@ void Nic::rc_enter_err(VerbsQp& q)
     q.nak_sent = false;
     q.state = QpState::Err;
     verbs_flush(q);
+    if (last_wqe)
+        exec_->verbs_async_event(verbs::AsyncEvent::QpLastWqeReached,
+                                 NicIds::qpn_index(q.qpn) & (kVerbsQpnBit - 1));  // its handle
 }
 
 }  // namespace sdr::emu

@@ -73,10 +73,19 @@ void Nic::rc_queue_ack(VerbsQp& q, uint32_t h, uint32_t psn, uint32_t syndrome)
 // (both queues flush); the NAK is its last packet.
 void Nic::rc_responder_error(VerbsQp& q, uint32_t h, uint32_t psn, uint32_t nak_code)
 {
+    const bool was_err = q.state == QpState::Err;
     rc_enter_err(q);
     q.resp_n = 0;
     q.resp_head = 0;
     rc_queue_ack(q, h, psn, wire::kAethNak | (nak_code << 24));
+    // The responder's affiliated error (IBTA 11.6.3.1): a remote access violation is its
+    // local access violation, an invalid request its invalid request error, an operational
+    // error (a receive WQE it cannot use) its catastrophic error.
+    if (!was_err)
+        exec_->verbs_async_event(nak_code == wire::kNakRemoteAccess    ? verbs::AsyncEvent::QpAccessErr
+                                 : nak_code == wire::kNakInvalidRequest ? verbs::AsyncEvent::QpReqErr
+                                                                        : verbs::AsyncEvent::QpFatal,
+                                 h);
 }
 
 void Nic::rc_request(VerbsQp& q, uint32_t h, const PacketMeta& m, const uint8_t* payload, const wire::Headers& hd)
@@ -119,23 +128,24 @@ void Nic::rc_request(VerbsQp& q, uint32_t h, const PacketMeta& m, const uint8_t*
     };
 
     if (!write) {
-        if (first && q.rq.empty()) return rnr(RxDrop::NoRecvWqe);
-        if (q.rq.empty()) {  // the WQE its FIRST bound is gone (only a reset does that)
+        const verbs::RecvWr* head = verbs_rq_head(q);  // its own queue's or its SRQ's
+        if (first && !head) return rnr(RxDrop::NoRecvWqe);
+        if (!head) {  // the WQE its FIRST bound is gone (only a reset does that)
             verbs_drop(RxDrop::InvalidRequest, &q);
             return rc_responder_error(q, h, m.psn, wire::kNakInvalidRequest);
         }
-        const verbs::RecvWr& r = q.rq.front();
+        const verbs::RecvWr& r = *head;
         uint32_t room;
-        if (!verbs_sges_ok(q.pd, r.sg.data(), r.num_sge, verbs::kLocalWrite, &room)) {
+        if (!verbs_sges_ok(verbs_rq_pd(q), r.sg.data(), r.num_sge, verbs::kLocalWrite, &room)) {
             verbs::Wc wc{r.wr_id, WcStatus::LocProtErr, WcOpcode::Recv, false, false, 0, 0, q.qpn, 0};
-            q.rq.pop();
+            verbs_rq_take(q);
             verbs_complete(q.recv_cq, wc);
             verbs_drop(RxDrop::AccessDenied, &q);
             return rc_responder_error(q, h, m.psn, wire::kNakRemoteOp);
         }
         if ((first ? 0 : q.msg_off) + len > room) {  // longer than the receive WQE
             verbs::Wc wc{r.wr_id, WcStatus::LocLenErr, WcOpcode::Recv, false, false, 0, 0, q.qpn, 0};
-            q.rq.pop();
+            verbs_rq_take(q);
             verbs_complete(q.recv_cq, wc);
             verbs_drop(RxDrop::OutOfBounds, &q);
             return rc_responder_error(q, h, m.psn, wire::kNakInvalidRequest);
@@ -148,8 +158,8 @@ void Nic::rc_request(VerbsQp& q, uint32_t h, const PacketMeta& m, const uint8_t*
         q.msg_off += len;
         if (last) {
             verbs::Wc wc{r.wr_id, WcStatus::Success, WcOpcode::Recv, wire::has_imm(op), false, q.msg_off,
-                         wire::has_imm(op) ? m.imm : 0, q.qpn, 0};
-            q.rq.pop();
+                         wire::has_imm(op) ? m.imm : 0, q.qpn, 0, m.solicited};
+            verbs_rq_take(q);
             verbs_complete(q.recv_cq, wc);
         }
     } else {
@@ -179,7 +189,7 @@ void Nic::rc_request(VerbsQp& q, uint32_t h, const PacketMeta& m, const uint8_t*
         }
         // WRITE with immediate needs a receive WQE: checked before its last bytes land. The
         // message stays open: the requester sends this last packet again after the RNR wait.
-        if (wire::has_imm(op) && q.rq.empty()) return rnr(RxDrop::NoRecvWqe);
+        if (wire::has_imm(op) && !verbs_rq_head(q)) return rnr(RxDrop::NoRecvWqe);
         if (first) {
             q.msg_write = true;
             q.write_va = write_va;
@@ -190,9 +200,9 @@ void Nic::rc_request(VerbsQp& q, uint32_t h, const PacketMeta& m, const uint8_t*
         if (len) std::memcpy(mr->addr + (write_va - base) + off, payload, len);  // the DMA
         q.msg_off += len;
         if (last && wire::has_imm(op)) {
-            verbs::Wc wc{q.rq.front().wr_id, WcStatus::Success, WcOpcode::RecvRdmaWithImm, true, false, q.msg_off,
-                         m.imm, q.qpn, 0};
-            q.rq.pop();
+            verbs::Wc wc{verbs_rq_head(q)->wr_id, WcStatus::Success, WcOpcode::RecvRdmaWithImm, true, false,
+                         q.msg_off, m.imm, q.qpn, 0, m.solicited};
+            verbs_rq_take(q);
             verbs_complete(q.recv_cq, wc);
         }
     }

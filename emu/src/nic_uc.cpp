@@ -65,22 +65,23 @@ void Nic::uc_receive(VerbsQp& q, const PacketMeta& m, const uint8_t* payload, co
     }
 
     if (!write) {
-        if (q.rq.empty()) {  // an empty receive queue: the message is dropped (UC has no RNR)
+        const verbs::RecvWr* head = verbs_rq_head(q);  // its own queue's or its SRQ's
+        if (!head) {  // an empty receive queue: the message is dropped (UC has no RNR)
             abandon();
             return verbs_drop(RxDrop::NoRecvWqe, &q);
         }
-        const verbs::RecvWr& r = q.rq.front();
+        const verbs::RecvWr& r = *head;
         uint32_t room;
-        if (!verbs_sges_ok(q.pd, r.sg.data(), r.num_sge, verbs::kLocalWrite, &room)) {
+        if (!verbs_sges_ok(verbs_rq_pd(q), r.sg.data(), r.num_sge, verbs::kLocalWrite, &room)) {
             verbs::Wc wc{r.wr_id, WcStatus::LocProtErr, WcOpcode::Recv, false, false, 0, 0, q.qpn, 0};
-            q.rq.pop();
+            verbs_rq_take(q);
             abandon();
             verbs_complete(q.recv_cq, wc);
             return verbs_drop(RxDrop::AccessDenied, &q);
         }
         if (q.msg_off + len > room) {  // longer than the receive WQE: it completes in error
             verbs::Wc wc{r.wr_id, WcStatus::LocLenErr, WcOpcode::Recv, false, false, 0, 0, q.qpn, 0};
-            q.rq.pop();
+            verbs_rq_take(q);
             abandon();
             verbs_complete(q.recv_cq, wc);
             return verbs_drop(RxDrop::OutOfBounds, &q);
@@ -92,8 +93,8 @@ void Nic::uc_receive(VerbsQp& q, const PacketMeta& m, const uint8_t* payload, co
         port_.rx_placed_bytes += len;
         if (last) {
             verbs::Wc wc{r.wr_id, WcStatus::Success, WcOpcode::Recv, wire::has_imm(op), false, q.msg_off,
-                         wire::has_imm(op) ? m.imm : 0, q.qpn, 0};
-            q.rq.pop();
+                         wire::has_imm(op) ? m.imm : 0, q.qpn, 0, m.solicited};
+            verbs_rq_take(q);
             q.counters.rx_messages++;
             verbs_complete(q.recv_cq, wc);
         }
@@ -123,7 +124,7 @@ void Nic::uc_receive(VerbsQp& q, const PacketMeta& m, const uint8_t* payload, co
         return verbs_drop(RxDrop::OutOfBounds, &q);
     }
     const bool imm = wire::has_imm(op);
-    if (imm && q.rq.empty()) {  // checked before the last bytes land: the message is dropped
+    if (imm && !verbs_rq_head(q)) {  // checked before the last bytes land: the message is dropped
         abandon();
         return verbs_drop(RxDrop::NoRecvWqe, &q);
     }
@@ -135,9 +136,9 @@ void Nic::uc_receive(VerbsQp& q, const PacketMeta& m, const uint8_t* payload, co
     if (!last) return;
     q.counters.rx_messages++;
     if (imm) {
-        verbs::Wc wc{q.rq.front().wr_id, WcStatus::Success, WcOpcode::RecvRdmaWithImm, true, false, q.msg_off,
-                     m.imm, q.qpn, 0};
-        q.rq.pop();
+        verbs::Wc wc{verbs_rq_head(q)->wr_id, WcStatus::Success, WcOpcode::RecvRdmaWithImm, true, false, q.msg_off,
+                     m.imm, q.qpn, 0, m.solicited};
+        verbs_rq_take(q);
         verbs_complete(q.recv_cq, wc);
     }
 }

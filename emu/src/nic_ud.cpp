@@ -19,13 +19,14 @@ void Nic::ud_receive(VerbsQp& q, const PacketMeta& m, const uint8_t* payload, co
     // compared like any other, so a host can only reach a QP whose Q_Key it was told.
     if (m.qkey != q.qkey) return verbs_drop(RxDrop::BadQkey, &q);
     if (m.dma_len > q.pmtu) return verbs_drop(RxDrop::BadLength, &q);
-    if (q.rq.empty()) return verbs_drop(RxDrop::NoRecvWqe, &q);
-    const verbs::RecvWr r = q.rq.front();
-    q.rq.pop();
+    const verbs::RecvWr* head = verbs_rq_head(q);  // its own queue's or its SRQ's
+    if (!head) return verbs_drop(RxDrop::NoRecvWqe, &q);
+    const verbs::RecvWr r = *head;
+    verbs_rq_take(q);
     verbs::Wc wc{r.wr_id, WcStatus::Success, WcOpcode::Recv, wire::has_imm(m.opcode), true,
-                 verbs::kGrhBytes + m.dma_len, wire::has_imm(m.opcode) ? m.imm : 0, q.qpn, m.src_qp};
+                 verbs::kGrhBytes + m.dma_len, wire::has_imm(m.opcode) ? m.imm : 0, q.qpn, m.src_qp, m.solicited};
     uint32_t room;
-    if (!verbs_sges_ok(q.pd, r.sg.data(), r.num_sge, verbs::kLocalWrite, &room)) {
+    if (!verbs_sges_ok(verbs_rq_pd(q), r.sg.data(), r.num_sge, verbs::kLocalWrite, &room)) {
         wc.status = WcStatus::LocProtErr;
         verbs_complete(q.recv_cq, wc);
         return verbs_drop(RxDrop::AccessDenied, &q);

@@ -17,11 +17,15 @@ using verbs::WcStatus;
 using verbs::WrOpcode;
 
 uint32_t Nic::verbs_qp_create(QpType type, uint32_t pd, uint32_t send_cq, uint32_t recv_cq, uint32_t sq_depth,
-                              uint32_t rq_depth)
+                              uint32_t rq_depth, uint32_t srq)
 {
     if (pd >= vpds_.size() || !vpds_[pd].live) return kNoHandle;
     for (uint32_t cq : {send_cq, recv_cq})
         if (cq >= vcqs_.size() || !vcqs_[cq]) return kNoHandle;
+    if (srq != kNoHandle) {
+        if (srq >= vsrqs_.size() || !vsrqs_[srq]) return kNoHandle;
+        rq_depth = 1;  // never used: its receives come from the SRQ
+    }
     if (!sq_depth || !rq_depth || sq_depth > 16384 || rq_depth > 16384) return kNoHandle;
     size_t h = 0;
     while (h < vqps_.size() && vqps_[h] && vqps_[h]->live) h++;
@@ -44,9 +48,11 @@ uint32_t Nic::verbs_qp_create(QpType type, uint32_t pd, uint32_t send_cq, uint32
     q->pd = pd;
     q->send_cq = send_cq;
     q->recv_cq = recv_cq;
+    q->srq = srq;
     if (type == QpType::Rc) q->resp.resize(kRcRespDepth);
     vqps_[h] = std::move(q);
     vpds_[pd].users++;
+    if (srq != kNoHandle) vsrqs_[srq]->users++;
     vcqs_[send_cq]->users++;
     vcqs_[recv_cq]->users++;
     return static_cast<uint32_t>(h);
@@ -60,6 +66,7 @@ int Nic::verbs_qp_destroy(uint32_t h)
     vpds_[q->pd].users--;
     vcqs_[q->send_cq]->users--;
     vcqs_[q->recv_cq]->users--;
+    if (q->srq != kNoHandle) vsrqs_[q->srq]->users--;
     return 0;
 }
 
@@ -102,6 +109,8 @@ int Nic::verbs_qp_modify(uint32_t h, const QpAttr& a, uint32_t mask)
     case QpState::Reset:
         q->sq.clear();
         q->rq.clear();
+        q->srq_bound = false;  // an SRQ's WQE taken for a message goes as the QP's own would
+        q->state = QpState::Reset;  // rc_enter_err: no last-WQE event for a reset
         q->sq_next = q->sq.head();
         q->wqe_off = 0;
         q->in_msg = false;
@@ -160,7 +169,8 @@ static WcOpcode send_wc_opcode(WrOpcode op)
 }
 
 // Every WQE still queued completes with WR_FLUSH_ERR, in order: sends first, then receives
-// (a receive bound to a message in progress too: that message will never complete).
+// (a receive bound to a message in progress too: that message will never complete). An
+// SRQ-attached QP flushes only the SRQ's WQE it had taken; the SRQ's others stay for its other QPs.
 void Nic::verbs_flush(VerbsQp& q)
 {
     for (uint64_t i = q.sq.tail(); i != q.sq.head(); i++) {
@@ -182,6 +192,15 @@ void Nic::verbs_flush(VerbsQp& q)
         wc.qp_num = q.qpn;
         verbs_complete(q.recv_cq, wc);
         q.rq.pop();
+    }
+    if (q.srq_bound) {
+        verbs::Wc wc;
+        wc.wr_id = q.srq_wqe.wr_id;
+        wc.status = WcStatus::WrFlushErr;
+        wc.opcode = WcOpcode::Recv;
+        wc.qp_num = q.qpn;
+        q.srq_bound = false;
+        verbs_complete(q.recv_cq, wc);
     }
     q.in_msg = false;
 }
@@ -215,6 +234,7 @@ int Nic::verbs_post_recv(uint32_t h, const verbs::RecvWr& wr)
 {
     VerbsQp* q = vqp(h);
     if (!q || !q->live || wr.num_sge > verbs::kMaxSge || q->state == QpState::Reset) return EINVAL;
+    if (q->srq != kNoHandle) return EINVAL;  // its receives are posted to the SRQ
     if (!q->rq.push(wr)) return ENOMEM;
     if (q->state == QpState::Err) verbs_flush(*q);
     return 0;

@@ -128,6 +128,7 @@ bool Nic::verbs_tx_next(TxPacket* out)
         q.sq_psn = (q.sq_psn + 1) & 0xFFFFFF;
         m.dma_len = len;
         if (wire::has_imm(m.opcode)) m.imm = w.imm;
+        m.solicited = last && w.solicited;
         m.udp_src_port = udp_src_port(q.qpn);
         out->payload = verbs_payload(w, q.wqe_off, len);
         out->signaled = last;
@@ -191,6 +192,7 @@ size_t Nic::verbs_encode(const TxPacket& p, uint8_t* out, size_t cap) const
     h.dma_len = p.reth_len;  // WRITE FIRST: the whole message; ONLY: the same as the payload
     if (wire::has_aeth(p.meta.opcode)) h.aeth = p.meta.imm;
     h.ack_req = p.ack_req;
+    h.solicited = p.meta.solicited;
     h.pad = true;
     return wire::encode(h, p.payload, p.meta.dma_len, out, cap);
 }

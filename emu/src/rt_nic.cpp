@@ -170,9 +170,9 @@ bool RtNic::resolve_mac(uint32_t ip, std::array<uint8_t, 6>* mac)
     return resolve_neighbour(pi.ifname, pi.addr, ip, kResolveTimeoutNs, mac) == 0;
 }
 
-void RtNic::verbs_cq_event(uint32_t cq)
+void RtNic::verbs_cq_event(uint32_t cq, bool solicited)
 {
-    if (cq_listener_) cq_listener_(cq);
+    if (cq_listener_) cq_listener_(cq, solicited);
 }
 
 // Notifying under host_mu_ closes the gap between a waiter's check and its sleep.

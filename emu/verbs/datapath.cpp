@@ -61,6 +61,7 @@ int post_one(Engine& eng, Qp& q, const ibv_send_wr& wr)
             w.sg[i] = mv::Sge{wr.sg_list[i].addr, wr.sg_list[i].length, wr.sg_list[i].lkey};
     }
     w.signaled = q.sq_sig_all || (wr.send_flags & IBV_SEND_SIGNALED);
+    w.solicited = (wr.send_flags & IBV_SEND_SOLICITED) != 0;  // SE on its last packet
     if (w.opcode == mv::WrOpcode::SendWithImm || w.opcode == mv::WrOpcode::RdmaWriteWithImm)
         w.imm = ntohl(wr.imm_data);  // verbs hands it in network order, the model takes host order
     if (!send) {

@@ -53,6 +53,7 @@ Engine* Engine::acquire(const PortInfo& port)
         // under the lock.
         e->cqs_.reserve(Limits::kMaxCq);
         e->qps_.reserve(Limits::kMaxQp);
+        e->srqs_.reserve(Limits::kMaxSrq);
         g_engines[port.ibdev] = e;
     } catch (const std::bad_alloc&) {
         delete e;
@@ -62,7 +63,8 @@ Engine* Engine::acquire(const PortInfo& port)
     e->rt_ = std::move(rt);
     e->refs_ = 1;
     std::lock_guard l(e->lock());
-    e->rt_->set_verbs_cq_listener([e](uint32_t cq) { e->on_completion(cq); });
+    e->rt_->set_verbs_cq_listener([e](uint32_t cq, bool solicited) { e->on_completion(cq, solicited); });
+    e->rt_->set_verbs_async_listener([e](mv::AsyncEvent ev, uint32_t h) { e->on_async(ev, h); });
     return e;
 }
 
@@ -100,6 +102,12 @@ void Engine::set_qp(uint32_t h, Qp* qp)
     qps_[h] = qp;
 }
 
+void Engine::set_srq(uint32_t h, Srq* srq)
+{
+    if (h >= srqs_.size()) srqs_.resize(h + 1, nullptr);
+    srqs_[h] = srq;
+}
+
 Qp* Engine::qp_by_num(uint32_t qp_num) const
 {
     const uint32_t h = emu::NicIds::qpn_index(qp_num) & (emu::Nic::kVerbsQpnBit - 1);
@@ -108,10 +116,10 @@ Qp* Engine::qp_by_num(uint32_t qp_num) const
 }
 
 // Lock held (the NIC's thread, or a host thread whose verb flushed a queue). An armed CQ
-// writes its event (the ibv_cq pointer, as ibv_get_cq_event reads it) and disarms. A
-// solicited-only arm fires on any completion too: no packet here carries the solicited-event
-// bit, and a spurious event costs a poll where a missing one would hang the program.
-void Engine::on_completion(uint32_t h)
+// writes its event (the ibv_cq pointer, as ibv_get_cq_event reads it) and disarms. A CQ armed
+// for solicited completions only (ibv_req_notify_cq(cq, 1)) stays armed through the others:
+// it fires for a receive whose message carried the solicited-event bit, or an error completion.
+void Engine::on_completion(uint32_t h, bool solicited)
 {
     Cq* cq = h < cqs_.size() ? cqs_[h] : nullptr;
     if (!cq) return;
@@ -120,7 +128,11 @@ void Engine::on_completion(uint32_t h)
     // sleeper, or the sleeper sees the new sequence and does not sleep.
     completion_seq_.fetch_add(1);
     if (waiters_.load() != 0) syscall(SYS_futex, &completion_seq_, FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
-    if (cq->event_fd < 0 || cq->armed.load(std::memory_order_relaxed) == 0 || cq->armed.exchange(0) == 0) return;
+    if (cq->event_fd < 0) return;
+    int arm = cq->armed.load(std::memory_order_relaxed);
+    do {
+        if (arm == 0 || (arm == 2 && !solicited)) return;
+    } while (!cq->armed.compare_exchange_weak(arm, 0));
     const uint64_t ev = reinterpret_cast<uintptr_t>(&cq->vcq.cq);
     // Non-blocking: a pipe full of unread events (8192 of them) loses this one rather than
     // stopping the NIC.

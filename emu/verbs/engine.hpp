@@ -35,6 +35,7 @@ public:
     // Under lock(): the provider's CQs and QPs by model handle.
     void set_cq(uint32_t h, Cq* cq);
     void set_qp(uint32_t h, Qp* qp);
+    void set_srq(uint32_t h, Srq* srq);
     Qp* qp_by_num(uint32_t qp_num) const;
     uint32_t live_cqs = 0;
 
@@ -47,13 +48,15 @@ public:
 
 private:
     explicit Engine(std::string ibdev) : ibdev_(std::move(ibdev)) {}
-    void on_completion(uint32_t cq);
+    void on_completion(uint32_t cq, bool solicited);
+    void on_async(mv::AsyncEvent ev, uint32_t h);  // async.cpp
 
     std::string ibdev_;
     int refs_ = 0;
     std::unique_ptr<emu::RtNic> rt_;
     std::vector<Cq*> cqs_;
     std::vector<Qp*> qps_;
+    std::vector<Srq*> srqs_;
     // A futex word: bumped at every completion; the NIC wakes it only while someone sleeps on it.
     std::atomic<uint32_t> completion_seq_{0};
     std::atomic<uint32_t> waiters_{0};

@@ -4,7 +4,6 @@
 // side) and calls alloc_context here.
 #include "engine.hpp"
 
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -42,6 +41,7 @@ void free_context(ibv_context* c)
     Context* ctx = to_context(c);
     if (ctx->state) {
         for (const ChannelPipe& p : ctx->state->channels) close(p.write_fd);
+        if (ctx->state->async_write_fd >= 0) close(ctx->state->async_write_fd);
         if (ctx->state->engine) Engine::release(ctx->state->engine);
         delete ctx->state;
     }
@@ -56,20 +56,27 @@ constexpr verbs_context_ops kOps = [] {
     o.cq_event = cq_event;
     o.create_ah = create_ah;
     o.create_cq = create_cq;
+    o.create_cq_ex = create_cq_ex;
     o.create_qp = create_qp;
+    o.create_qp_ex = create_qp_ex;
+    o.create_srq = create_srq;
     o.dealloc_pd = dealloc_pd;
     o.dereg_mr = dereg_mr;
     o.destroy_ah = destroy_ah;
     o.destroy_cq = destroy_cq;
     o.destroy_qp = destroy_qp;
+    o.destroy_srq = destroy_srq;
     o.free_context = free_context;
     o.modify_qp = modify_qp;
+    o.modify_srq = modify_srq;
     o.poll_cq = poll_cq;
     o.post_recv = post_recv;
     o.post_send = post_send;
+    o.post_srq_recv = post_srq_recv;
     o.query_device_ex = query_device_ex;
     o.query_port = query_port;
     o.query_qp = query_qp;
+    o.query_srq = query_srq;
     o.reg_mr = reg_mr;
     o.req_notify_cq = req_notify_cq;
     return o;  // every other op stays libibverbs' dummy: EOPNOTSUPP
@@ -89,9 +96,8 @@ verbs_context* alloc_context(ibv_device* ibdev, int cmd_fd, void* /*private_data
         err = errno;
     } else {
         // libibverbs would ask the kernel for the async event fd; with no kernel the provider
-        // owns it. No asynchronous event is raised yet, so it never becomes readable.
-        ctx->vctx.context.async_fd = eventfd(0, EFD_CLOEXEC);
-        if (ctx->vctx.context.async_fd < 0) err = errno;
+        // owns it: a pipe the model's asynchronous events are written into (async.cpp).
+        err = open_async_pipe(ctx->state, &ctx->vctx.context.async_fd);
     }
     if (err) {
         free_context(&ctx->vctx.context);

@@ -12,6 +12,7 @@
 #include <sdr/emu/nic.hpp>
 #include <sdr/emu/verbs.hpp>
 
+#include <pthread.h>
 #include <sys/types.h>
 
 #include <atomic>
@@ -33,6 +34,8 @@ struct Limits {
     static constexpr uint32_t kMaxCq = 1u << 16;    // counted by the engine (the model has no bound)
     static constexpr uint32_t kMaxCqe = 1u << 20;   // verbs_cq_create
     static constexpr uint32_t kMaxQpWr = 16384;     // verbs_qp_create's queue depths
+    static constexpr uint32_t kMaxSrq = emu::Nic::kMaxVerbsQps;  // verbs_srq_create's table
+    static constexpr uint32_t kMaxSrqWr = 16384;    // and its depth
     static constexpr uint32_t kMaxSge = mv::kMaxSge;
     // RC READs outstanding per QP, as requester (max_qp_init_rd_atom) and as responder
     // (max_qp_rd_atom): the model's bound. Atomics: none.
@@ -71,6 +74,9 @@ struct ContextState {
     PortInfo port;
     std::mutex mu;
     std::vector<ChannelPipe> channels;  // closed with the context
+    // The write end of the asynchronous event pipe (non-blocking; its read end is
+    // context.async_fd): every object of the context writes its events here (async.cpp).
+    int async_write_fd = -1;
     Engine* engine = nullptr;           // started by the first PD or CQ, released at close
 };
 
@@ -102,6 +108,18 @@ struct Cq {
     std::mutex mu;  // pollers: the model's CQ ring has one consumer
     // Read off the channel by ibv_get_cq_event (its cq_event op): what destroy waits to see acked.
     std::atomic<uint64_t> events_read{0};
+    int async_fd = -1;  // the context's async write end (not owned)
+    std::atomic<uint64_t> async_read{0};  // IBV_EVENT_CQ_ERR read by ibv_get_async_event
+    ibv_wc cur{};  // ibv_start_poll/ibv_next_poll: the completion the read_* ops return (cq_ex.cpp)
+};
+
+struct Srq {
+    ibv_srq srq;
+    Engine* engine;
+    uint32_t h;  // model SRQ
+    uint32_t max_wr, max_sge;
+    int async_fd = -1;  // the context's async write end (not owned)
+    std::atomic<uint64_t> async_read{0};  // its events read by ibv_get_async_event
 };
 
 struct Ah {
@@ -109,8 +127,23 @@ struct Ah {
     uint32_t h;  // model AH
 };
 
+// The work requests ibv_wr_* builds between ibv_wr_start and ibv_wr_complete (qp_ex.cpp):
+// posted together by wr_complete through post_send, dropped by wr_abort.
+struct PendingWr {
+    ibv_send_wr wr;
+    ibv_sge sg[mv::kMaxSge];
+    std::vector<uint8_t> inline_data;  // wr_set_inline_data(_list) copies here at the call
+};
+
 struct Qp {
-    ibv_qp qp;
+    // verbs_qp's layout (rdma-core's driver.h): ibv_qp_to_qp_ex checks comp_mask for
+    // VERBS_QP_EX and returns qp_ex, which a QP made by ibv_create_qp_ex with send ops has.
+    union {
+        ibv_qp qp;
+        ibv_qp_ex qp_ex;
+    };
+    uint32_t comp_mask = 0;
+    void* xrcd = nullptr;
     Engine* engine;
     uint32_t h;  // model QP
     mv::QpType type;
@@ -126,6 +159,12 @@ struct Qp {
     std::vector<uint8_t> inline_buf;  // cap.max_send_wr slots of kMaxInline bytes
     uint32_t inline_key = 0;          // its model region (local read only)
     ibv_qp_attr attr{};               // what modify_qp set, for query_qp
+    int async_fd = -1;                // the context's async write end (not owned)
+    std::atomic<uint64_t> async_read{0};  // its events read by ibv_get_async_event
+    // ibv_wr_*: the batch being built (wr_count of wrs are in use) and its first error.
+    std::vector<PendingWr> wrs;
+    size_t wr_count = 0;
+    int wr_err = 0;
 };
 
 Context* to_context(ibv_context* c);
@@ -159,6 +198,20 @@ int modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask);
 int query_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask, ibv_qp_init_attr* init_attr);
 int destroy_qp(ibv_qp* qp);
 int post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr);
+ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr);  // qp_ex.cpp
+ibv_cq_ex* create_cq_ex(ibv_context* context, ibv_cq_init_attr_ex* attr);  // cq_ex.cpp
+ibv_srq* create_srq(ibv_pd* pd, ibv_srq_init_attr* attr);
+int modify_srq(ibv_srq* srq, ibv_srq_attr* attr, int mask);
+int query_srq(ibv_srq* srq, ibv_srq_attr* attr);
+int destroy_srq(ibv_srq* srq);
+int post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr);
+// The asynchronous event pipe (async.cpp): made at open (context.async_fd is its read end);
+// write_async_event writes one kernel-format record (element: the object's verbs pointer),
+// never blocking; wait_async_acks waits until every event of an object the program read was
+// acknowledged (ibv_ack_async_event), as a kernel provider's destroy does.
+int open_async_pipe(ContextState* st, int* read_fd);
+void write_async_event(int fd, const void* element, uint32_t event_type);
+void wait_async_acks(pthread_mutex_t* mu, pthread_cond_t* cond, const uint32_t* completed, uint64_t read);
 int post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr);
 int poll_cq(ibv_cq* cq, int num_entries, ibv_wc* wc);
 

@@ -235,15 +235,20 @@ ibv_qp* create_qp(ibv_pd* ibpd, ibv_qp_init_attr* attr)
 {
     Pd* pd = reinterpret_cast<Pd*>(ibpd);
     mv::QpType type;
-    if (attr->srq || !model_type(attr->qp_type, &type)) {  // SRQ, XRC, raw packet: not here
+    if (!model_type(attr->qp_type, &type)) {  // XRC, raw packet: not here
         errno = EOPNOTSUPP;
+        return nullptr;
+    }
+    Srq* srq = reinterpret_cast<Srq*>(attr->srq);
+    if (srq && srq->srq.context != ibpd->context) {
+        errno = EINVAL;
         return nullptr;
     }
     const ibv_qp_cap& want = attr->cap;
     if (!attr->send_cq || !attr->recv_cq || attr->send_cq->context != ibpd->context ||
         attr->recv_cq->context != ibpd->context || want.max_send_wr > Limits::kMaxQpWr ||
-        want.max_recv_wr > Limits::kMaxQpWr || want.max_send_sge > Limits::kMaxSge ||
-        want.max_recv_sge > Limits::kMaxSge || want.max_inline_data > Limits::kMaxInline) {
+        (!srq && want.max_recv_wr > Limits::kMaxQpWr) || want.max_send_sge > Limits::kMaxSge ||
+        (!srq && want.max_recv_sge > Limits::kMaxSge) || want.max_inline_data > Limits::kMaxInline) {
         errno = EINVAL;
         return nullptr;
     }
@@ -258,9 +263,12 @@ ibv_qp* create_qp(ibv_pd* ibpd, ibv_qp_init_attr* attr)
     q->sq_sig_all = attr->sq_sig_all != 0;
     // What the QP has, at least what was asked (as verbs reports it back in attr->cap).
     q->cap.max_send_wr = std::max(1u, want.max_send_wr);
-    q->cap.max_recv_wr = std::max(1u, want.max_recv_wr);
+    // With an SRQ the QP has no receive queue of its own: its receive capacities are 0 (verbs
+    // ignores the requested ones) and ibv_post_recv on it is EINVAL.
+    q->cap.max_recv_wr = srq ? 0 : std::max(1u, want.max_recv_wr);
     q->cap.max_send_sge = Limits::kMaxSge;
-    q->cap.max_recv_sge = Limits::kMaxSge;
+    q->cap.max_recv_sge = srq ? 0 : Limits::kMaxSge;
+    q->async_fd = to_context(ibpd->context)->state->async_write_fd;
     q->cap.max_inline_data = Limits::kMaxInline;
     try {
         q->wr_ids.resize(q->cap.max_send_wr);
@@ -275,7 +283,8 @@ ibv_qp* create_qp(ibv_pd* ibpd, ibv_qp_init_attr* attr)
         std::lock_guard lock(eng->lock());
         emu::Nic& nic = eng->nic();
         q->h = nic.verbs_qp_create(type, pd->h, reinterpret_cast<Cq*>(attr->send_cq)->h,
-                                   reinterpret_cast<Cq*>(attr->recv_cq)->h, q->cap.max_send_wr, q->cap.max_recv_wr);
+                                   reinterpret_cast<Cq*>(attr->recv_cq)->h, q->cap.max_send_wr,
+                                   std::max(1u, q->cap.max_recv_wr), srq ? srq->h : emu::Nic::kNoHandle);
         if (q->h == emu::Nic::kNoHandle) {
             err = ENOMEM;  // every QP entry is in use (the PD and CQs are ours and live)
         } else {
@@ -301,7 +310,7 @@ ibv_qp* create_qp(ibv_pd* ibpd, ibv_qp_init_attr* attr)
     v.pd = ibpd;
     v.send_cq = attr->send_cq;
     v.recv_cq = attr->recv_cq;
-    v.srq = nullptr;
+    v.srq = attr->srq;
     v.handle = q->h;
     v.state = IBV_QPS_RESET;
     v.qp_type = attr->qp_type;
@@ -353,6 +362,7 @@ int query_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int /*attr_mask*/, ibv_qp_init_att
     init->qp_context = ibqp->qp_context;
     init->send_cq = ibqp->send_cq;
     init->recv_cq = ibqp->recv_cq;
+    init->srq = ibqp->srq;
     init->cap = q->cap;
     init->qp_type = ibqp->qp_type;
     init->sq_sig_all = q->sq_sig_all;
@@ -362,13 +372,16 @@ int query_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int /*attr_mask*/, ibv_qp_init_att
 int destroy_qp(ibv_qp* ibqp)
 {
     Qp* q = to_qp(ibqp);
+    uint64_t events;
     {
         std::lock_guard lock(q->engine->lock());
         emu::Nic& nic = q->engine->nic();
         if (int err = nic.verbs_qp_destroy(q->h)) return err;
         nic.verbs_mr_dereg(q->inline_key);
         q->engine->set_qp(q->h, nullptr);
+        events = q->async_read.load();
     }
+    wait_async_acks(&ibqp->mutex, &ibqp->cond, &ibqp->events_completed, events);
     pthread_cond_destroy(&ibqp->cond);
     pthread_mutex_destroy(&ibqp->mutex);
     delete q;

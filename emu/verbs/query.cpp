@@ -131,6 +131,10 @@ int query_device_ex(ibv_context* context, const ibv_query_device_ex_input* input
     d.max_qp_init_rd_atom = static_cast<int>(Limits::kMaxRdAtom);
     d.max_res_rd_atom = static_cast<int>(Limits::kMaxRdAtom * Limits::kMaxQp);
     d.atomic_cap = IBV_ATOMIC_NONE;  // READs count in the fields above; atomics are not offered
+    d.max_srq = static_cast<int>(Limits::kMaxSrq);
+    d.max_srq_wr = static_cast<int>(Limits::kMaxSrqWr);
+    d.max_srq_sge = static_cast<int>(Limits::kMaxSge);
+    // SRQs: the model's table and depth; no IBV_DEVICE_SRQ_RESIZE (ibv_modify_srq cannot resize).
     d.max_pkeys = 1;
     d.phys_port_cnt = 1;
     std::memcpy(attr, &a, std::min(attr_size, sizeof(a)));

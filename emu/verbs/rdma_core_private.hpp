@@ -65,6 +65,9 @@ struct verbs_device {
     uint64_t core_support;
 };
 
+// verbs_qp.comp_mask: the QP has an ibv_qp_ex (ibv_qp_to_qp_ex returns it).
+enum : uint32_t { SDR_VERBS_QP_EX = 1u << 1 };
+
 // verbs_mr.mr_type
 enum : int { SDR_IBV_MR_TYPE_MR = 0 };
 
@@ -96,9 +99,13 @@ struct verbs_context_ops {
     ibv_ah* (*create_ah)(ibv_pd* pd, ibv_ah_attr* attr);
     sdr_unused_op create_counters;
     ibv_cq* (*create_cq)(ibv_context* context, int cqe, ibv_comp_channel* channel, int comp_vector);
-    sdr_unused_op create_cq_ex, create_flow, create_flow_action_esp;
+    ibv_cq_ex* (*create_cq_ex)(ibv_context* context, ibv_cq_init_attr_ex* init_attr);
+    sdr_unused_op create_flow, create_flow_action_esp;
     ibv_qp* (*create_qp)(ibv_pd* pd, ibv_qp_init_attr* attr);
-    sdr_unused_op create_qp_ex, create_rwq_ind_table, create_srq, create_srq_ex, create_wq, dealloc_mw;
+    ibv_qp* (*create_qp_ex)(ibv_context* context, ibv_qp_init_attr_ex* qp_init_attr_ex);
+    sdr_unused_op create_rwq_ind_table;
+    ibv_srq* (*create_srq)(ibv_pd* pd, ibv_srq_init_attr* srq_init_attr);
+    sdr_unused_op create_srq_ex, create_wq, dealloc_mw;
     int (*dealloc_pd)(ibv_pd* pd);
     sdr_unused_op dealloc_td;
     int (*dereg_mr)(verbs_mr* vmr);
@@ -107,23 +114,29 @@ struct verbs_context_ops {
     int (*destroy_cq)(ibv_cq* cq);
     sdr_unused_op destroy_flow, destroy_flow_action;
     int (*destroy_qp)(ibv_qp* qp);
-    sdr_unused_op destroy_rwq_ind_table, destroy_srq, destroy_wq, detach_mcast;
+    sdr_unused_op destroy_rwq_ind_table;
+    int (*destroy_srq)(ibv_srq* srq);
+    sdr_unused_op destroy_wq, detach_mcast;
     void (*free_context)(ibv_context* context);
     sdr_unused_op free_dm, get_srq_num, import_dm, import_mr, import_pd, modify_cq,
         modify_flow_action_esp;
     int (*modify_qp)(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask);
-    sdr_unused_op modify_qp_rate_limit, modify_srq, modify_wq, open_qp, open_xrcd;
+    sdr_unused_op modify_qp_rate_limit;
+    int (*modify_srq)(ibv_srq* srq, ibv_srq_attr* srq_attr, int srq_attr_mask);
+    sdr_unused_op modify_wq, open_qp, open_xrcd;
     int (*poll_cq)(ibv_cq* cq, int num_entries, ibv_wc* wc);
     int (*post_recv)(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr);
     int (*post_send)(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr);
-    sdr_unused_op post_srq_ops, post_srq_recv;
+    sdr_unused_op post_srq_ops;
+    int (*post_srq_recv)(ibv_srq* srq, ibv_recv_wr* recv_wr, ibv_recv_wr** bad_recv_wr);
     int (*query_device_ex)(ibv_context* context, const ibv_query_device_ex_input* input,
                            ibv_device_attr_ex* attr, size_t attr_size);
     sdr_unused_op query_ece;
     int (*query_port)(ibv_context* context, uint8_t port_num, ibv_port_attr* port_attr);
     int (*query_qp)(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask, ibv_qp_init_attr* init_attr);
-    sdr_unused_op query_qp_data_in_order, query_rt_values, query_srq, read_counters, reg_dm_mr,
-        reg_dmabuf_mr;
+    sdr_unused_op query_qp_data_in_order, query_rt_values;
+    int (*query_srq)(ibv_srq* srq, ibv_srq_attr* srq_attr);
+    sdr_unused_op read_counters, reg_dm_mr, reg_dmabuf_mr;
     ibv_mr* (*reg_mr)(ibv_pd* pd, void* addr, size_t length, uint64_t hca_va, int access);
     int (*req_notify_cq)(ibv_cq* cq, int solicited_only);
     sdr_unused_op rereg_mr, resize_cq, set_ece, unimport_dm, unimport_mr, unimport_pd;
@@ -155,6 +168,13 @@ static_assert(offsetof(verbs_context_ops, free_context) == 39 * sizeof(void*));
 static_assert(offsetof(verbs_context_ops, query_device_ex) == 58 * sizeof(void*));
 static_assert(offsetof(verbs_context_ops, reg_mr) == 68 * sizeof(void*));
 static_assert(offsetof(verbs_context_ops, unimport_pd) == 75 * sizeof(void*));
+static_assert(offsetof(verbs_context_ops, create_srq) == 22 * sizeof(void*));
+static_assert(offsetof(verbs_context_ops, create_cq_ex) == 16 * sizeof(void*));
+static_assert(offsetof(verbs_context_ops, create_qp_ex) == 20 * sizeof(void*));
+static_assert(offsetof(verbs_context_ops, destroy_srq) == 36 * sizeof(void*));
+static_assert(offsetof(verbs_context_ops, modify_srq) == 49 * sizeof(void*));
+static_assert(offsetof(verbs_context_ops, post_srq_recv) == 57 * sizeof(void*));
+static_assert(offsetof(verbs_context_ops, query_srq) == 64 * sizeof(void*));
 // Checks against the public header: the library steps from an ibv_device to its verbs_device
 // (container_of), from an ibv_mr to its verbs_mr, and from an ibv_context to the verbs_context
 // that ends with it.

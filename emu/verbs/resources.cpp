@@ -174,6 +174,7 @@ ibv_cq* create_cq(ibv_context* context, int cqe, ibv_comp_channel* channel, int 
     }
     cq->engine = eng;
     cq->event_fd = -1;
+    cq->async_fd = to_context(context)->state->async_write_fd;
     if (channel) {
         cq->event_fd = channel_write_fd(to_context(context)->state, channel);
         // The NIC's thread writes events: it must never block on a full pipe.
@@ -208,13 +209,14 @@ int destroy_cq(ibv_cq* ibcq)
 {
     auto* cq = reinterpret_cast<Cq*>(ibcq);
     Engine* eng = cq->engine;
-    uint64_t events;
+    uint64_t events, async_events;
     {
         std::lock_guard lock(eng->lock());
         if (int err = eng->nic().verbs_cq_destroy(cq->h)) return err;  // EBUSY while a QP uses it
         eng->set_cq(cq->h, nullptr);
         eng->live_cqs--;
         events = cq->events_read.load();
+        async_events = cq->async_read.load();
     }
     // As with a kernel provider: every event of this CQ the program read must have been
     // acknowledged (ibv_ack_cq_events) before it goes. Read, not raised: the kernel counts an
@@ -225,6 +227,7 @@ int destroy_cq(ibv_cq* ibcq)
     pthread_mutex_lock(&ibcq->mutex);
     while (ibcq->comp_events_completed < events) pthread_cond_wait(&ibcq->cond, &ibcq->mutex);
     pthread_mutex_unlock(&ibcq->mutex);
+    wait_async_acks(&ibcq->mutex, &ibcq->cond, &ibcq->async_events_completed, async_events);  // IBV_EVENT_CQ_ERR
     if (cq->event_fd >= 0) close(cq->event_fd);
     delete cq;
     return 0;
@@ -239,7 +242,5 @@ int req_notify_cq(ibv_cq* ibcq, int solicited_only)
 
 // ibv_get_cq_event read an event of this CQ off the channel.
 void cq_event(ibv_cq* ibcq) { reinterpret_cast<Cq*>(ibcq)->events_read.fetch_add(1); }
-
-void async_event(ibv_context*, ibv_async_event*) {}
 
 }  // namespace sdr::verbs

@@ -153,6 +153,13 @@ public:
     void arm_timer(Nic& nic, uint32_t worker, uint32_t id, uint64_t deadline_ns) override;
     bool dispatch_rx_cqe(Nic& nic, uint32_t worker, const hal_cqe& cqe) override;
     bool resolve_mac(uint32_t ip, std::array<uint8_t, 6>* mac) override;
+    // Verbs asynchronous events, in the order the NICs raised them (tests read the log).
+    struct VerbsAsync {
+        verbs::AsyncEvent ev;
+        uint32_t handle;
+    };
+    void verbs_async_event(verbs::AsyncEvent ev, uint32_t handle) override { verbs_async_.push_back({ev, handle}); }
+    const std::vector<VerbsAsync>& verbs_async_log() const { return verbs_async_; }
     // The cost model, if params().dpa.enabled (its per-NIC statistics).
     DpaModel* dpa() { return dpa_.get(); }
 
@@ -205,6 +212,7 @@ private:
     std::vector<uint8_t*> free_frames_;
     std::vector<std::unique_ptr<uint8_t[]>> frame_blocks_;
     std::vector<DropRecord> drops_;
+    std::vector<VerbsAsync> verbs_async_;
     PcapWriter pcap_;
     struct Injected {
         uint32_t dst;

@@ -33,6 +33,7 @@ struct PacketMeta {
     uint32_t qkey = 0, src_qp = 0;  // DETH of a control datagram (UD SEND)
     uint16_t udp_src_port = 0;  // flow entropy
     uint8_t opcode = 0;
+    bool solicited = false;  // the BTH's SE bit (verbs: on a message's last packet)
 };
 
 struct NicAddress {
@@ -128,7 +129,20 @@ public:
     }
     // A completion reached verbs CQ `cq`, or the CQ went into error (Nic::verbs_complete, with
     // the executor's lock held): where a provider raises its completion-channel event.
-    virtual void verbs_cq_event(uint32_t cq) { (void)cq; }
+    // `solicited`: a receive of a solicited message or an error completion (or the overrun),
+    // what a CQ armed for solicited completions only waits for.
+    virtual void verbs_cq_event(uint32_t cq, bool solicited)
+    {
+        (void)cq;
+        (void)solicited;
+    }
+    // An asynchronous event of the verbs object `handle` (a CQ, QP or SRQ handle, by the event's
+    // kind), with the executor's lock held: where a provider writes its async event record.
+    virtual void verbs_async_event(verbs::AsyncEvent ev, uint32_t handle)
+    {
+        (void)ev;
+        (void)handle;
+    }
 
 protected:
     ~NicExecutor() = default;
@@ -274,8 +288,10 @@ public:
     int verbs_cq_destroy(uint32_t cq);  // EBUSY while a QP uses it
     int verbs_cq_poll(uint32_t cq, verbs::Wc* wc, int n);  // completions taken, -1: CQ in error
     bool verbs_cq_overflowed(uint32_t cq) const;
+    // srq: a shared receive queue the QP takes its receives from (kNoHandle: its own receive
+    // queue of rq_depth; with an SRQ rq_depth is ignored and verbs_post_recv is EINVAL).
     uint32_t verbs_qp_create(verbs::QpType type, uint32_t pd, uint32_t send_cq, uint32_t recv_cq,
-                             uint32_t sq_depth, uint32_t rq_depth);
+                             uint32_t sq_depth, uint32_t rq_depth, uint32_t srq = kNoHandle);
     int verbs_qp_destroy(uint32_t qp);
     uint32_t verbs_qpn(uint32_t qp) const;
     // ibv_modify_qp: RESET->INIT->RTR->RTS, *->ERR (flushes both queues), *->RESET; the
@@ -285,6 +301,16 @@ public:
     int verbs_post_send(uint32_t qp, const verbs::SendWr& wr);  // ENOMEM: send queue full
     int verbs_post_recv(uint32_t qp, const verbs::RecvWr& wr);  // ENOMEM: receive queue full
     const verbs::QpCountersVerbs* verbs_qp_counters(uint32_t qp) const;
+    // Shared receive queues (nic_verbs_srq.cpp): receive WQEs of `pd` that any QP attached to
+    // the SRQ consumes, one per message, bound to that QP at the message's first packet. The
+    // limit, when armed (non-zero), raises SrqLimitReached once when a QP takes a WQE and fewer
+    // than `limit` stay posted, then disarms (reads 0) until armed again (IBTA 10.2.9.4).
+    uint32_t verbs_srq_create(uint32_t pd, uint32_t depth, uint32_t limit);  // kNoHandle on failure
+    int verbs_srq_destroy(uint32_t srq);                      // EBUSY while a QP uses it
+    int verbs_srq_arm(uint32_t srq, uint32_t limit);          // EINVAL above the depth
+    uint32_t verbs_srq_limit(uint32_t srq) const;             // 0: disarmed
+    uint32_t verbs_srq_posted(uint32_t srq) const;            // WQEs waiting in it
+    int verbs_post_srq_recv(uint32_t srq, const verbs::RecvWr& wr);  // ENOMEM: full
     uint64_t verbs_cq_errors() const { return verbs_cq_errors_; }
     // IPv4-mapped GID -> the peer's MAC and IP, through the executor's resolve_mac.
     bool resolve_gid(const verbs::Gid& gid, NicAddress* out) const;
@@ -398,6 +424,11 @@ private:
         bool overflowed = false;
         uint32_t users = 0;
     };
+    struct VerbsSrq {
+        VerbsSrq(uint32_t pd_, uint32_t depth, uint32_t limit_) : ring(depth), pd(pd_), limit(limit_) {}
+        verbs::SpscRing<verbs::RecvWr> ring;  // the host posts under the lock, the NIC takes
+        uint32_t pd = 0, limit = 0, users = 0;
+    };
     struct VerbsSend {
         verbs::SendWr wr;
         uint32_t total = 0;  // bytes of the message (sum of its SGEs)
@@ -434,6 +465,11 @@ private:
         uint64_t write_va = 0;     // WRITE: RETH of its FIRST
         uint32_t write_len = 0, write_key = 0;
         verbs::QpCountersVerbs counters;
+        // SRQ-attached: the SRQ, and the WQE taken from it for the message in progress (taken at
+        // its first packet, so that the QP's MIDDLE and LAST find it while other QPs take more).
+        uint32_t srq = kNoHandle;
+        bool srq_bound = false;
+        verbs::RecvWr srq_wqe;
         // RC attributes (QpAttr)
         uint8_t timeout = 0, retry_cnt = 0, rnr_retry = 0, min_rnr_timer = 0, max_rd = 0, max_dest_rd = 0;
         // RC requester: PSNs [una, psn_high) are sent and not yet acknowledged; sq_psn is the next
@@ -462,6 +498,13 @@ private:
     // Copy len bytes to offset `off` of the scatter list (checked with verbs_sges_ok).
     static void verbs_scatter(const verbs::RecvWr& r, uint32_t off, const uint8_t* src, uint32_t len);
     void verbs_complete(uint32_t cq, const verbs::Wc& wc);
+    // The receive WQE the QP's next (or current) message fills: its receive queue's head, or
+    // one bound from its SRQ (taken now if none is bound); nullptr if there is none.
+    // verbs_rq_take consumes it once the message completes; verbs_rq_pd is the PD its SGEs
+    // belong to (the SRQ's for an SRQ's WQE).
+    const verbs::RecvWr* verbs_rq_head(VerbsQp& q);
+    void verbs_rq_take(VerbsQp& q);
+    uint32_t verbs_rq_pd(const VerbsQp& q) const { return q.srq == kNoHandle ? q.pd : vsrqs_[q.srq]->pd; }
     void verbs_flush(VerbsQp& q);  // ERR: every queued WQE completes with WR_FLUSH_ERR
     void verbs_doorbell(uint32_t h);  // the QP has send work: into verbs_active_
     bool verbs_has_tx(const VerbsQp& q) const;
@@ -541,6 +584,7 @@ private:
     std::vector<VerbsMr> vmrs_;
     std::vector<VerbsAh> vahs_;
     std::vector<std::unique_ptr<VerbsCq>> vcqs_;
+    std::vector<std::unique_ptr<VerbsSrq>> vsrqs_;
     std::vector<std::unique_ptr<VerbsQp>> vqps_;
     // Verbs QPs with packets to send, served in turn: a ring of handles, each at most once (its
     // queued flag), so as many entries as QP entries suffice.

@@ -80,9 +80,15 @@ public:
     // verbs provider does) and this finds the entry at once.
     bool resolve_mac(uint32_t ip, std::array<uint8_t, 6>* mac) override;
     static constexpr uint64_t kResolveTimeoutNs = 3'000'000'000;
-    void verbs_cq_event(uint32_t cq) override;
+    void verbs_cq_event(uint32_t cq, bool solicited) override;
     // Who hears of verbs completions (verbs_cq_event): set under the lock, called under it.
-    void set_verbs_cq_listener(std::function<void(uint32_t cq)> f) { cq_listener_ = std::move(f); }
+    void set_verbs_cq_listener(std::function<void(uint32_t cq, bool solicited)> f) { cq_listener_ = std::move(f); }
+    void verbs_async_event(verbs::AsyncEvent ev, uint32_t handle) override
+    {
+        if (async_listener_) async_listener_(ev, handle);
+    }
+    // Who hears of verbs asynchronous events: set under the lock, called under it.
+    void set_verbs_async_listener(std::function<void(verbs::AsyncEvent, uint32_t)> f) { async_listener_ = std::move(f); }
     uint32_t worker_threads() const { return workers_ ? workers_->threads() : 0; }
     // Lock held (so the polling thread posts nothing new): wait for the worker threads to empty
     // their rings.
@@ -126,7 +132,8 @@ private:
     std::vector<uint8_t> dup_;                           // a duplicated frame's second copy
     std::atomic<bool> stop_{false};
     RtCounters c_;
-    std::function<void(uint32_t)> cq_listener_;
+    std::function<void(uint32_t, bool)> cq_listener_;
+    std::function<void(verbs::AsyncEvent, uint32_t)> async_listener_;
     std::thread thread_;
 };
 

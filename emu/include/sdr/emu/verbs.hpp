@@ -25,6 +25,12 @@ enum class WcOpcode : uint8_t { Send = 0, RdmaWrite = 1, RdmaRead = 2, Recv = 12
 // ibv_wr_opcode; RDMA READ: RC only. Atomics (5, 6) are not offered: the device reports none.
 enum class WrOpcode : uint8_t { RdmaWrite = 0, RdmaWriteWithImm = 1, Send = 2, SendWithImm = 3, RdmaRead = 4 };
 
+// The asynchronous events the model raises (ibv_event_type numbering): a CQ overrun, an RC
+// responder's fatal errors, an SRQ below its limit, an SRQ-attached QP that reached ERR.
+enum class AsyncEvent : uint8_t {
+    CqErr = 0, QpFatal = 1, QpReqErr = 2, QpAccessErr = 3, SrqLimitReached = 15, QpLastWqeReached = 16,
+};
+
 using Gid = std::array<uint8_t, 16>;
 // ::ffff:a.b.c.d, the RoCEv2 GID of an IPv4 address (host order in, network order in the GID).
 Gid gid_from_ipv4(uint32_t ip);
@@ -43,6 +49,7 @@ struct SendWr {
     uint64_t wr_id = 0;
     WrOpcode opcode = WrOpcode::Send;
     bool signaled = true;
+    bool solicited = false;  // IBV_SEND_SOLICITED: the BTH's SE bit on the message's last packet
     uint32_t imm = 0;  // host order; the wire carries it big-endian
     uint32_t num_sge = 0;
     std::array<Sge, kMaxSge> sg{};
@@ -64,6 +71,7 @@ struct Wc {
     bool with_imm = false, grh = false;  // IBV_WC_WITH_IMM, IBV_WC_GRH
     uint32_t byte_len = 0, imm = 0;
     uint32_t qp_num = 0, src_qp = 0;  // src_qp: UD only
+    bool solicited = false;  // a receive whose message's last packet carried SE
 };
 
 // ibv_modify_qp's attributes this model uses; `mask` says which are set (QpAttr::k*). The
