@@ -7,6 +7,7 @@
 #include "netns_util.hpp"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <string>
 
@@ -17,13 +18,15 @@ struct WriteBwRun {
     std::string server_out, client_out;  // whole outputs
     std::string sj, cj;                  // the JSON lines ("server", "client"); empty if absent
 
-    // Both exited 0 and printed their report; else which side did not, with its output.
+    // Both exited 0 and printed their report as valid JSON; else which side did not, with its output.
     ::testing::AssertionResult ok() const
     {
         if (client_status != 0 || cj.empty())
             return ::testing::AssertionFailure() << "client exited " << client_status << ":\n" << client_out;
         if (server_status != 0 || sj.empty())
             return ::testing::AssertionFailure() << "server exited " << server_status << ":\n" << server_out;
+        if (!nlohmann::json::accept(cj)) return ::testing::AssertionFailure() << "the client's JSON does not parse: " << cj;
+        if (!nlohmann::json::accept(sj)) return ::testing::AssertionFailure() << "the server's JSON does not parse: " << sj;
         return ::testing::AssertionSuccess();
     }
 };

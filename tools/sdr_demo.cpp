@@ -2,6 +2,8 @@
 // scheme (Selective Repeat, then Erasure Coding), written against the C API as an application
 // would. Verifies every delivered byte and prints each completion time beside the lossless
 // ideal (injection + one RTT); the pcap holds the data frames and the CTS/ACK/NACK datagrams.
+#include "common/options.hpp"
+
 #include <sdr.h>
 #include <sdr/emu/fabric.hpp>
 #include <sdr_mr.h>
@@ -31,87 +33,45 @@ struct Options {
     std::string drop_log;  // empty: none
 };
 
-void usage(FILE* f)
-{
-    std::fprintf(f,
-                 "usage: sdr_demo [--size BYTES] [--bw-gbps G] [--rtt-ms R] [--loss P] [--mtu 64..4096]\n"
-                 "                [--chunk BYTES] [--channels 1..16] [--seed N] [--scheme S]... [--alpha A]\n"
-                 "                [--pcap FILE|''] [--snaplen BYTES] [--drop-log FILE]\n"
-                 "Delivers one message reliably from sim:0 to sim:1 over a simulated link, once per scheme\n"
-                 "(S: sr, sr-nack, ec-xor:k,m, ec-mds:k,m; repeat --scheme for several). Defaults: 64 MiB,\n"
-                 "100 Gbit/s, 25 ms RTT, 1e-4 packet loss, MTU 4096, 64 KiB chunks, 8 channels, schemes sr\n"
-                 "and ec-mds:32,8, RTO = RTT*(1+alpha) with alpha 2, pcap sdr_demo.pcap with 128-byte\n"
-                 "snaplen (--snaplen 0 keeps whole frames). --drop-log writes every frame the link dropped,\n"
-                 "one tab-separated line each (what a classic pcap after the link cannot show). A --pcap FILE\n"
-                 "ending in .pcapng also records every dropped frame, flagged and with its cause.\n");
-}
-
-uint64_t parse_size(const char* s)
-{
-    char* end;
-    double v = std::strtod(s, &end);
-    std::string suf = end;
-    double mul = suf == "" ? 1 : suf == "K" || suf == "KiB" ? 1024.0 : suf == "M" || suf == "MiB" ? 1048576.0
-                                  : suf == "G" || suf == "GiB" ? 1073741824.0 : -1;
-    if (end == s || mul < 0 || v < 0) {
-        std::fprintf(stderr, "sdr_demo: bad size '%s' (e.g. 65536, 64M, 1G)\n", s);
-        std::exit(2);
-    }
-    return static_cast<uint64_t>(v * mul);
-}
-
-double parse_num(const char* opt, const char* s)
-{
-    char* end;
-    double v = std::strtod(s, &end);
-    if (end == s || *end) {
-        std::fprintf(stderr, "sdr_demo: %s expects a number, got '%s'\n", opt, s);
-        std::exit(2);
-    }
-    return v;
-}
-
 bool pow2(uint64_t v) { return v && !(v & (v - 1)); }
 uint32_t log2u(uint64_t v) { return static_cast<uint32_t>(63 - __builtin_clzll(v)); }
 
+[[noreturn]] void bad(const char* what)
+{
+    std::fprintf(stderr, "sdr_demo: %s (see --help)\n", what);
+    std::exit(2);
+}
+
 Options parse(int argc, char** argv)
 {
+    using namespace sdr::tools;
     Options o;
-    for (int i = 1; i < argc; i++) {
-        std::string a = argv[i];
-        if (a == "-h" || a == "--help") {
-            usage(stdout);
-            std::exit(0);
-        }
-        if (i + 1 >= argc) {
-            std::fprintf(stderr, "sdr_demo: %s needs a value\n", a.c_str());
-            usage(stderr);
-            std::exit(2);
-        }
-        const char* v = argv[++i];
-        if (a == "--size") o.size = parse_size(v);
-        else if (a == "--bw-gbps") o.bw_gbps = parse_num("--bw-gbps", v);
-        else if (a == "--rtt-ms") o.rtt_ms = parse_num("--rtt-ms", v);
-        else if (a == "--loss") o.loss = parse_num("--loss", v);
-        else if (a == "--mtu") o.mtu = static_cast<uint32_t>(parse_num("--mtu", v));
-        else if (a == "--chunk") o.chunk = static_cast<uint32_t>(parse_size(v));
-        else if (a == "--channels") o.channels = static_cast<uint32_t>(parse_num("--channels", v));
-        else if (a == "--seed") o.seed = static_cast<uint64_t>(parse_num("--seed", v));
-        else if (a == "--scheme") o.schemes.push_back(v);
-        else if (a == "--alpha") o.alpha = parse_num("--alpha", v);
-        else if (a == "--pcap") o.pcap = v;
-        else if (a == "--snaplen") o.snaplen = static_cast<uint32_t>(parse_num("--snaplen", v));
-        else if (a == "--drop-log") o.drop_log = v;
-        else {
-            std::fprintf(stderr, "sdr_demo: unknown option %s\n", a.c_str());
-            usage(stderr);
-            std::exit(2);
-        }
-    }
-    if (!pow2(o.mtu) || o.mtu < 64 || o.mtu > 4096) { std::fprintf(stderr, "sdr_demo: --mtu must be a power of two in 64..4096\n"); std::exit(2); }
-    if (!pow2(o.chunk) || o.chunk < o.mtu) { std::fprintf(stderr, "sdr_demo: --chunk must be a power of two >= MTU\n"); std::exit(2); }
-    if (o.size == 0 || o.size > (1ull << 32) - 1) { std::fprintf(stderr, "sdr_demo: --size must be 1 byte .. 4 GiB-1\n"); std::exit(2); }
-    if (o.bw_gbps <= 0 || o.rtt_ms < 0 || o.loss < 0 || o.loss > 1) { std::fprintf(stderr, "sdr_demo: bandwidth > 0, RTT >= 0, loss in [0,1]\n"); std::exit(2); }
+    sdr::tools::ToolApp app("sdr_demo",
+                            "Delivers one message reliably from sim:0 to sim:1 over a simulated link, once per scheme.");
+    app.footer("A --pcap FILE ending in .pcapng also records every dropped frame, flagged and with its cause.\n"
+               "BYTES take K/M/G (also KiB/MiB/GiB) suffixes, binary: 64K = 65536. A bad option exits 2.");
+    add_size(app, "--size", &o.size, 1, (1ull << 32) - 1, "message size, 1 .. 4 GiB - 1")->default_str("64M");
+    add_real(app, "--bw-gbps", &o.bw_gbps, 0, 1e6, "link bandwidth, Gbit/s", true)->default_str("100");
+    add_real(app, "--rtt-ms", &o.rtt_ms, 0, 1e6, "round-trip time, ms")->default_str("25");
+    add_real(app, "--loss", &o.loss, 0, 1, "per-packet loss probability")->default_str("1e-4");
+    add_size(app, "--mtu", &o.mtu, 64, 4096, "payload per packet, a power of two in 64..4096")->default_str("4096");
+    add_size(app, "--chunk", &o.chunk, 64, 1u << 31, "chunk size, a power of two >= MTU")->default_str("64K");
+    add_count(app, "--channels", &o.channels, 1, 16, "channels (DPA workers), 1..16")->default_str("8");
+    add_count(app, "--seed", &o.seed, 0, UINT64_MAX, "the link's random seed")->default_str("1");
+    app.add_option("--scheme", o.schemes, "sr, sr-nack, ec-xor:k,m or ec-mds:k,m; repeat for several (sr and ec-mds:32,8)")
+        ->type_name("S")
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+    add_real(app, "--alpha", &o.alpha, 0, 1e6, "RTO = RTT * (1 + alpha)")->default_str("2");
+    app.add_option("--pcap", o.pcap, "capture file ('' for none)")->type_name("FILE")->default_str("sdr_demo.pcap");
+    add_count(app, "--snaplen", &o.snaplen, 0, UINT32_MAX, "bytes kept of each data frame (0: whole frames)")
+        ->default_str("128");
+    app.add_option("--drop-log", o.drop_log,
+                   "every frame the link dropped, one tab-separated line each (what a classic pcap after the link "
+                   "cannot show)")
+        ->type_name("FILE");
+    parse_or_exit(app, argc, argv, 2);
+    if (!pow2(o.mtu)) bad("--mtu: must be a power of two in 64..4096");
+    if (!pow2(o.chunk) || o.chunk < o.mtu) bad("--chunk: must be a power of two >= MTU");
     if (o.schemes.empty()) o.schemes = {"sr", "ec-mds:32,8"};
     return o;
 }

@@ -2,6 +2,9 @@
 // completion time of Selective Repeat (RTO = X RTT, and the NACK variant), the decode probabilities
 // of the XOR and MDS codes, the Erasure Coding lower bound with SR fallback, and the lossless
 // ideals; --json prints the same as one JSON object. No simulation: closed forms and one integral.
+#include "common/json.hpp"
+#include "common/options.hpp"
+
 #include <sdr/reliability/model.hpp>
 
 #include <cmath>
@@ -14,32 +17,7 @@
 namespace {
 
 using namespace sdr::rel::model;
-
-void usage(FILE* f)
-{
-    Params d;
-    std::fprintf(f,
-                 "usage: sdr-model [--size BYTES] [--chunk BYTES] [--mtu BYTES] [--bw-gbps G] [--rtt-ms R]\n"
-                 "                 [--drop P] [--rto-rtts X] [--k K] [--m M] [--beta B] [--header-bytes H]\n"
-                 "                 [--packet-memory] [--json]\n"
-                 "Expected completion of one message under Selective Repeat and Erasure Coding (the paper's\n"
-                 "analytic model), beside the lossless ideal. BYTES take K/M/G suffixes (KiB/MiB/GiB).\n"
-                 "  --size BYTES        message size (%llu MiB)\n"
-                 "  --chunk BYTES       chunk size, >= MTU (%u KiB)\n"
-                 "  --mtu BYTES         payload per packet, a power of two in 256..4096 (%u)\n"
-                 "  --bw-gbps G         link bandwidth, Gbit/s (%g)\n"
-                 "  --rtt-ms R          round-trip time, ms (%g)\n"
-                 "  --drop P            per-packet drop probability, 0 <= P < 1 (%g)\n"
-                 "  --rto-rtts X        SR retransmission timeout in RTTs (%g)\n"
-                 "  --k K, --m M        EC code: k data + m parity chunks, k + m <= 255 (%u, %u)\n"
-                 "  --beta B            EC fallback waits B*RTT after injection before NACKing (%g)\n"
-                 "  --header-bytes H    wire bytes per packet added to injection time (%g)\n"
-                 "  --packet-memory     a repeat of a chunk needs only its still-missing packets (SDR's\n"
-                 "                      per-packet bitmap); default: the paper's whole-chunk repeats\n"
-                 "  --json              one JSON object instead of the table\n",
-                 (unsigned long long)(d.size_bytes >> 20), d.chunk_bytes >> 10, d.mtu, d.bw_gbps, d.rtt_ms, d.drop,
-                 d.rto_rtts, d.k, d.m, d.beta, d.header_bytes);
-}
+using namespace sdr::tools;
 
 [[noreturn]] void bad(const std::string& msg)
 {
@@ -47,34 +25,11 @@ void usage(FILE* f)
     std::exit(2);
 }
 
-uint64_t parse_bytes(const std::string& opt, const char* s, uint64_t max)
+std::string num(double v)
 {
-    char* end;
-    double v = std::strtod(s, &end);
-    std::string suf = end;
-    double mul = suf.empty() ? 1 : (suf == "K" || suf == "KiB") ? 0x1p10 : (suf == "M" || suf == "MiB") ? 0x1p20
-                                 : (suf == "G" || suf == "GiB") ? 0x1p30 : -1;
-    double bytes = v * mul;
-    if (end == s || mul < 0 || !(bytes >= 0) || bytes != std::floor(bytes) || bytes > static_cast<double>(max))
-        bad(opt + " expects a whole number of bytes with an optional K/M/G suffix (e.g. 4096, 64K, 128M), got '" +
-            s + "'");
-    return static_cast<uint64_t>(bytes);
-}
-
-double parse_real(const std::string& opt, const char* s)
-{
-    char* end;
-    double v = std::strtod(s, &end);
-    if (end == s || *end || !std::isfinite(v)) bad(opt + " expects a number, got '" + s + "'");
-    return v;
-}
-
-uint32_t parse_count(const std::string& opt, const char* s)
-{
-    char* end;
-    unsigned long long v = std::strtoull(s, &end, 10);
-    if (end == s || *end || *s == '-' || v > UINT32_MAX) bad(opt + " expects a whole number, got '" + s + "'");
-    return static_cast<uint32_t>(v);
+    char b[32];
+    std::snprintf(b, sizeof b, "%g", v);
+    return b;
 }
 
 // validate() names Params members; the user typed options.
@@ -86,32 +41,28 @@ const std::pair<const char*, const char*> kOptionOf[] = {
 Params parse(int argc, char** argv, bool* json)
 {
     Params P;
-    for (int i = 1; i < argc; i++) {
-        std::string a = argv[i];
-        if (a == "-h" || a == "--help") {
-            usage(stdout);
-            std::exit(0);
-        }
-        if (a == "--json" || a == "--packet-memory") {
-            (a == "--json" ? *json : P.packet_memory) = true;
-            continue;
-        }
-        if (a.rfind("--", 0) != 0) bad("unexpected argument '" + a + "'");
-        if (i + 1 >= argc) bad(a + " needs a value");
-        const char* v = argv[++i];
-        if (a == "--size") P.size_bytes = parse_bytes(a, v, UINT64_MAX >> 1);
-        else if (a == "--chunk") P.chunk_bytes = static_cast<uint32_t>(parse_bytes(a, v, UINT32_MAX));
-        else if (a == "--mtu") P.mtu = static_cast<uint32_t>(parse_bytes(a, v, UINT32_MAX));
-        else if (a == "--bw-gbps") P.bw_gbps = parse_real(a, v);
-        else if (a == "--rtt-ms") P.rtt_ms = parse_real(a, v);
-        else if (a == "--drop") P.drop = parse_real(a, v);
-        else if (a == "--rto-rtts") P.rto_rtts = parse_real(a, v);
-        else if (a == "--k") P.k = parse_count(a, v);
-        else if (a == "--m") P.m = parse_count(a, v);
-        else if (a == "--beta") P.beta = parse_real(a, v);
-        else if (a == "--header-bytes") P.header_bytes = parse_real(a, v);
-        else bad("unknown option " + a);
-    }
+    sdr::tools::ToolApp app("sdr-model",
+                            "Expected completion of one message under Selective Repeat and Erasure Coding (the paper's\n"
+                            "analytic model), beside the lossless ideal.");
+    app.footer("BYTES take K/M/G (also KiB/MiB/GiB) suffixes, binary: 64K = 65536. A bad value exits 2.");
+    add_size(app, "--size", &P.size_bytes, 0, UINT64_MAX >> 1, "message size")->default_str("128M");
+    add_size(app, "--chunk", &P.chunk_bytes, 0, UINT32_MAX, "chunk size, >= MTU")->default_str("64K");
+    add_size(app, "--mtu", &P.mtu, 0, UINT32_MAX, "payload per packet, a power of two in 256..4096")->default_str("4096");
+    add_real(app, "--bw-gbps", &P.bw_gbps, -HUGE_VAL, HUGE_VAL, "link bandwidth, Gbit/s")->default_str(num(P.bw_gbps));
+    add_real(app, "--rtt-ms", &P.rtt_ms, -HUGE_VAL, HUGE_VAL, "round-trip time, ms")->default_str(num(P.rtt_ms));
+    add_real(app, "--drop", &P.drop, -HUGE_VAL, HUGE_VAL, "per-packet drop probability, 0 <= P < 1")->default_str(num(P.drop));
+    add_real(app, "--rto-rtts", &P.rto_rtts, -HUGE_VAL, HUGE_VAL, "SR retransmission timeout in RTTs")->default_str(num(P.rto_rtts));
+    add_count(app, "--k", &P.k, 0, UINT32_MAX, "EC code: k data chunks, k + m <= 255")->default_str(num(P.k));
+    add_count(app, "--m", &P.m, 0, UINT32_MAX, "EC code: m parity chunks")->default_str(num(P.m));
+    add_real(app, "--beta", &P.beta, -HUGE_VAL, HUGE_VAL, "EC fallback waits beta*RTT after injection before NACKing")
+        ->default_str(num(P.beta));
+    add_real(app, "--header-bytes", &P.header_bytes, -HUGE_VAL, HUGE_VAL, "wire bytes per packet added to injection time")
+        ->default_str(num(P.header_bytes));
+    app.add_flag("--packet-memory", P.packet_memory,
+                 "a repeat of a chunk needs only its still-missing packets (SDR's per-packet bitmap); default: the "
+                 "paper's whole-chunk repeats");
+    app.add_flag("--json", *json, "one JSON object instead of the table");
+    parse_or_exit(app, argc, argv, 2);
     std::string err;
     if (!validate(P, &err)) {
         for (auto [field, option] : kOptionOf) {
@@ -123,42 +74,40 @@ Params parse(int argc, char** argv, bool* json)
     return P;
 }
 
-std::string bytes_text(uint64_t b)
+void print(const Params& P, const Result& r)
 {
-    static const std::pair<uint64_t, const char*> units[] = {{1ull << 30, "GiB"}, {1ull << 20, "MiB"}, {1ull << 10, "KiB"}};
-    for (auto [unit, name] : units)
-        if (b >= unit && b % unit == 0) return std::to_string(b / unit) + " " + name;
-    return std::to_string(b) + " B";
-}
-
-// JSON has no infinity: a hopeless link (E[T_SR] unbounded) prints null.
-std::string json_num(double v)
-{
-    if (!std::isfinite(v)) return "null";
-    char b[32];
-    std::snprintf(b, sizeof b, "%.17g", v);
-    return b;
-}
-
-void print_json(const Params& P, const Result& r)
-{
-    std::printf("{\"size_bytes\":%llu,\"chunk_bytes\":%u,\"mtu\":%u,\"bw_gbps\":%s,\"rtt_ms\":%s,\"drop\":%s,"
-                "\"rto_rtts\":%s,\"k\":%u,\"m\":%u,\"beta\":%s,\"header_bytes\":%s,\"packet_memory\":%s,\"chunks\":%llu,"
-                "\"packets_per_chunk\":%u,\"t_inj_us\":%s,\"p_chunk\":%s,\"sr_exact\":%s,\"e_t_sr_ms\":%s,"
-                "\"e_t_sr_nack_ms\":%s,\"p_mds\":%s,\"p_xor\":%s,\"p_fallback\":%s,\"p_fallback_mds\":%s,"
-                "\"p_fallback_xor\":%s,\"e_t_ec_ms\":%s,\"e_t_ec_mds_ms\":%s,\"e_t_ec_xor_ms\":%s,\"ideal_ms\":%s,"
-                "\"ideal_ec_ms\":%s,\"sr_ec_ratio\":%s}\n",
-                (unsigned long long)P.size_bytes, P.chunk_bytes, P.mtu, json_num(P.bw_gbps).c_str(),
-                json_num(P.rtt_ms).c_str(), json_num(P.drop).c_str(), json_num(P.rto_rtts).c_str(), P.k, P.m,
-                json_num(P.beta).c_str(), json_num(P.header_bytes).c_str(), P.packet_memory ? "true" : "false",
-                (unsigned long long)r.chunks,
-                packets_per_chunk(P), json_num(r.t_inj_us).c_str(), json_num(r.p_chunk).c_str(),
-                r.sr_exact ? "true" : "false", json_num(r.e_t_sr_ms).c_str(), json_num(r.e_t_sr_nack_ms).c_str(),
-                json_num(r.p_mds).c_str(), json_num(r.p_xor).c_str(), json_num(r.p_fallback_mds).c_str(),
-                json_num(r.p_fallback_mds).c_str(), json_num(r.p_fallback_xor).c_str(),
-                json_num(r.e_t_ec_mds_ms).c_str(), json_num(r.e_t_ec_mds_ms).c_str(),
-                json_num(r.e_t_ec_xor_ms).c_str(), json_num(r.ideal_ms).c_str(), json_num(r.ideal_ec_ms).c_str(),
-                json_num(r.e_t_sr_ms / r.e_t_ec_mds_ms).c_str());
+    Json j;
+    j["size_bytes"] = P.size_bytes;
+    j["chunk_bytes"] = P.chunk_bytes;
+    j["mtu"] = P.mtu;
+    j["bw_gbps"] = json_real(P.bw_gbps);
+    j["rtt_ms"] = json_real(P.rtt_ms);
+    j["drop"] = json_real(P.drop);
+    j["rto_rtts"] = json_real(P.rto_rtts);
+    j["k"] = P.k;
+    j["m"] = P.m;
+    j["beta"] = json_real(P.beta);
+    j["header_bytes"] = json_real(P.header_bytes);
+    j["packet_memory"] = P.packet_memory;
+    j["chunks"] = r.chunks;
+    j["packets_per_chunk"] = packets_per_chunk(P);
+    j["t_inj_us"] = json_real(r.t_inj_us);
+    j["p_chunk"] = json_real(r.p_chunk);
+    j["sr_exact"] = r.sr_exact;
+    j["e_t_sr_ms"] = json_real(r.e_t_sr_ms);
+    j["e_t_sr_nack_ms"] = json_real(r.e_t_sr_nack_ms);
+    j["p_mds"] = json_real(r.p_mds);
+    j["p_xor"] = json_real(r.p_xor);
+    j["p_fallback"] = json_real(r.p_fallback_mds);
+    j["p_fallback_mds"] = json_real(r.p_fallback_mds);
+    j["p_fallback_xor"] = json_real(r.p_fallback_xor);
+    j["e_t_ec_ms"] = json_real(r.e_t_ec_mds_ms);
+    j["e_t_ec_mds_ms"] = json_real(r.e_t_ec_mds_ms);
+    j["e_t_ec_xor_ms"] = json_real(r.e_t_ec_xor_ms);
+    j["ideal_ms"] = json_real(r.ideal_ms);
+    j["ideal_ec_ms"] = json_real(r.ideal_ec_ms);
+    j["sr_ec_ratio"] = json_real(r.e_t_sr_ms / r.e_t_ec_mds_ms);
+    print_json(j);
 }
 
 // "4.19x", or "n/a" where a hopeless link makes both sides infinite.
@@ -178,7 +127,7 @@ void print_table(const Params& P, const Result& r)
     };
     std::printf("sdr-model: %s in %llu chunks of %s (%u packets of %u B) | %g Gbit/s, RTT %g ms, packet drop %g"
                 " (chunk drop %.3g) | SR RTO %g RTT | EC k=%u m=%u, fallback after %g RTT | T_INJ %.3f us\n",
-                bytes_text(P.size_bytes).c_str(), (unsigned long long)r.chunks, bytes_text(P.chunk_bytes).c_str(),
+                size_text(P.size_bytes).c_str(), (unsigned long long)r.chunks, size_text(P.chunk_bytes).c_str(),
                 packets_per_chunk(P), P.mtu, P.bw_gbps, P.rtt_ms, P.drop, r.p_chunk, P.rto_rtts, P.k, P.m, P.beta,
                 r.t_inj_us);
     std::printf("%-16s %16s   %s\n", "quantity", "value", "note");
@@ -209,7 +158,7 @@ int main(int argc, char** argv)
     bool json = false;
     Params P = parse(argc, argv, &json);
     Result r = evaluate(P);
-    if (json) print_json(P, r);
+    if (json) print(P, r);
     else print_table(P, r);
     return 0;
 }

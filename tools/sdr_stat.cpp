@@ -1,6 +1,8 @@
 // sdr-stat: prints the counters a libsdr process dumps (SDR_STATS_FILE, sdr_stats.h) in the
 // style of `rdma statistic`: one line per device and group, "name value" pairs. With -i it
 // prints again every interval, each value followed by its rate since the previous print.
+#include "common/options.hpp"
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -14,16 +16,6 @@
 #include <vector>
 
 namespace {
-
-void usage(FILE* f)
-{
-    std::fprintf(f,
-                 "usage: sdr-stat [-i SECONDS] [-z] FILE\n"
-                 "  FILE           what a process started with SDR_STATS_FILE=FILE writes (refreshed every\n"
-                 "                 SDR_STATS_INTERVAL_MS on raw:/xdp: devices, and when a context closes)\n"
-                 "  -i SECONDS     print again every SECONDS, with per-second rates (Ctrl-C ends)\n"
-                 "  -z             also print counters that are 0\n");
-}
 
 struct Device {
     std::string name;
@@ -102,31 +94,15 @@ int main(int argc, char** argv)
     double every = 0;
     bool zeros = false;
     std::string path;
-    for (int i = 1; i < argc; i++) {
-        std::string a = argv[i];
-        if (a == "-h" || a == "--help") {
-            usage(stdout);
-            return 0;
-        }
-        if (a == "-z") {
-            zeros = true;
-        } else if (a == "-i" && i + 1 < argc) {
-            every = std::atof(argv[++i]);
-            if (!(every > 0)) {
-                std::fprintf(stderr, "sdr-stat: -i needs a positive number of seconds\n");
-                return 2;
-            }
-        } else if (a[0] != '-' && path.empty()) {
-            path = a;
-        } else {
-            usage(stderr);
-            return 2;
-        }
-    }
-    if (path.empty()) {
-        usage(stderr);
-        return 2;
-    }
+    sdr::tools::ToolApp app("sdr-stat", "Prints the counters of a libsdr process, rdma statistic style.");
+    app.add_option("FILE", path,
+                   "what a process started with SDR_STATS_FILE=FILE writes (refreshed every SDR_STATS_INTERVAL_MS on "
+                   "raw:/xdp: devices, and when a context closes)")
+        ->required();
+    sdr::tools::add_real(app, "-i", &every, 0, 1e9, "print again every SECONDS, with per-second rates (Ctrl-C ends)", true)
+        ->type_name("SECONDS");
+    app.add_flag("-z", zeros, "also print counters that are 0");
+    sdr::tools::parse_or_exit(app, argc, argv, 2);
     std::vector<Device> devs;
     std::string pid;
     if (!read_file(path, &devs, &pid)) {

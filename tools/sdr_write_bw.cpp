@@ -4,6 +4,9 @@
 // grants clear-to-send credits as it posts receives; the client streams messages into them.
 // Both report: the client what it sent (Gbit/s, packets/s, messages/s), the server what
 // arrived (goodput of complete chunks, chunks lost).
+#include "common/json.hpp"
+#include "common/options.hpp"
+
 #include <sdr.h>
 #include <sdr/host/inspect.hpp>
 #include <sdr_mr.h>
@@ -23,6 +26,7 @@
 #include <deque>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace {
@@ -36,12 +40,14 @@ struct Options {
     int settle_ms = -1;  // -1: 20 ms + twice the added delay
     int app_core = -1;
     bool json = false, verify = false;
+    bool all_sizes = false;      // -a
+    double rate_limit_gbps = 0;  // pacing of this side's QP (sdr_qp_attr::rate_limit); 0: line rate
 };
 
 // What the client tells the server (little-endian on the wire; both ends are this program).
 struct RunParams {
     uint32_t magic = 0x53445257;  // "SDRW"
-    uint32_t version = 1;
+    uint32_t version = 2;         // 2: a connection may carry several runs (-a)
     uint64_t size;
     uint32_t iters, warmup, in_flight, mtu, chunk, channels;
 };
@@ -69,98 +75,56 @@ struct Result {
 }
 [[noreturn]] void die_sdr(const std::string& what) { die(what + ": " + sdr_last_error()); }
 
-void usage(FILE* f)
-{
-    std::fprintf(f,
-                 "usage: sdr_write_bw -d DEVICE [options] [SERVER_ADDRESS]   (without an address: the server)\n"
-                 "  -d, --device NAME     raw:IFNAME (AF_PACKET) or xdp:IFNAME (AF_XDP)\n"
-                 "  -p, --port N          TCP bootstrap port (18515)\n"
-                 "  -s, --size BYTES      message size, K/M suffixes (1M)           [client sets these]\n"
-                 "  -n, --iters N         measured messages (1000)\n"
-                 "  -w, --warmup N        messages before measuring (100)\n"
-                 "  -q, --in-flight N     messages in flight, 1..1024 (8)\n"
-                 "  -m, --mtu BYTES       256..4096 (4096)\n"
-                 "      --chunk BYTES     bitmap chunk size, >= MTU (64K)\n"
-                 "  -c, --channels N      channels = emulated DPA workers, 1..16 (4)\n"
-                 "      --loss P, --burst GB,BG[,LB], --reorder P,US, --dup P, --delay-ms D, --rate-gbps G,\n"
-                 "      --seed N          impairments of what THIS side sends (SDR_RT_*)\n"
-                 "      --pcap FILE, --snaplen N  capture this NIC's frames (data cut at N bytes; 0 whole);\n"
-                 "                        FILE.pcapng also records what the impairments dropped\n"
-                 "      --core N, --busy-poll     pin / never sleep the NIC's polling thread\n"
-                 "      --workers N, --worker-cores LIST  DPA workers on N dedicated threads (0: inline)\n"
-                 "      --app-core N      pin this program's own threads (and unpinned workers) to core N,\n"
-                 "                        keeping them off the polling thread's core\n"
-                 "      --xdp-mode auto|native|generic  how xdp: attaches its program\n"
-                 "      --timeout-ms T    bootstrap timeout (10000)\n"
-                 "      --settle-ms T     server: how long a message the client reported sent still waits\n"
-                 "                        for its packets (20 + 2 x SDR_RT_DELAY_MS)\n"
-                 "      --json            one JSON object instead of the table\n"
-                 "      --verify          server: check every complete chunk's bytes (costs CPU)\n");
-}
-
-uint64_t parse_size(const std::string& opt, const char* s)
-{
-    char* end;
-    double v = std::strtod(s, &end);
-    std::string suf = end;
-    double mul = suf.empty() ? 1 : (suf == "K" || suf == "KiB") ? 1024.0 : (suf == "M" || suf == "MiB") ? 1048576.0
-                                 : (suf == "G" || suf == "GiB") ? 1073741824.0 : -1;
-    if (end == s || mul < 0 || !(v >= 0)) die(opt + ": bad size '" + s + "' (e.g. 4096, 64K, 1M)");
-    return static_cast<uint64_t>(v * mul);
-}
-
 Options parse(int argc, char** argv)
 {
+    using namespace sdr::tools;
     Options o;
-    static const std::pair<const char*, const char*> env_opts[] = {
-        {"--loss", "SDR_RT_LOSS"},       {"--burst", "SDR_RT_BURST"}, {"--reorder", "SDR_RT_REORDER"},
-        {"--dup", "SDR_RT_DUP"},         {"--delay-ms", "SDR_RT_DELAY_MS"}, {"--rate-gbps", "SDR_RT_RATE_GBPS"},
-        {"--seed", "SDR_RT_SEED"},       {"--pcap", "SDR_RT_PCAP"},   {"--snaplen", "SDR_RT_SNAPLEN"},
-        {"--core", "SDR_RT_CORE"},       {"--workers", "SDR_RT_WORKER_THREADS"},
-        {"--worker-cores", "SDR_RT_WORKER_CORES"}, {"--xdp-mode", "SDR_RT_XDP_MODE"}};
-    for (int i = 1; i < argc; i++) {
-        std::string a = argv[i];
-        if (a == "-h" || a == "--help") {
-            usage(stdout);
-            std::exit(0);
-        }
-        if (a == "--json") { o.json = true; continue; }
-        if (a == "--verify") { o.verify = true; continue; }
-        if (a == "--busy-poll") { setenv("SDR_RT_BUSY_POLL", "1", 1); continue; }
-        if (a[0] != '-') {
-            if (!o.server.empty()) die("more than one server address given");
-            o.server = a;
-            continue;
-        }
-        if (i + 1 >= argc) die(a + " needs a value (see --help)");
-        const char* v = argv[++i];
-        bool env = false;
-        for (const auto& [opt, var] : env_opts)
-            if (a == opt) {
-                setenv(var, v, 1);  // the device reads its SDR_RT_* settings when it opens
-                env = true;
-            }
-        if (env) continue;
-        auto num = [&](uint64_t lo, uint64_t hi) {
-            uint64_t n = parse_size(a, v);
-            if (n < lo || n > hi) die(a + " must lie in " + std::to_string(lo) + ".." + std::to_string(hi));
-            return n;
-        };
-        if (a == "-d" || a == "--device") o.device = v;
-        else if (a == "-p" || a == "--port") o.port = static_cast<uint16_t>(num(1, 65535));
-        else if (a == "-s" || a == "--size") o.size = num(1, (1ull << 32) - 1);
-        else if (a == "-n" || a == "--iters") o.iters = static_cast<uint32_t>(num(1, 1u << 30));
-        else if (a == "-w" || a == "--warmup") o.warmup = static_cast<uint32_t>(num(0, 1u << 30));
-        else if (a == "-q" || a == "--in-flight") o.in_flight = static_cast<uint32_t>(num(1, 1024));
-        else if (a == "-m" || a == "--mtu") o.mtu = static_cast<uint32_t>(num(256, 4096));
-        else if (a == "--chunk") o.chunk = static_cast<uint32_t>(num(256, 1u << 30));
-        else if (a == "-c" || a == "--channels") o.channels = static_cast<uint32_t>(num(1, 16));
-        else if (a == "--timeout-ms") o.timeout_ms = static_cast<int>(num(1, 1u << 30));
-        else if (a == "--settle-ms") o.settle_ms = static_cast<int>(num(0, 1u << 30));
-        else if (a == "--app-core") o.app_core = static_cast<int>(num(0, CPU_SETSIZE - 1));
-        else die("unknown option " + a + " (see --help)");
-    }
-    if (o.device.empty()) die("-d DEVICE is required (raw:IFNAME or xdp:IFNAME; see --help)");
+    sdr::tools::ToolApp app("sdr_write_bw",
+                            "perftest-style bandwidth of SDR writes between two emulated NICs. Without a server address:\n"
+                            "the server. The client sets the run's parameters (size .. channels) for both.");
+    app.footer("BYTES take K/M/G (also KiB/MiB/GiB) suffixes, binary: 64K = 65536. A bad option exits 1.");
+    app.add_option("SERVER_ADDRESS", o.server, "the server to connect to (the client)");
+    app.add_option("-d,--device", o.device, "raw:IFNAME (AF_PACKET) or xdp:IFNAME (AF_XDP)")->type_name("NAME")->required();
+    add_count(app, "-p,--port", &o.port, 1, 65535, "TCP bootstrap port")->default_str("18515");
+    add_size(app, "-s,--size", &o.size, 1, (1ull << 32) - 1, "message size")->default_str("1M");
+    app.add_flag("-a,--all", o.all_sizes, "client: every size 2^k from 2 B to 8 MiB, one run each (one table row, one JSON object)");
+    add_count(app, "-n,--iters", &o.iters, 1, 1u << 30, "measured messages")->default_str("1000");
+    add_count(app, "-w,--warmup", &o.warmup, 0, 1u << 30, "messages before measuring")->default_str("100");
+    add_count(app, "-q,--in-flight", &o.in_flight, 1, 1024, "messages in flight")->default_str("8");
+    add_size(app, "-m,--mtu", &o.mtu, 256, 4096, "payload per packet, a power of two")->default_str("4096");
+    add_size(app, "--chunk", &o.chunk, 256, 1u << 30, "bitmap chunk size, a power of two >= MTU")->default_str("64K");
+    add_count(app, "-c,--channels", &o.channels, 1, 16, "channels = emulated DPA workers")->default_str("4");
+    add_real(app, "--rate_limit", &o.rate_limit_gbps, 0, 4294,
+             "pace this side's QP to G Gbit/s (the QP's rate_limit attribute, as perftest's --rate_limit; 0: line rate)")
+        ->type_name("G")
+        ->default_str("0");
+    // Settings the device reads from its SDR_RT_* environment when it opens.
+    static const std::tuple<const char*, const char*, const char*, const char*> env_opts[] = {
+        {"--loss", "SDR_RT_LOSS", "P", "i.i.d. loss of what this side sends"},
+        {"--burst", "SDR_RT_BURST", "GB,BG[,LB]", "Gilbert-Elliott burst loss of what this side sends"},
+        {"--reorder", "SDR_RT_REORDER", "P,US", "delay a share P of frames by US microseconds"},
+        {"--dup", "SDR_RT_DUP", "P", "duplicate a share P of frames"},
+        {"--delay-ms", "SDR_RT_DELAY_MS", "D", "added one-way delay"},
+        {"--rate-gbps", "SDR_RT_RATE_GBPS", "G", "shape what this side sends to G Gbit/s"},
+        {"--seed", "SDR_RT_SEED", "N", "the impairments' random seed"},
+        {"--pcap", "SDR_RT_PCAP", "FILE", "capture this NIC's frames; FILE.pcapng also records what the impairments dropped"},
+        {"--snaplen", "SDR_RT_SNAPLEN", "N", "bytes kept of each data frame (0: whole frames)"},
+        {"--core", "SDR_RT_CORE", "N", "pin the NIC's polling thread to core N"},
+        {"--workers", "SDR_RT_WORKER_THREADS", "N", "DPA workers on N dedicated threads (0: inline)"},
+        {"--worker-cores", "SDR_RT_WORKER_CORES", "LIST", "the workers' cores"},
+        {"--xdp-mode", "SDR_RT_XDP_MODE", "auto|native|generic", "how xdp: attaches its program"}};
+    for (const auto& [opt, var, type, help] : env_opts)
+        app.add_option_function<std::string>(opt, [var = var](const std::string& v) { setenv(var, v.c_str(), 1); }, help)
+            ->type_name(type);
+    app.add_flag_callback("--busy-poll", [] { setenv("SDR_RT_BUSY_POLL", "1", 1); }, "never sleep the NIC's polling thread");
+    add_count(app, "--app-core", &o.app_core, 0, CPU_SETSIZE - 1,
+              "pin this program's own threads (and unpinned workers) to core N, keeping them off the polling thread's core");
+    add_count(app, "--timeout-ms", &o.timeout_ms, 1, 1u << 30, "bootstrap timeout")->default_str("10000");
+    add_count(app, "--settle-ms", &o.settle_ms, 0, 1u << 30,
+              "server: how long a message the client reported sent still waits for its packets (20 + 2 x SDR_RT_DELAY_MS)");
+    app.add_flag("--json", o.json, "one JSON object instead of the table");
+    app.add_flag("--verify", o.verify, "server: check every complete chunk's bytes (costs CPU)");
+    parse_or_exit(app, argc, argv, 1);
     return o;
 }
 
@@ -191,7 +155,8 @@ struct Side {
         slots = 1u << log2_ceil(rp.in_flight);
         uint32_t slot_log = std::max(log2_ceil(rp.size), log2_ceil(rp.chunk));
         attr = sdr_qp_attr{log2_ceil(rp.chunk), slot_log + log2_ceil(slots), log2_ceil(slots),
-                           static_cast<sdr_mtu>(log2_ceil(rp.mtu) - 6), 1, 1, 0};
+                           static_cast<sdr_mtu>(log2_ceil(rp.mtu) - 6), 1, 1,
+                           static_cast<uint32_t>(std::llround(o.rate_limit_gbps * 1000))};
         if (!(qp = sdr_qp_create(ctx, &attr))) die_sdr("sdr_qp_create");
     }
     void connect(sdr_oob* oob, int timeout_ms)
@@ -288,8 +253,8 @@ void await_accounting(sdr_context* ctx, sdr_oob* oob, uint32_t total, uint32_t* 
 
 // What the NIC counted: frames, CQEs, bytes placed, control datagrams, the kernel's drops, and
 // every frame the NIC dropped, by reason (hostile frames show up here), then every non-zero
-// counter as sdr-stat prints it. Text, or the members of a JSON object ("counters" holds all).
-std::string nic_report(sdr_context* ctx, bool json)
+// counter as sdr-stat prints it.
+std::string nic_report(sdr_context* ctx)
 {
     const auto all = nic_counters(ctx);
     auto get = [&](const std::string& name) { return counter(all, name); };
@@ -297,28 +262,40 @@ std::string nic_report(sdr_context* ctx, bool json)
     const std::string drop_prefix = "port.rx_drop.";
     std::string drops, counters, kernel;
     for (const auto& [k, v] : all) {
-        if (json) counters += std::string(counters.empty() ? "" : ",") + "\"" + k + "\":" + n(v);
-        else if (v) counters += "\n  " + k + " " + n(v);
-        if (k.rfind(drop_prefix, 0) == 0) {
-            const std::string why = k.substr(drop_prefix.size());
-            if (json) drops += std::string(drops.empty() ? "" : ",") + "\"" + why + "\":" + n(v);
-            else if (v) drops += std::string(drops.empty() ? "" : ", ") + why + " " + n(v);
-        }
-        if (!json && v && k.rfind("kernel.", 0) == 0 && k.find("drop") == std::string::npos &&
+        if (!v) continue;
+        counters += "\n  " + k + " " + n(v);
+        if (k.rfind(drop_prefix, 0) == 0) drops += std::string(drops.empty() ? "" : ", ") + k.substr(drop_prefix.size()) + " " + n(v);
+        if (k.rfind("kernel.", 0) == 0 && k.find("drop") == std::string::npos &&
             (k.find("full") != std::string::npos || k.find("empty") != std::string::npos || k.find("invalid") != std::string::npos ||
              k.find("oversize") != std::string::npos || k.find("freezes") != std::string::npos))
             kernel += std::string(kernel.empty() ? "" : ", ") + k.substr(7) + " " + n(v);
     }
-    if (json)
-        return "\"rx_frames\":" + n(get("port.rx_frames")) + ",\"rx_cqes\":" + n(get("port.rx_cqes")) +
-               ",\"rx_placed_bytes\":" + n(get("port.rx_placed_bytes")) + ",\"rx_ctrl\":" + n(get("port.rx_ctrl")) +
-               ",\"rx_kernel_drops\":" + n(get("kernel.rx_dropped")) + ",\"rx_drops_total\":" +
-               n(get("port.rx_drops_total")) + ",\"rx_drops\":{" + drops + "},\"counters\":{" + counters + "}";
     return "NIC: " + n(get("port.rx_frames")) + " frames received, " + n(get("port.rx_cqes")) + " CQEs, " +
            n(get("port.rx_placed_bytes")) + " B placed, " + n(get("port.rx_ctrl")) + " control datagrams, " +
            n(get("kernel.rx_dropped")) + " dropped by the kernel" + (kernel.empty() ? "" : " (" + kernel + ")") + "; " +
            n(get("port.rx_drops_total")) + " dropped by the NIC" + (drops.empty() ? "" : " (" + drops + ")") +
            "\ncounters (sdr-stat names):" + counters;
+}
+
+// The same in JSON: the members rx_frames .. rx_drops_total, the object rx_drops (every drop
+// reason, zeros included) and the object counters (every counter).
+void nic_report(sdr_context* ctx, sdr::tools::Json* j)
+{
+    const auto all = nic_counters(ctx);
+    const std::string drop_prefix = "port.rx_drop.";
+    sdr::tools::Json drops = sdr::tools::Json::object(), counters = sdr::tools::Json::object();
+    for (const auto& [k, v] : all) {
+        counters[k] = v;
+        if (k.rfind(drop_prefix, 0) == 0) drops[k.substr(drop_prefix.size())] = v;
+    }
+    (*j)["rx_frames"] = counter(all, "port.rx_frames");
+    (*j)["rx_cqes"] = counter(all, "port.rx_cqes");
+    (*j)["rx_placed_bytes"] = counter(all, "port.rx_placed_bytes");
+    (*j)["rx_ctrl"] = counter(all, "port.rx_ctrl");
+    (*j)["rx_kernel_drops"] = counter(all, "kernel.rx_dropped");
+    (*j)["rx_drops_total"] = counter(all, "port.rx_drops_total");
+    (*j)["rx_drops"] = std::move(drops);
+    (*j)["counters"] = std::move(counters);
 }
 
 // Corrupt chunks among the complete ones (`bits`, the bitmap read before sdr_recv_complete) of
@@ -341,14 +318,12 @@ uint64_t verify(const std::vector<uint8_t>& bits, uint8_t* msg, const RunParams&
     return bad;
 }
 
-int run_server(const Options& o)
+bool valid(const RunParams& rp) { return rp.magic == RunParams{}.magic && rp.version == RunParams{}.version; }
+
+// One run the client asked for: receives into fresh slots, grants credit, reports.
+void serve(const Options& o, sdr_oob* oob, const RunParams& rp)
 {
-    sdr_oob* oob = sdr_oob_listen(nullptr, o.port, o.timeout_ms);
-    if (!oob) die_sdr("waiting for a client");
     std::vector<uint8_t> m;
-    RunParams rp;
-    if (!oob_poll(oob, &m, o.timeout_ms) || !take(m, &rp) || rp.magic != RunParams{}.magic || rp.version != 1)
-        die("the client did not send this program's run parameters");
     Side s;
     s.open(o, rp);
     s.connect(oob, o.timeout_ms);
@@ -442,34 +417,65 @@ int run_server(const Options& o)
     r.bytes_received = bytes_received;
     r.seconds = last_done - first_arrival;
     if (sdr_oob_send(oob, &r, sizeof r) != SDR_SUCCESS) die_sdr("sending the result");
-    // The client may see its last local completions after we saw the data land, and still
-    // report progress: read until it hangs up, so it never writes into a closed connection.
-    uint8_t drain[256];
-    for (size_t len; sdr_oob_recv(oob, drain, sizeof drain, &len, o.timeout_ms) == SDR_SUCCESS;) {}
     double gbps = r.bytes_received * 8.0 / r.seconds / 1e9;
-    if (o.json)
-        std::printf("{\"role\":\"server\",\"device\":\"%s\",\"size\":%llu,\"iters\":%u,\"warmup\":%u,\"goodput_gbps\":%.3f,"
-                    "\"chunks_expected\":%llu,\"chunks_received\":%llu,\"corrupt_chunks\":%s,\"seconds\":%.6f,%s}\n",
-                    o.device.c_str(), (unsigned long long)rp.size, rp.iters, rp.warmup, gbps,
-                    (unsigned long long)r.chunks_expected, (unsigned long long)r.chunks_received,
-                    o.verify ? std::to_string(corrupt_chunks).c_str() : "null", r.seconds, nic_report(s.ctx, true).c_str());
+    if (o.json) {
+        sdr::tools::Json j{{"role", "server"},
+                           {"device", o.device},
+                           {"size", rp.size},
+                           {"iters", rp.iters},
+                           {"warmup", rp.warmup},
+                           {"goodput_gbps", sdr::tools::json_real(gbps)},
+                           {"chunks_expected", r.chunks_expected},
+                           {"chunks_received", r.chunks_received},
+                           {"corrupt_chunks", o.verify ? sdr::tools::Json(corrupt_chunks) : sdr::tools::Json(nullptr)},
+                           {"seconds", r.seconds}};
+        nic_report(s.ctx, &j);
+        sdr::tools::print_json(j);
+    }
     else
         std::printf("received %llu of %llu chunks (%.4f %% lost) in %.3f s: goodput %.2f Gbit/s\n%s\n",
                     (unsigned long long)r.chunks_received, (unsigned long long)r.chunks_expected,
                     100.0 * (r.chunks_expected - r.chunks_received) / r.chunks_expected, r.seconds, gbps,
-                    nic_report(s.ctx, false).c_str());
+                    nic_report(s.ctx).c_str());
     if (o.verify && !o.json) std::printf("verified every complete chunk: %llu corrupt\n", (unsigned long long)corrupt_chunks);
+    std::fflush(stdout);
     sdr_mr_dereg(mr);
+}
+
+// After a result: the client may see its last local completions after we saw the data land and
+// still report progress; those reports are read and dropped until the next run's parameters
+// arrive (true, -a) or the client hangs up (false), so it never writes into a closed connection.
+bool next_run(sdr_oob* oob, RunParams* rp, int timeout_ms)
+{
+    uint8_t b[256];
+    for (size_t len; sdr_oob_recv(oob, b, sizeof b, &len, timeout_ms) == SDR_SUCCESS;)
+        if (len == sizeof *rp) {
+            std::memcpy(rp, b, sizeof *rp);
+            if (!valid(*rp)) die("the client sent run parameters of another version of this program");
+            return true;
+        }
+    return false;
+}
+
+int run_server(const Options& o)
+{
+    sdr_oob* oob = sdr_oob_listen(nullptr, o.port, o.timeout_ms);
+    if (!oob) die_sdr("waiting for a client");
+    std::vector<uint8_t> m;
+    RunParams rp;
+    if (!oob_poll(oob, &m, o.timeout_ms) || !take(m, &rp) || !valid(rp))
+        die("the client did not send this program's run parameters");
+    do serve(o, oob, rp);
+    while (next_run(oob, &rp, o.timeout_ms));
     sdr_oob_close(oob);
     return 0;
 }
 
-int run_client(const Options& o)
+// One run of `size`-byte messages; `first` and `last` of the sizes of -a (both for one size).
+void client_run(const Options& o, sdr_oob* oob, uint64_t size, bool first, bool last)
 {
-    sdr_oob* oob = sdr_oob_connect(o.server.c_str(), o.port, o.timeout_ms);
-    if (!oob) die_sdr("connecting to the server");
     RunParams rp;
-    rp.size = o.size;
+    rp.size = size;
     rp.iters = o.iters;
     rp.warmup = o.warmup;
     rp.in_flight = o.in_flight;
@@ -480,7 +486,7 @@ int run_client(const Options& o)
     Side s;
     s.open(o, rp);
     s.connect(oob, o.timeout_ms);
-    print_header(o, rp, s, "client");
+    if (first) print_header(o, rp, s, "client");
     std::vector<uint8_t> src(rp.size);
     for (size_t i = 0; i < src.size(); i++) src[i] = pattern(i);
     sdr_mr* mr = sdr_mr_reg(s.ctx, src.data(), src.size(), SDR_ACCESS_REMOTE_WRITE);
@@ -540,20 +546,48 @@ int run_client(const Options& o)
     double lost = 100.0 * double(r.chunks_expected - r.chunks_received) / double(r.chunks_expected);
     const auto* rt = sdr::host::rt_of(s.ctx);
     if (o.json) {
-        std::printf("{\"role\":\"client\",\"device\":\"%s\",\"port_mode\":\"%s\",\"size\":%llu,\"mtu\":%u,\"chunk\":%u,"
-                    "\"channels\":%u,\"in_flight\":%u,\"iters\":%u,\"tx_gbps\":%.3f,\"tx_mpps\":%.4f,\"msgs_per_s\":%.1f,"
-                    "\"goodput_gbps\":%.3f,\"chunk_loss_pct\":%.5f,\"seconds\":%.6f,%s}\n",
-                    o.device.c_str(), rt ? rt->port_info().mode.c_str() : "simulator", (unsigned long long)rp.size,
-                    rp.mtu, rp.chunk, rp.channels, rp.in_flight, rp.iters, gbps, mpps, mps, good, lost, secs,
-                    nic_report(s.ctx, true).c_str());
+        sdr::tools::Json j{{"role", "client"},
+                           {"device", o.device},
+                           {"port_mode", rt ? rt->port_info().mode : "simulator"},
+                           {"size", rp.size},
+                           {"mtu", rp.mtu},
+                           {"chunk", rp.chunk},
+                           {"channels", rp.channels},
+                           {"in_flight", rp.in_flight},
+                           {"iters", rp.iters},
+                           {"rate_limit_gbps", o.rate_limit_gbps},
+                           {"tx_gbps", sdr::tools::json_real(gbps)},
+                           {"tx_mpps", sdr::tools::json_real(mpps)},
+                           {"msgs_per_s", sdr::tools::json_real(mps)},
+                           {"goodput_gbps", sdr::tools::json_real(good)},
+                           {"chunk_loss_pct", sdr::tools::json_real(lost)},
+                           {"seconds", secs}};
+        nic_report(s.ctx, &j);
+        sdr::tools::print_json(j);
     } else {
-        std::printf(" %12s %10s %12s %10s %12s %16s %12s\n", "bytes", "iterations", "Gbit/s sent", "Mpps", "msgs/s",
-                    "goodput Gbit/s", "chunks lost");
+        if (first)
+            std::printf(" %12s %10s %12s %10s %12s %16s %12s\n", "bytes", "iterations", "Gbit/s sent", "Mpps", "msgs/s",
+                        "goodput Gbit/s", "chunks lost");
         std::printf(" %12llu %10u %12.2f %10.3f %12.0f %16.2f %11.4f%%\n", (unsigned long long)rp.size, rp.iters, gbps,
                     mpps, mps, good, lost);
-        std::printf("%s\n", nic_report(s.ctx, false).c_str());
+        if (last) std::printf("%s\n", nic_report(s.ctx).c_str());
     }
+    std::fflush(stdout);
     sdr_mr_dereg(mr);
+}
+
+int run_client(const Options& o)
+{
+    sdr_oob* oob = sdr_oob_connect(o.server.c_str(), o.port, o.timeout_ms);
+    if (!oob) die_sdr("connecting to the server");
+    // -a: every power of two from 2 B to 8 MiB, as perftest's -a; each size a run of its own
+    // (fresh contexts and QPs shaped by it) on the same bootstrap connection.
+    std::vector<uint64_t> sizes;
+    if (o.all_sizes)
+        for (uint64_t b = 2; b <= (8u << 20); b *= 2) sizes.push_back(b);
+    else
+        sizes.push_back(o.size);
+    for (size_t i = 0; i < sizes.size(); i++) client_run(o, oob, sizes[i], i == 0, i + 1 == sizes.size());
     sdr_oob_close(oob);
     return 0;
 }

@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
-# Build a program against the installed SDR (sdr.pc) the way an application would, and run it.
+# check_install.sh PREFIX: the install tree works from outside the build tree, wherever it is:
+# - a C program built with pkg-config sdr runs;
+# - the installed programs run with no environment at all (their RPATH is $ORIGIN-relative),
+#   also after the whole prefix moved elsewhere;
+# - find_package(sdr) from a small CMake project gives sdr::sdr, whose program runs;
+# - man -l renders every installed page without a warning;
+# - the Wireshark dissector loads in tshark.
 set -euo pipefail
-prefix=$1
+prefix=$(cd "$1" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cat > "$work/app.c" <<'C'
@@ -27,6 +33,50 @@ C
 cc -std=c11 -Wall -Werror "$work/app.c" -o "$work/app" $(pkg-config --cflags --libs sdr)
 LD_LIBRARY_PATH="$prefix/lib:$prefix/lib/x86_64-linux-gnu" "$work/app"
 echo "install check: a C program built with pkg-config sdr runs"
+
+# No LD_LIBRARY_PATH, no PATH, nothing: the programs find libsdr through $ORIGIN.
+for p in sdr-model sdr_demo sdr_write_bw sdr_sweep sdr-pcap sdr-stat; do
+    env -i "$prefix/bin/$p" --help >/dev/null || { echo "install check: $prefix/bin/$p --help fails with no environment" >&2; exit 1; }
+done
+env -i "$prefix/bin/sdr-model" --size 1M --json | grep -q '"size_bytes":1048576' ||
+    { echo "install check: sdr-model from the prefix computes nothing" >&2; exit 1; }
+cp -a "$prefix" "$work/moved"
+env -i "$work/moved/bin/sdr_demo" --size 64K --rtt-ms 1 --loss 0 --scheme sr --pcap '' | grep -q "delivered byte-exact" ||
+    { echo "install check: sdr_demo does not run from a moved prefix" >&2; exit 1; }
+echo "install check: the programs run with no environment, also from a moved prefix"
+
+# find_package(sdr): a CMake project links sdr::sdr and runs (from the moved prefix, too).
+mkdir -p "$work/cmake_app"
+cp "$work/app.c" "$work/cmake_app/app.c"
+cat > "$work/cmake_app/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.22)
+project(sdr_install_check C)
+find_package(sdr 0.1 REQUIRED)
+add_executable(app app.c)
+target_link_libraries(app PRIVATE sdr::sdr)
+CMAKE
+for p in "$prefix" "$work/moved"; do
+    rm -rf "$work/cmake_build"
+    cmake -S "$work/cmake_app" -B "$work/cmake_build" -DCMAKE_PREFIX_PATH="$p" >/dev/null
+    cmake --build "$work/cmake_build" >/dev/null
+    env -i "$work/cmake_build/app" || { echo "install check: the find_package(sdr) program from $p fails" >&2; exit 1; }
+done
+echo "install check: find_package(sdr) gives sdr::sdr, and its program runs"
+
+# Every man page renders; groff's warnings (bad requests, unknown escapes) fail the check.
+pages=$(find "$prefix/share/man" -type f | sort)
+[ "$(echo "$pages" | wc -l)" -ge 9 ] || { echo "install check: man pages missing: $pages" >&2; exit 1; }
+if command -v man >/dev/null; then
+    for page in $pages; do
+        err=$(MANWIDTH=80 man --warnings -l "$page" 2>&1 >/dev/null) || true
+        out=$(MANWIDTH=80 man -l "$page" 2>/dev/null)
+        if [ -n "$err" ] || ! grep -q "NAME" <<<"$out"; then
+            echo "install check: man -l $page: ${err:-renders nothing}" >&2
+            exit 1
+        fi
+    done
+    echo "install check: man -l renders $(echo "$pages" | wc -l) pages without a warning"
+fi
 
 # The Wireshark dissector is installed and loads where tshark is: an empty pcap read through it
 # with a filter on its fields (an unknown field or a Lua error fails).

@@ -1,6 +1,8 @@
 // sdr-pcap summary: frames -> SDR data messages and reliable messages (pcap_summary.hpp).
 #include "pcap_summary.hpp"
 
+#include "common/json.hpp"
+
 #include <sdr/emu/capture_notes.hpp>
 #include <sdr/emu/pcapng.hpp>
 #include <sdr/emu/wire.hpp>
@@ -316,25 +318,18 @@ void text_data(const DataMessage& d, FILE* f, const char* indent)
     std::fprintf(f, ", frames %.9f .. %.9f\n", sec(d.first_ns), sec(d.last_ns));
 }
 
-void json_string(FILE* f, const std::string& s)
+Json json_data(const DataMessage& d)
 {
-    std::fputc('"', f);
-    for (char c : s) {
-        if (c == '"' || c == '\\') std::fputc('\\', f);
-        if (static_cast<unsigned char>(c) < 0x20) std::fprintf(f, "\\u%04x", c);
-        else std::fputc(c, f);
-    }
-    std::fputc('"', f);
-}
-
-void json_data(const DataMessage& d, FILE* f)
-{
-    std::fprintf(f,
-                 "{\"msg_id\":%u,\"rkey\":%u,\"packets_sent\":%" PRIu64 ",\"lost\":%" PRIu64 ",\"lost_inferred\":%" PRIu64
-                 ",\"retransmitted\":%" PRIu64 ",\"retransmitted_chunks\":%" PRIu64 ",\"nic_dropped\":%" PRIu64
-                 ",\"first_ns\":%" PRIu64 ",\"last_ns\":%" PRIu64 "}",
-                 d.msg_id, d.rkey, d.packets_sent, d.lost, d.lost_inferred, d.retransmitted, d.retransmitted_chunks,
-                 d.nic_dropped, d.first_ns, d.last_ns);
+    return Json{{"msg_id", d.msg_id},
+                {"rkey", d.rkey},
+                {"packets_sent", d.packets_sent},
+                {"lost", d.lost},
+                {"lost_inferred", d.lost_inferred},
+                {"retransmitted", d.retransmitted},
+                {"retransmitted_chunks", d.retransmitted_chunks},
+                {"nic_dropped", d.nic_dropped},
+                {"first_ns", d.first_ns},
+                {"last_ns", d.last_ns}};
 }
 
 }  // namespace
@@ -385,62 +380,55 @@ void print_text(const Summary& s, FILE* f)
 
 void print_json(const Summary& s, FILE* f)
 {
-    std::fprintf(f, "{\"pcapng\":%s,\"frames\":%" PRIu64 ",\"link_dropped\":%" PRIu64 ",\"nic_dropped\":%" PRIu64
-                 ",\"injected\":%" PRIu64 ",\"causes\":{",
-                 s.pcapng ? "true" : "false", s.frames, s.link_dropped, s.nic_dropped, s.injected);
-    bool first = true;
-    for (const auto& [cause, n] : s.causes) {
-        if (!first) std::fputc(',', f);
-        first = false;
-        json_string(f, cause);
-        std::fprintf(f, ":%" PRIu64, n);
-    }
-    std::fprintf(f, "},\"messages\":[");
-    for (size_t i = 0; i < s.reliable.size(); i++) {
-        const ReliableMessage& r = s.reliable[i];
+    Json causes = Json::object();
+    for (const auto& [cause, n] : s.causes) causes[cause] = n;
+    Json messages = Json::array();
+    for (const ReliableMessage& r : s.reliable) {
         Totals t = totals(s, r);
-        std::fprintf(f, "%s{\"src\":\"%s\",\"dst\":\"%s\",\"seq\":%" PRIu64 ",\"receiver\":%u,\"code\":", i ? "," : "",
-                     ip_string(r.src_ip).c_str(), ip_string(r.dst_ip).c_str(), r.seq, r.receiver);
-        json_string(f, r.code);
-        std::fprintf(f,
-                     ",\"length\":%" PRIu64 ",\"packets_sent\":%" PRIu64 ",\"lost\":%" PRIu64 ",\"lost_inferred\":%" PRIu64
-                     ",\"retransmitted\":%" PRIu64 ",\"retransmitted_chunks\":%" PRIu64 ",\"nic_dropped\":%" PRIu64
-                     ",\"first_ns\":%" PRIu64 ",\"last_ns\":%" PRIu64 ",\"complete\":%s,\"failed\":%s",
-                     r.length, t.sent, t.lost, t.inferred, t.retrans, t.chunks, t.nic, r.first_ns, r.last_ns,
-                     r.final ? "true" : "false", r.failed ? "true" : "false");
-        if (r.final || r.failed) std::fprintf(f, ",\"final_ns\":%" PRIu64, r.final_ns);
-        if ((r.final || r.failed) && t.first != UINT64_MAX)
-            std::fprintf(f, ",\"completion_ns\":%" PRIu64, r.final_ns - t.first);
-        std::fprintf(f, ",\"sdr_messages\":[");
-        for (size_t j = 0; j < r.data.size(); j++) {
-            if (j) std::fputc(',', f);
-            json_data(s.data[r.data[j]], f);
-        }
-        std::fprintf(f, "],\"acks\":[");
-        for (size_t j = 0; j < r.acks.size(); j++) {
-            const AckRecord& a = r.acks[j];
-            std::fprintf(f, "%s{\"t_ns\":%" PRIu64 ",\"base\":%u,\"nbits\":%u,\"held\":\"%s\",\"holes\":\"%s\",\"final\":%s,"
-                         "\"failed\":%s,\"lost\":%s}",
-                         j ? "," : "", a.t_ns, a.base, a.nbits, a.held.c_str(), a.holes.c_str(), a.final ? "true" : "false",
-                         a.failed ? "true" : "false", a.lost ? "true" : "false");
-        }
-        std::fprintf(f, "],\"nacks\":[");
-        for (size_t j = 0; j < r.nacks.size(); j++)
-            std::fprintf(f, "%s{\"t_ns\":%" PRIu64 ",\"chunks\":\"%s\",\"lost\":%s}", j ? "," : "", r.nacks[j].t_ns,
-                         r.nacks[j].chunks.c_str(), r.nacks[j].lost ? "true" : "false");
-        std::fprintf(f, "],\"reqs\":%" PRIu64 ",\"aborts\":%" PRIu64 "}", r.reqs, r.aborts);
+        Json m{{"src", ip_string(r.src_ip)},
+               {"dst", ip_string(r.dst_ip)},
+               {"seq", r.seq},
+               {"receiver", r.receiver},
+               {"code", r.code},
+               {"length", r.length},
+               {"packets_sent", t.sent},
+               {"lost", t.lost},
+               {"lost_inferred", t.inferred},
+               {"retransmitted", t.retrans},
+               {"retransmitted_chunks", t.chunks},
+               {"nic_dropped", t.nic},
+               {"first_ns", r.first_ns},
+               {"last_ns", r.last_ns},
+               {"complete", r.final},
+               {"failed", r.failed}};
+        if (r.final || r.failed) m["final_ns"] = r.final_ns;
+        if ((r.final || r.failed) && t.first != UINT64_MAX) m["completion_ns"] = r.final_ns - t.first;
+        Json data = Json::array(), acks = Json::array(), nacks = Json::array();
+        for (size_t i : r.data) data.push_back(json_data(s.data[i]));
+        for (const AckRecord& a : r.acks)
+            acks.push_back(Json{{"t_ns", a.t_ns}, {"base", a.base}, {"nbits", a.nbits}, {"held", a.held}, {"holes", a.holes},
+                                {"final", a.final}, {"failed", a.failed}, {"lost", a.lost}});
+        for (const auto& n : r.nacks) nacks.push_back(Json{{"t_ns", n.t_ns}, {"chunks", n.chunks}, {"lost", n.lost}});
+        m["sdr_messages"] = std::move(data);
+        m["acks"] = std::move(acks);
+        m["nacks"] = std::move(nacks);
+        m["reqs"] = r.reqs;
+        m["aborts"] = r.aborts;
+        messages.push_back(std::move(m));
     }
-    std::fprintf(f, "],\"unattributed\":[");
-    first = true;
-    for (const auto& d : s.data) {
-        if (d.rel >= 0) continue;
-        std::fprintf(f, "%s{\"src\":\"%s\",\"dst\":\"%s\",\"message\":", first ? "" : ",", ip_string(d.src_ip).c_str(),
-                     ip_string(d.dst_ip).c_str());
-        json_data(d, f);
-        std::fputc('}', f);
-        first = false;
-    }
-    std::fprintf(f, "]}\n");
+    Json unattributed = Json::array();
+    for (const auto& d : s.data)
+        if (d.rel < 0)
+            unattributed.push_back(Json{{"src", ip_string(d.src_ip)}, {"dst", ip_string(d.dst_ip)}, {"message", json_data(d)}});
+    print_json(Json{{"pcapng", s.pcapng},
+                    {"frames", s.frames},
+                    {"link_dropped", s.link_dropped},
+                    {"nic_dropped", s.nic_dropped},
+                    {"injected", s.injected},
+                    {"causes", std::move(causes)},
+                    {"messages", std::move(messages)},
+                    {"unattributed", std::move(unattributed)}},
+               f);
 }
 
 }  // namespace sdr::tools

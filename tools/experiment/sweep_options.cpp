@@ -1,39 +1,18 @@
 #include "sweep_options.hpp"
 
+#include "common/options.hpp"
+
 #include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
-#include <set>
 #include <sstream>
-#include <stdexcept>
+#include <iterator>
 
 namespace sdr::exp {
 
 namespace {
-
-struct Bad : std::runtime_error {
-    using std::runtime_error::runtime_error;
-};
-
-uint64_t parse_size(const std::string& s)
-{
-    char* end;
-    double v = std::strtod(s.c_str(), &end);
-    std::string suf = end;
-    double mul = suf.empty() ? 1 : suf == "K" ? 1024.0 : suf == "M" ? 1048576.0 : suf == "G" ? 1073741824.0 : -1;
-    if (end == s.c_str() || mul < 0 || v <= 0) throw Bad("bad size '" + s + "' (e.g. 131072, 128K, 1G)");
-    return static_cast<uint64_t>(v * mul);
-}
-
-double parse_num(const std::string& opt, const std::string& s)
-{
-    char* end;
-    double v = std::strtod(s.c_str(), &end);
-    if (end == s.c_str() || *end) throw Bad(opt + " expects a number, got '" + s + "'");
-    return v;
-}
 
 std::pair<std::string, std::string> split(const std::string& s, char c)
 {
@@ -76,34 +55,86 @@ unsigned usable_cores()
     return static_cast<unsigned>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
 }
 
-const std::set<std::string> kRunOnly = {"--jobs", "--out", "--no-plots", "--plots", "--summary", "--no-progress", "--merge"};
+const char* const kRunOnly[] = {"--jobs", "--out", "--no-plots", "--plots", "--summary", "--no-progress", "--merge"};
+
+// What the command line says beside the options themselves.
+struct Given {
+    std::string only, sizes, drops, nodes, schemes, ar_schemes;
+    bool plots = false, no_plots = false, summary = false, no_progress = false;
+    std::string shard;
+};
+
+// "MIN:MAX" (or one value for both) through `parse`.
+template <class T, class Parse>
+void range(const std::string& opt, const std::string& v, T* lo, T* hi, Parse parse)
+{
+    auto [a, b] = split(v, ':');
+    *lo = static_cast<T>(parse(opt, a));
+    *hi = static_cast<T>(parse(opt, b));
+}
+
+void build(CLI::App& app, SweepOptions& o, Given& g)
+{
+    using namespace sdr::tools;
+    app.footer(
+        "messages: sizes double from MIN to MAX, per-packet drops log-spaced N per decade; per point and scheme\n"
+        "min(--samples, max(--min-samples, --bytes-per-point / size)) samples. allreduce: ring Allreduce of\n"
+        "--ar-bytes per node over MIN..MAX nodes at the same drops. Schemes: sr, sr-nack, ec-xor:k,m, ec-mds:k,m,\n"
+        "auto (the model-based choice). RTO = (1+alpha) RTT. BYTES take K/M/G (also KiB/MiB/GiB) suffixes,\n"
+        "binary: 128K = 131072.\n"
+        "--shard I/N runs shard I (0-based) of N: a share of the grid fixed by the grid and N alone, its CSV rows\n"
+        "and shard.txt in --out, no figures or summary unless --plots/--summary.\n"
+        "--merge DIR... joins the directories of all N shards of one grid into the CSVs, summary and figures an\n"
+        "unsharded run gives (wall_s aside), refusing a set that is incomplete or mixes grids.\n"
+        "dpa (only when asked for): the paper's BlueField-3 DPA figures predicted by the simulator's DPA and PCIe\n"
+        "cost model (SDR_SIM_DPA_* override its parameters): dpa.csv and dpa.svg/png.");
+    app.add_option("--only", g.only, "messages, allreduce or dpa (comma-separated)")->type_name("WHAT")
+        ->default_str("messages,allreduce");
+    app.add_option("--sizes", g.sizes, "message sizes, doubling from MIN to MAX (<= 4G)")->type_name("MIN:MAX")
+        ->default_str("128K:1G");
+    app.add_option("--drops", g.drops, "per-packet drop rates, 0 < MIN <= MAX < 1")->type_name("MIN:MAX")
+        ->default_str("1e-6:1e-2");
+    add_count(app, "--per-decade", &o.per_decade, 1, 1000, "drop rates per decade")->default_str("1");
+    app.add_option("--schemes", g.schemes, "the message schemes")->type_name("S,...")
+        ->default_str("sr,sr-nack,ec-xor:32,8,ec-mds:32,8,auto");
+    add_count(app, "--samples", &o.samples, 1, UINT32_MAX, "samples per point and scheme, at most")->default_str("1000");
+    add_count(app, "--min-samples", &o.min_samples, 0, UINT32_MAX, "samples per point and scheme, at least")
+        ->default_str("100");
+    add_size(app, "--bytes-per-point", &o.bytes_per_point, 1, UINT64_MAX, "bytes a point's samples of one scheme move")
+        ->default_str("128G");
+    app.add_option("--nodes", g.nodes, "Allreduce ring sizes, 2 <= MIN <= MAX <= 64")->type_name("MIN:MAX")
+        ->default_str("4:8");
+    add_size(app, "--ar-bytes", &o.ar_bytes, 1, UINT64_MAX, "Allreduce bytes per node")->default_str("64M");
+    add_count(app, "--ar-samples", &o.ar_samples, 1, UINT32_MAX, "Allreduce samples per point")->default_str("200");
+    app.add_option("--ar-schemes", g.ar_schemes, "the Allreduce schemes")->type_name("S,...")->default_str("sr,ec-mds:32,8");
+    add_real(app, "--bw-gbps", &o.link.bw_gbps, 0, 1e6, "link bandwidth, Gbit/s", true)->default_str("400");
+    add_real(app, "--rtt-ms", &o.link.rtt_ms, 0, 1e6, "round-trip time, ms", true)->default_str("25");
+    add_size(app, "--mtu", &o.link.mtu, 64, 4096, "payload per packet")->default_str("4096");
+    add_size(app, "--chunk", &o.link.chunk_bytes, 64, 1u << 31, "chunk size")->default_str("64K");
+    add_count(app, "--channels", &o.link.channels, 1, 16, "channels")->default_str("8");
+    add_real(app, "--alpha", &o.alpha, 0, 1e6, "RTO = (1 + alpha) RTT")->default_str("2");
+    add_count(app, "--seed", &o.seed, 0, UINT64_MAX, "the seed of every point's fabric")->default_str("1");
+    add_count(app, "--jobs", &o.jobs, 0, 4096, "worker processes (0: one per usable core)")->default_str("0");
+    app.add_option("--out", o.out, "output directory")->type_name("DIR")->default_str("sdr_sweep_out");
+    app.add_flag("--no-plots", g.no_plots, "draw no figures");
+    app.add_flag("--plots", g.plots, "a shard draws the figures of its rows");
+    app.add_flag("--summary", g.summary, "a shard prints the summary of its rows");
+    app.add_flag("--no-progress", g.no_progress, "no progress bar");
+    app.add_option("--shard", g.shard, "run shard I (0 <= I < N) of the grid")->type_name("I/N");
+    app.add_option("--merge", o.merge, "join these shard directories")->type_name("DIR...")
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+        ->expected(1, -1);
+}
 
 }  // namespace
 
 void print_sweep_usage(FILE* out)
 {
-    std::fprintf(out,
-        "usage: sdr_sweep [--only messages|allreduce|dpa] [--sizes MIN:MAX] [--drops MIN:MAX] [--per-decade N]\n"
-        "                 [--schemes S,...] [--samples N] [--min-samples N] [--bytes-per-point B]\n"
-        "                 [--nodes MIN:MAX] [--ar-bytes B] [--ar-samples N] [--ar-schemes S,...]\n"
-        "                 [--bw-gbps G] [--rtt-ms R] [--mtu B] [--chunk B] [--channels N] [--alpha A]\n"
-        "                 [--seed S] [--jobs J] [--out DIR] [--no-plots] [--no-progress]\n"
-        "                 [--shard I/N [--plots] [--summary]]\n"
-        "       sdr_sweep --merge DIR... [--out DIR] [--no-plots]\n"
-        "Simulated long-haul experiments, payload-free. messages: sizes double from MIN to MAX (K, M, G\n"
-        "suffixes), per-packet drops log-spaced N per decade; per point and scheme min(--samples,\n"
-        "max(--min-samples, --bytes-per-point / size)) samples. allreduce: ring Allreduce of --ar-bytes\n"
-        "per node over MIN..MAX nodes at the same drops. Schemes: sr, sr-nack, ec-xor:k,m, ec-mds:k,m,\n"
-        "auto (the model-based choice). Defaults: 128K:1G, 1e-6:1e-2, 1 per decade,\n"
-        "sr,sr-nack,ec-xor:32,8,ec-mds:32,8,auto, 1000 samples (at least 100, 128G per point), nodes\n"
-        "4:8, 64M, 200 samples, sr,ec-mds:32,8; 400 Gbit/s, 25 ms RTT, MTU 4096, 64K chunks,\n"
-        "8 channels, RTO = (1+alpha) RTT with alpha 2, one job per usable core, output in sdr_sweep_out/.\n"
-        "--shard I/N runs shard I (0-based) of N: a share of the grid fixed by the grid and N alone,\n"
-        "its CSV rows and shard.txt in --out, no figures or summary unless --plots/--summary.\n"
-        "--merge joins the directories of all N shards of one grid into the CSVs, summary and figures\n"
-        "an unsharded run gives (wall_s aside), refusing a set that is incomplete or mixes grids.\n"
-        "dpa (only when asked for): the paper's BlueField-3 DPA figures predicted by the simulator's\n"
-        "DPA and PCIe cost model (SDR_SIM_DPA_* override its parameters): dpa.csv and dpa.svg/png.\n");
+    SweepOptions o;
+    Given g;
+    sdr::tools::ToolApp app("sdr_sweep", "Simulated long-haul experiments, payload-free.");
+    build(app, o, g);
+    std::fputs(app.help().c_str(), out);
 }
 
 bool parse_shard_id(const std::string& text, ShardId* id, std::string* err)
@@ -123,93 +154,63 @@ bool parse_shard_id(const std::string& text, ShardId* id, std::string* err)
 
 bool parse_sweep_options(const std::vector<std::string>& args, SweepOptions* out, bool* help, std::string* err)
 {
+    using namespace sdr::tools;
     SweepOptions o;
-    *help = false;
-    std::set<std::string> given;
-    bool plots_asked = false, no_plots = false;
-    try {
-        for (size_t i = 0; i < args.size(); i++) {
-            const std::string& a = args[i];
-            if (a == "-h" || a == "--help") {
-                *help = true;
-                return true;
-            }
-            given.insert(a);
-            if (a == "--no-progress") o.progress = false;
-            else if (a == "--no-plots") no_plots = true;
-            else if (a == "--plots") plots_asked = true;
-            else if (a == "--summary") o.summary = true;
-            else if (a == "--merge") {
-                // every argument up to the next option is a shard directory
-                while (i + 1 < args.size() && args[i + 1].rfind("--", 0) != 0) o.merge.push_back(args[++i]);
-                if (o.merge.empty()) throw Bad("--merge needs the shard directories");
-            } else {
-                if (i + 1 >= args.size()) throw Bad(a + " needs a value");
-                const std::string& v = args[++i];
-                if (a == "--only") {
-                    o.messages = o.allreduce = o.dpa = false;
-                    std::stringstream ss(v);
-                    for (std::string e; std::getline(ss, e, ',');) {
-                        if (e == "messages") o.messages = true;
-                        else if (e == "allreduce") o.allreduce = true;
-                        else if (e == "dpa") o.dpa = true;
-                        else throw Bad("--only: messages, allreduce or dpa");
-                    }
-                    if (!o.messages && !o.allreduce && !o.dpa) throw Bad("--only: messages, allreduce or dpa");
-                } else if (a == "--sizes") {
-                    auto [lo, hi] = split(v, ':');
-                    o.size_min = parse_size(lo);
-                    o.size_max = parse_size(hi);
-                } else if (a == "--drops") {
-                    auto [lo, hi] = split(v, ':');
-                    o.drop_min = parse_num(a, lo);
-                    o.drop_max = parse_num(a, hi);
-                } else if (a == "--nodes") {
-                    auto [lo, hi] = split(v, ':');
-                    o.nodes_min = static_cast<uint32_t>(parse_num(a, lo));
-                    o.nodes_max = static_cast<uint32_t>(parse_num(a, hi));
-                } else if (a == "--per-decade") o.per_decade = static_cast<uint32_t>(parse_num(a, v));
-                else if (a == "--schemes") o.schemes = scheme_list(v);
-                else if (a == "--ar-schemes") o.ar_schemes = scheme_list(v);
-                else if (a == "--samples") o.samples = static_cast<uint32_t>(parse_num(a, v));
-                else if (a == "--min-samples") o.min_samples = static_cast<uint32_t>(parse_num(a, v));
-                else if (a == "--bytes-per-point") o.bytes_per_point = parse_size(v);
-                else if (a == "--ar-bytes") o.ar_bytes = parse_size(v);
-                else if (a == "--ar-samples") o.ar_samples = static_cast<uint32_t>(parse_num(a, v));
-                else if (a == "--bw-gbps") o.link.bw_gbps = parse_num(a, v);
-                else if (a == "--rtt-ms") o.link.rtt_ms = parse_num(a, v);
-                else if (a == "--mtu") o.link.mtu = static_cast<uint32_t>(parse_num(a, v));
-                else if (a == "--chunk") o.link.chunk_bytes = static_cast<uint32_t>(parse_size(v));
-                else if (a == "--channels") o.link.channels = static_cast<uint32_t>(parse_num(a, v));
-                else if (a == "--alpha") o.alpha = parse_num(a, v);
-                else if (a == "--seed") o.seed = static_cast<uint64_t>(parse_num(a, v));
-                else if (a == "--jobs") o.jobs = static_cast<unsigned>(parse_num(a, v));
-                else if (a == "--out") o.out = v;
-                else if (a == "--shard") {
-                    std::string e;
-                    if (!parse_shard_id(v, &o.shard, &e)) throw Bad(e);
-                    o.sharded = true;
-                } else throw Bad("unknown option " + a);
-            }
-        }
-        if (!o.merge.empty()) {
-            for (const auto& g : given)
-                if (!kRunOnly.count(g)) throw Bad("--merge takes the grid from the shards' shard.txt; " + g + " cannot go with it");
-        }
-        if (o.dpa && (o.sharded || !o.merge.empty()))
-            throw Bad("--only dpa runs whole in seconds: not with --shard or --merge");
-        if (o.size_min > o.size_max || o.size_max > (1ull << 32)) throw Bad("--sizes: MIN <= MAX <= 4G");
-        if (!(o.drop_min > 0 && o.drop_min <= o.drop_max && o.drop_max < 1)) throw Bad("--drops: 0 < MIN <= MAX < 1");
-        if (o.per_decade < 1 || o.samples < 1 || o.ar_samples < 1) throw Bad("--per-decade and sample counts must be >= 1");
-        if (o.nodes_min < 2 || o.nodes_min > o.nodes_max || o.nodes_max > 64) throw Bad("--nodes: 2 <= MIN <= MAX <= 64");
-        if (o.link.bw_gbps <= 0 || o.link.rtt_ms <= 0) throw Bad("--bw-gbps and --rtt-ms must be > 0");
-    } catch (const Bad& e) {
-        *err = e.what();
+    Given g;
+    sdr::tools::ToolApp app("sdr_sweep", "Simulated long-haul experiments, payload-free.");
+    build(app, o, g);
+    if (!parse_args(app, args, help, err)) return false;
+    if (*help) return true;
+    auto fail = [err](const std::string& what) {
+        *err = what;
         return false;
+    };
+    try {
+        if (app.count("--only")) {
+            o.messages = o.allreduce = o.dpa = false;
+            std::stringstream ss(g.only);
+            for (std::string e; std::getline(ss, e, ',');) {
+                if (e == "messages") o.messages = true;
+                else if (e == "allreduce") o.allreduce = true;
+                else if (e == "dpa") o.dpa = true;
+                else return fail("--only: messages, allreduce or dpa");
+            }
+            if (!o.messages && !o.allreduce && !o.dpa) return fail("--only: messages, allreduce or dpa");
+        }
+        if (app.count("--sizes"))
+            range(std::string("--sizes"), g.sizes, &o.size_min, &o.size_max,
+                  [](const std::string& opt, const std::string& v) { return parse_size(opt, v, 1, UINT64_MAX); });
+        if (app.count("--drops"))
+            range(std::string("--drops"), g.drops, &o.drop_min, &o.drop_max,
+                  [](const std::string& opt, const std::string& v) { return parse_real(opt, v, 0, 1, true); });
+        if (app.count("--nodes"))
+            range(std::string("--nodes"), g.nodes, &o.nodes_min, &o.nodes_max,
+                  [](const std::string& opt, const std::string& v) { return parse_count(opt, v, 2, 64); });
+    } catch (const OptionError& e) {
+        return fail(e.what());
     }
+    if (app.count("--schemes")) o.schemes = scheme_list(g.schemes);
+    if (app.count("--ar-schemes")) o.ar_schemes = scheme_list(g.ar_schemes);
+    if (app.count("--shard")) {
+        if (!parse_shard_id(g.shard, &o.shard, err)) return false;
+        o.sharded = true;
+    }
+    o.progress = !g.no_progress;
+    o.summary = !o.sharded || g.summary;
+    if (!o.merge.empty()) {
+        for (const CLI::Option* opt : app.get_options()) {
+            const std::string name = opt->get_name();
+            if (!opt->count() || name.empty() || name == "--help" || name == "-h") continue;
+            if (std::find(std::begin(kRunOnly), std::end(kRunOnly), name) == std::end(kRunOnly))
+                return fail("--merge takes the grid from the shards' shard.txt; " + name + " cannot go with it");
+        }
+    }
+    if (o.dpa && (o.sharded || !o.merge.empty())) return fail("--only dpa runs whole in seconds: not with --shard or --merge");
+    if (o.size_min > o.size_max || o.size_max > (1ull << 32)) return fail("--sizes: MIN <= MAX <= 4G");
+    if (!(o.drop_min > 0 && o.drop_min <= o.drop_max && o.drop_max < 1)) return fail("--drops: 0 < MIN <= MAX < 1");
+    if (o.nodes_min > o.nodes_max) return fail("--nodes: 2 <= MIN <= MAX <= 64");
     // A shard's job is its CSV rows: figures and summary of a part of the grid only if asked.
-    o.plots = (o.sharded ? plots_asked : true) && !no_plots;
-    if (o.sharded && !given.count("--summary")) o.summary = false;
+    o.plots = (o.sharded ? g.plots : true) && !g.no_plots;
     if (o.jobs == 0) o.jobs = usable_cores();
     *out = o;
     return true;
