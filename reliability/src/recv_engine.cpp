@@ -101,6 +101,7 @@ void RecvEngine::send_cts(uint64_t now, Msg& m)
     c.scheme = m.code.scheme;
     c.k = static_cast<uint8_t>(m.code.k);
     c.m = static_cast<uint8_t>(m.code.m);
+    if (const SchemeOps& o = ops(m.code); o.cts_params) c.params = o.cts_params(m.code);
     c.seq = m.seq;
     c.length = m.lay.bytes;
     send_ctrl(c);
@@ -294,6 +295,9 @@ void RecvEngine::send_nack_failed(uint64_t now, Msg& m)
     if (++m.st_out.rounds > cfg_.max_rounds)
         return deliver(now, m, false, "EC repair did not complete within max_rounds (" +
                                           std::to_string(cfg_.max_rounds) + ") NACK rounds");
+    if (const SchemeOps& o = ops(m.code); o.repair_request) {
+        if (uint32_t want = o.repair_request(m.code, m.repair_round); want) return request_repair(now, m, want);
+    }
     uint32_t first_missing = m.lay.chunks;
     for (uint32_t c = 0; c < m.lay.chunks; c++)
         if (!held(m.have, c)) {
@@ -318,6 +322,34 @@ void RecvEngine::send_nack_failed(uint64_t now, Msg& m)
     send_ctrl(n);
     // Named again once its repair had time to land (as sr-nack does), not after a whole RTO: a
     // repair lost once more would otherwise cost 3 RTT per round, the tail of EC at high loss.
+    m.nack_at = now + renack_ns();
+}
+
+// A rateless code: ask for repair symbols up to `want` per submessage for the submessages not
+// decodable yet; more each round, until the bitmap shows them decoded or the reserve is spent.
+void RecvEngine::request_repair(uint64_t now, Msg& m, uint32_t want)
+{
+    m.repair_round++;
+    uint32_t first = 0, last = 0, failed_subs = 0;
+    for (uint32_t s = 0; s < m.lay.submessages; s++)
+        if (!m.sub_ok[s]) {
+            if (!failed_subs++) first = s;
+            last = s;
+        }
+    CtrlMsg n;
+    n.type = CtrlType::Nack;
+    n.flags = kNackRepair;
+    n.scheme = m.code.scheme;
+    n.seq = m.seq;
+    n.base = first;
+    n.newest = want;
+    n.nbits = failed_subs ? std::min(last - first + 1, fit_bits()) : 0;
+    n.bits.assign((n.nbits + 7) / 8, 0);
+    for (uint32_t i = 0; i < n.nbits; i++)
+        if (!m.sub_ok[first + i]) set_bit(n.bits, i);
+    if (!m.fallback) m.st_out.fallbacks = failed_subs;
+    m.fallback = true;
+    send_ctrl(n);
     m.nack_at = now + renack_ns();
 }
 

@@ -206,6 +206,7 @@ void SendEngine::on_started(uint64_t now, uint64_t seq, const std::string& error
     m->rto_at.assign(m->lay.chunks, 0);
     m->tx_count.assign(m->lay.chunks, 0);
     m->acked.assign(m->lay.chunks, 0);
+    m->parity_sent.assign(m->lay.submessages, static_cast<uint16_t>(m->lay.first_parity));
     if (m->lay.chunks == 0) {  // an empty message is whole once opened; the receiver says so
         arm_probe(now, *m);
         return;
@@ -256,6 +257,16 @@ void SendEngine::on_nack(uint64_t now, Msg& m, const CtrlMsg& n)
     if (m.probe_at != kNever) arm_probe(now, m);
     if (ops(m.code).coded() && m.st_out.fallbacks == 0) m.st_out.fallbacks = 1;
     m.st_out.rounds++;
+    if (n.flags & kNackRepair) {  // a rateless code's receiver wants repair symbols up to n.newest
+        const uint32_t want = std::min(n.newest, m.lay.slots);
+        for (uint32_t i = 0; i < n.nbits && uint64_t{n.base} + i < m.lay.submessages; i++) {
+            const uint32_t s = n.base + i;
+            if (!bit(n.bits.data(), i) || m.parity_sent[s] >= want) continue;
+            emit_parity(now, m, s, want - m.parity_sent[s], m.parity_sent[s]);
+            m.parity_sent[s] = static_cast<uint16_t>(want);
+        }
+        return;
+    }
     uint32_t run = 0, first = 0;
     auto flush = [&] {
         if (run) emit_data(now, m, first, run, true);
@@ -323,6 +334,9 @@ void SendEngine::check_cts(Msg& m, const CtrlMsg& c)
         m.code = theirs;
         m.lay = l;
     }
+    if (const SchemeOps& mine = ops(m.code);
+        why.empty() && c.params != (mine.cts_params ? mine.cts_params(m.code) : std::vector<uint8_t>{}))
+        why = "the receiver's " + to_string(m.code) + " parameters differ from this sender's";
     if (why.empty() && c.length != m.lay.bytes)
         why = "the receive posted for message " + std::to_string(c.seq) + " holds " + std::to_string(c.length) +
               " bytes, the send has " + std::to_string(m.lay.bytes);
@@ -354,6 +368,7 @@ void SendEngine::finish(uint64_t now, Msg& m, bool ok, const std::string& err)
     m.rto_heap = {};
     m.tx_count = {};
     m.acked = {};
+    m.parity_sent = {};
     pump(now);  // a window may have opened
 }
 

@@ -11,6 +11,7 @@ constexpr std::array kSchemes{
     &kSrNackOps,
     &kEcXorOps,
     &kEcMdsOps,
+    &kEcLtOps,
 };
 }  // namespace
 

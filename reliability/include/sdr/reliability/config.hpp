@@ -7,10 +7,11 @@
 namespace sdr::rel {
 
 // A scheme's wire id (the control messages' scheme byte). What each scheme does lives in its
-// SchemeOps (scheme.hpp, one file per scheme in src/schemes/): sr, sr-nack, ec-xor, ec-mds.
+// SchemeOps (scheme.hpp, one file per scheme in src/schemes/): sr, sr-nack, ec-xor, ec-mds,
+// ec-lt (a fountain code).
 // auto: the receiver picks one of the registered schemes that declare a model per message
 // (policy.hpp) and announces it in the clear-to-send.
-enum class Scheme : uint8_t { Sr = 1, SrNack = 2, EcXor = 3, EcMds = 4, Auto = 5 };
+enum class Scheme : uint8_t { Sr = 1, SrNack = 2, EcXor = 3, EcMds = 4, Auto = 5, EcLt = 6 };
 const char* to_string(Scheme s);
 // The scheme sends parity: k data + parity chunks per submessage, data and parity SDR messages.
 bool is_ec(Scheme s);

@@ -137,6 +137,7 @@ private:
         std::vector<std::pair<uint64_t, uint32_t>> rto_heap;
         uint64_t probe_at = kNever;
         uint32_t probes = 0;
+        std::vector<uint16_t> parity_sent;  // coded: parity chunks sent per submessage
         MessageStats st_out;
     };
     Msg* find(uint64_t seq);
@@ -209,6 +210,7 @@ private:
         uint32_t newest = 0;
         uint64_t newest_ns = 0, last_ack = 0, cts_at = 0, fto_at = kNever, nack_at = kNever;
         uint32_t peer = 0;  // sender incarnation, once a REQ named it
+        uint32_t repair_round = 0;  // rateless codes: repair requests so far
         uint64_t judged_to = 0;  // drop meter: send positions before this are judged
         std::vector<uint64_t> hole_since, named_at;  // sr-nack
         MessageStats st_out;
@@ -217,6 +219,7 @@ private:
     void check_submessages(Msg& m);
     void send_ack(uint64_t now, Msg& m, uint8_t flags);
     void send_nack_failed(uint64_t now, Msg& m);
+    void request_repair(uint64_t now, Msg& m, uint32_t want);
     void scan_holes(uint64_t now, Msg& m);
     void deliver(uint64_t now, Msg& m, bool ok, const std::string& err);
     void send_cts(uint64_t now, Msg& m);
