@@ -38,7 +38,7 @@ void usage(FILE* f)
                  "                [--chunk BYTES] [--channels 1..16] [--seed N] [--scheme S]... [--alpha A]\n"
                  "                [--pcap FILE|''] [--snaplen BYTES] [--drop-log FILE]\n"
                  "Delivers one message reliably from sim:0 to sim:1 over a simulated link, once per scheme\n"
-                 "(S: sr, sr-nack, ec-xor:k,m, ec-mds:k,m; repeat --scheme for several). Defaults: 64 MiB,\n"
+                 "(S: sr, sr-nack, ec-xor:k,m, ec-mds:k,m, ec-lt:k,m; repeat --scheme for several). Defaults: 64 MiB,\n"
                  "100 Gbit/s, 25 ms RTT, 1e-4 packet loss, MTU 4096, 64 KiB chunks, 8 channels, schemes sr\n"
                  "and ec-mds:32,8, RTO = RTT*(1+alpha) with alpha 2, pcap sdr_demo.pcap with 128-byte\n"
                  "snaplen (--snaplen 0 keeps whole frames). --drop-log writes every frame the link dropped,\n"
@@ -139,7 +139,7 @@ double wire_bytes(uint64_t bytes, uint32_t mtu) { return bytes + (bytes + mtu - 
 double ideal_ms(const Options& o, const sdr_rel_attr& ra)
 {
     double bytes = wire_bytes(o.size, o.mtu);
-    if (ra.scheme == SDR_REL_EC_XOR || ra.scheme == SDR_REL_EC_MDS) {
+    if (ra.scheme == SDR_REL_EC_XOR || ra.scheme == SDR_REL_EC_MDS || ra.scheme == SDR_REL_EC_LT) {
         uint64_t chunks = (o.size + o.chunk - 1) / o.chunk, subs = (chunks + ra.k - 1) / ra.k;
         bytes += wire_bytes(uint64_t{o.chunk} * ra.m, o.mtu) * static_cast<double>(subs - 1);
     }
