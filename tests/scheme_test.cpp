@@ -60,9 +60,13 @@ TEST(LtCode, GraphIsDeterministicAndInRange)
         ones += x.size() == 1;
     }
     EXPECT_GT(ones, 0u);
-    a.neighbours(4, 0, &x);  // another submessage draws another graph
-    a.neighbours(3, 0, &y);
-    (void)x;
+    uint32_t differ = 0;  // another submessage draws another graph
+    for (uint32_t i = 0; i < 100; i++) {
+        a.neighbours(3, i, &x);
+        a.neighbours(4, i, &y);
+        differ += x != y;
+    }
+    EXPECT_GT(differ, 50u);
 }
 
 // Any set the peeling decoder accepts is decoded byte-exact; a set it refuses is reported so;
