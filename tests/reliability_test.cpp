@@ -112,7 +112,7 @@ void expect_delivered(const Outcome& o)
     EXPECT_TRUE(o.bytes_equal);
 }
 
-const char* kSchemes[] = {"sr", "sr-nack", "ec-xor:8,2", "ec-mds:8,2", "auto:8,2"};
+const char* kSchemes[] = {"sr", "sr-nack", "ec-xor:8,2", "ec-mds:8,2", "ec-lt:8,2", "auto:8,2"};
 
 }  // namespace
 
@@ -259,6 +259,21 @@ TEST(Reliability, EcDecodesWithoutRetransmission)
     expect_delivered(o);
     EXPECT_GT(o.rx.decoded_chunks, 0u);
     EXPECT_EQ(o.rx.fallbacks, 0u);
+}
+
+// The fountain code: bursts beyond the m = 2 repair symbols sent with each submessage make the
+// receiver ask for more (rateless rounds) and rebuild from them; bytes arrive exact.
+TEST(Reliability, FountainAsksForMoreRepairSymbolsUnderBursts)
+{
+    Link l;
+    l.burst_enter = 1e-3;
+    l.burst_leave = 0.05;  // bursts of ~20 packets: one or two chunks of 16 packets
+    l.seed = 5;
+    Outcome o = transfer("ec-lt:8,2", uint64_t{16} << 20, l);
+    expect_delivered(o);
+    EXPECT_GT(o.rx.fallbacks, 0u);      // submessages that needed repair symbols beyond the first m
+    EXPECT_GT(o.rx.decoded_chunks, 0u); // rebuilt by peeling
+    EXPECT_GT(o.rx.rounds, 0u);
 }
 
 TEST(Reliability, SchemeMismatchIsAClearError)

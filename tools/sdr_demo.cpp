@@ -58,7 +58,7 @@ Options parse(int argc, char** argv)
     add_size(app, "--chunk", &o.chunk, 64, 1u << 31, "chunk size, a power of two >= MTU")->default_str("64K");
     add_count(app, "--channels", &o.channels, 1, 16, "channels (DPA workers), 1..16")->default_str("8");
     add_count(app, "--seed", &o.seed, 0, UINT64_MAX, "the link's random seed")->default_str("1");
-    app.add_option("--scheme", o.schemes, "sr, sr-nack, ec-xor:k,m or ec-mds:k,m; repeat for several (sr and ec-mds:32,8)")
+    app.add_option("--scheme", o.schemes, "sr, sr-nack, ec-xor:k,m, ec-mds:k,m or ec-lt:k,m; repeat for several (sr and ec-mds:32,8)")
         ->type_name("S")
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
     add_real(app, "--alpha", &o.alpha, 0, 1e6, "RTO = RTT * (1 + alpha)")->default_str("2");
@@ -99,7 +99,7 @@ double wire_bytes(uint64_t bytes, uint32_t mtu) { return bytes + (bytes + mtu - 
 double ideal_ms(const Options& o, const sdr_rel_attr& ra)
 {
     double bytes = wire_bytes(o.size, o.mtu);
-    if (ra.scheme == SDR_REL_EC_XOR || ra.scheme == SDR_REL_EC_MDS) {
+    if (ra.scheme == SDR_REL_EC_XOR || ra.scheme == SDR_REL_EC_MDS || ra.scheme == SDR_REL_EC_LT) {
         uint64_t chunks = (o.size + o.chunk - 1) / o.chunk, subs = (chunks + ra.k - 1) / ra.k;
         bytes += wire_bytes(uint64_t{o.chunk} * ra.m, o.mtu) * static_cast<double>(subs - 1);
     }

@@ -86,6 +86,8 @@ std::pair<double, const char*> model_of(const sdr::rel::Config& c, const LinkSet
     case sdr::rel::Scheme::SrNack:
         p.rto_rtts = 1;
         return {model::e_t_sr_s(p) * 1e3, "approx"};
+    case sdr::rel::Scheme::EcLt:  // no analytic model of the fountain code: its lossless time
+        return {model::ideal_ec_s(p) * 1e3 - ec_unwaited_parity_ms(p), "none"};
     default:
         return {model::e_t_ec_s(p, c.scheme == sdr::rel::Scheme::EcXor ? model::Code::Xor : model::Code::Mds) * 1e3 -
                     ec_unwaited_parity_ms(p),

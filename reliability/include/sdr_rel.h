@@ -27,7 +27,9 @@ extern "C" {
 
 struct sdr_rel_endpoint;
 
-enum sdr_rel_scheme { SDR_REL_SR = 1, SDR_REL_SR_NACK = 2, SDR_REL_EC_XOR = 3, SDR_REL_EC_MDS = 4, SDR_REL_AUTO = 5 };
+/* SDR_REL_EC_LT: ec-lt:k,m, a fountain (LT) code; auto never picks it (it has no model). */
+enum sdr_rel_scheme { SDR_REL_SR = 1, SDR_REL_SR_NACK = 2, SDR_REL_EC_XOR = 3, SDR_REL_EC_MDS = 4, SDR_REL_AUTO = 5,
+                      SDR_REL_EC_LT = 6 };
 
 struct sdr_rel_attr {
     enum sdr_rel_scheme scheme;

@@ -1,5 +1,6 @@
 // sdr_rel.h: the C face of Endpoint.
 #include <sdr/reliability/endpoint.hpp>
+#include <sdr/reliability/scheme.hpp>
 #include <sdr_rel.h>
 
 #include <cstdio>
@@ -23,7 +24,7 @@ Config to_config(const sdr_rel_attr& a)
     Config c;
     int s;
     std::memcpy(&s, &a.scheme, sizeof s);  // C callers may store any integer
-    c.scheme = static_cast<Scheme>(s >= 1 && s <= 5 ? s : 0);
+    c.scheme = static_cast<Scheme>(s >= 1 && s <= 255 && find_scheme(static_cast<uint8_t>(s)) ? s : 0);
     c.k = a.k;
     c.m = a.m;
     c.rtt_ms = a.rtt_ms;

@@ -1,21 +1,11 @@
-#include <sdr/reliability/codec.hpp>
 #include <sdr/reliability/config.hpp>
+#include <sdr/reliability/scheme.hpp>
 
 #include <cstdlib>
 
 namespace sdr::rel {
 
-const char* to_string(Scheme s)
-{
-    switch (s) {
-    case Scheme::Sr: return "sr";
-    case Scheme::SrNack: return "sr-nack";
-    case Scheme::EcXor: return "ec-xor";
-    case Scheme::EcMds: return "ec-mds";
-    case Scheme::Auto: return "auto";
-    }
-    return "?";
-}
+const char* to_string(Scheme s) { return find_scheme(static_cast<uint8_t>(s)) ? ops(s).name : "?"; }
 
 std::string to_string(const Code& c)
 {
@@ -32,21 +22,30 @@ bool parse_scheme(const std::string& text, Config* cfg, std::string* err)
         params = text.substr(colon + 1);
     }
     Config c = *cfg;
-    if (name == "sr") c.scheme = Scheme::Sr;
-    else if (name == "sr-nack") c.scheme = Scheme::SrNack;
-    else if (name == "ec-xor") c.scheme = Scheme::EcXor;
-    else if (name == "ec-mds") c.scheme = Scheme::EcMds;
-    else if (name == "auto") c.scheme = Scheme::Auto;
-    else {
-        *err = "unknown scheme '" + name + "': expected sr, sr-nack, ec-xor[:k,m], ec-mds[:k,m] or auto[:k,m]";
+    const SchemeOps* o = find_scheme(name);
+    if (!o) {
+        *err = "unknown scheme '" + name + "': expected";
+        const char* sep = " ";
+        for (const SchemeOps* s : registered_schemes()) {
+            *err += sep + std::string(s->name) + (s->takes_params ? "[:k,m]" : "");
+            sep = ", ";
+        }
+        *err += " or auto[:k,m]";
         return false;
     }
+    c.scheme = o->id;
     if (!params.empty()) {
         char* end = nullptr;
         unsigned long k = std::strtoul(params.c_str(), &end, 10);
         unsigned long m = (*end == ',') ? std::strtoul(end + 1, &end, 10) : 0;
-        if (!is_ec(c.scheme) && c.scheme != Scheme::Auto)
-            return *err = "scheme '" + text + "': only ec-xor, ec-mds and auto take parameters", false;
+        if (!o->takes_params) {
+            *err = "scheme '" + text + "': only ";
+            for (const SchemeOps* s : registered_schemes())
+                if (s->takes_params) *err += std::string(s->name) + ", ";
+            err->resize(err->size() - 2);
+            *err += " and auto take parameters";
+            return false;
+        }
         if (*end || k == 0 || m == 0) {
             *err = "scheme '" + text + "': parameters are written :k,m with k, m >= 1 (e.g. ec-mds:32,8)";
             return false;
@@ -62,11 +61,9 @@ bool parse_scheme(const std::string& text, Config* cfg, std::string* err)
 
 bool validate(const Config& c, std::string* err)
 {
-    if (c.scheme < Scheme::Sr || c.scheme > Scheme::Auto) return *err = "scheme is not a Scheme value", false;
-    if (is_ec(c.scheme) && !Codec::valid(c.scheme == Scheme::EcXor ? CodeKind::Xor : CodeKind::Mds, c.k, c.m, err))
-        return false;
-    if (c.scheme == Scheme::Auto && !Codec::valid(CodeKind::Mds, c.k, c.m, err))  // XOR joins if valid too
-        return *err = "auto: " + *err, false;
+    const SchemeOps* o = find_scheme(static_cast<uint8_t>(c.scheme));
+    if (!o) return *err = "scheme is not a registered scheme's id", false;
+    if (o->valid && !o->valid(c.k, c.m, err)) return false;
     if (!(c.drop_hint >= 0 && c.drop_hint < 1)) return *err = "drop_hint must lie in [0, 1)", false;
     if (!(c.rtt_ms > 0) || !(c.bw_gbps > 0)) return *err = "rtt_ms and bw_gbps must be positive", false;
     if (!(c.alpha >= 0) || !(c.fto_alpha >= 0) || !(c.reorder_us >= 0) || !(c.ack_interval_us >= 0) ||

@@ -1,4 +1,5 @@
 #include <sdr/reliability/ctrl_msg.hpp>
+#include <sdr/reliability/scheme.hpp>
 
 #include <cstring>
 
@@ -21,14 +22,16 @@ T get(const uint8_t* p)
 
 std::vector<uint8_t> encode(const CtrlMsg& m)
 {
-    std::vector<uint8_t> out(kCtrlHeaderBytes + (m.nbits + 7) / 8, 0);
+    const size_t P = m.params.size();
+    std::vector<uint8_t> out(kCtrlHeaderBytes + P + (m.nbits + 7) / 8, 0);
     uint8_t* p = out.data();
-    p[0] = 1;
+    p[0] = P ? 2 : 1;
     p[1] = static_cast<uint8_t>(m.type);
     p[2] = m.flags;
     p[3] = static_cast<uint8_t>(m.scheme);
     p[4] = m.k;
     p[5] = m.m;
+    put<uint16_t>(p + 6, static_cast<uint16_t>(P));
     put<uint64_t>(p + 8, m.seq);
     put<uint64_t>(p + 16, m.length);
     put<uint32_t>(p + 24, m.base);
@@ -37,13 +40,16 @@ std::vector<uint8_t> encode(const CtrlMsg& m)
     put<uint32_t>(p + 36, m.ack_delay_us);
     put<uint32_t>(p + 40, m.from);
     put<uint32_t>(p + 44, m.to);
-    if (m.nbits) std::memcpy(p + kCtrlHeaderBytes, m.bits.data(), (m.nbits + 7) / 8);
+    if (P) std::memcpy(p + kCtrlHeaderBytes, m.params.data(), P);
+    if (m.nbits) std::memcpy(p + kCtrlHeaderBytes + P, m.bits.data(), (m.nbits + 7) / 8);
     return out;
 }
 
 bool decode(const uint8_t* p, size_t len, CtrlMsg* out)
 {
-    if (len < kCtrlHeaderBytes || p[0] != 1 || p[1] < 1 || p[1] > 5 || p[3] < 1 || p[3] > 5) return false;
+    if (len < kCtrlHeaderBytes || (p[0] != 1 && p[0] != 2) || p[1] < 1 || p[1] > 5 || !find_scheme(p[3])) return false;
+    const size_t P = p[0] == 2 ? get<uint16_t>(p + 6) : 0;  // version 1: bytes 6..7 reserved, ignored
+    if (p[0] == 2 && (P == 0 || P > kCtrlMaxParams)) return false;
     CtrlMsg m;
     m.type = static_cast<CtrlType>(p[1]);
     m.flags = p[2];
@@ -58,8 +64,9 @@ bool decode(const uint8_t* p, size_t len, CtrlMsg* out)
     m.ack_delay_us = get<uint32_t>(p + 36);
     m.from = get<uint32_t>(p + 40);
     m.to = get<uint32_t>(p + 44);
-    if (len != kCtrlHeaderBytes + (uint64_t{m.nbits} + 7) / 8) return false;
-    m.bits.assign(p + kCtrlHeaderBytes, p + len);
+    if (len != kCtrlHeaderBytes + P + (uint64_t{m.nbits} + 7) / 8) return false;
+    m.params.assign(p + kCtrlHeaderBytes, p + kCtrlHeaderBytes + P);
+    m.bits.assign(p + kCtrlHeaderBytes + P, p + len);
     *out = std::move(m);
     return true;
 }

@@ -1,9 +1,14 @@
+// Endpoint: the reliable-message API (send, recv, results) and the queues that carry the
+// engines' actions to the SDR API in order, retrying what SDR answers RETRY. The coding glue is
+// in endpoint_coding.cpp, the simulator loop in drive.cpp.
 #include <sdr/reliability/endpoint.hpp>
 #include <sdr_ctrl.h>
 #include <sdr_mr.h>
 #include <sdr_sim.h>
 
 #include "engine_util.hpp"
+
+#include <sdr/reliability/scheme.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -53,8 +58,9 @@ std::unique_ptr<Endpoint> Endpoint::create(sdr_context* ctx, sdr_qp* qp, const s
         return *err = "the QP has no usable control channel", nullptr;
     g.ctrl_max_bytes = static_cast<uint32_t>(ctrl_max);
     g.slot_bytes = 1ull << (attr.max_in_flight_log_bytes - attr.max_log_num_msgs);
-    if ((is_ec(cfg.scheme) || cfg.scheme == Scheme::Auto) && (1u << attr.max_log_num_msgs) < 2)
-        return *err = std::string(is_ec(cfg.scheme) ? "EC" : "auto (which may pick EC)") +
+    const bool coded = ops(cfg.scheme).coded();
+    if ((coded || cfg.scheme == Scheme::Auto) && (1u << attr.max_log_num_msgs) < 2)
+        return *err = std::string(coded ? ops(cfg.scheme).name : "auto (which may pick a coded scheme)") +
                       " needs at least 2 message slots (data and parity submessages)",
                nullptr;
     return std::unique_ptr<Endpoint>(new Endpoint(ctx, qp, cfg, g));
@@ -64,7 +70,7 @@ Endpoint::Endpoint(sdr_context* ctx, sdr_qp* qp, const Config& cfg, const Geomet
     : ctx_(ctx), qp_(qp), cfg_(cfg), geo_(g), tx_(cfg, g, new_incarnation()),
       rx_(cfg, g, new_incarnation())
 {
-    if (is_ec(cfg.scheme) || cfg.scheme == Scheme::Auto) {
+    if (ops(cfg.scheme).coded() || cfg.scheme == Scheme::Auto) {
         zero_.assign(g.chunk_bytes, 0);
         scratch_.assign(size_t{g.chunk_bytes} * 2, 0);
     }
@@ -96,15 +102,6 @@ sdr_mr* Endpoint::reg(Region& buf, uint64_t bytes, const char* what)
     sdr_mr* mr = sdr_mr_reg(ctx_, buf.data(), bytes, SDR_ACCESS_REMOTE_WRITE);
     if (!mr) fail(std::string(what) + ": cannot register the parity buffer: " + sdr_last_error());
     return mr;
-}
-
-Codec& Endpoint::codec(const Code& c)
-{
-    auto key = std::tuple{c.scheme, c.k, c.m};
-    auto it = codecs_.find(key);
-    if (it == codecs_.end())
-        it = codecs_.try_emplace(key, c.scheme == Scheme::EcXor ? CodeKind::Xor : CodeKind::Mds, c.k, c.m).first;
-    return it->second;
 }
 
 PathEstimate Endpoint::path_estimate() const
@@ -218,7 +215,7 @@ bool Endpoint::try_start(Action& a, std::string* error)
     if (two && !t.parity && sdr_streaming_send_start(qp_, &w, &t.parity) != SDR_SUCCESS) return false;
     t.opened = true;
     t.parity_done = !two;
-    if (a.ok && is_ec(code->scheme) && cfg_.compute && !t.parity_mr) {
+    if (a.ok && ops(*code).coded() && cfg_.compute && !t.parity_mr) {
         Layout l = Layout::of(*code, geo_, t.len);
         t.parity_mr = reg(t.parity_buf, uint64_t{l.parity} * geo_.chunk_bytes, "reliable send");
         if (!t.parity_mr) {
@@ -242,43 +239,6 @@ bool Endpoint::try_data(Action& a)
     w.lkey = t.lkey;
     w.remote_offset = a.first;
     return sdr_streaming_send_continue(t.data, &w) == SDR_SUCCESS;
-}
-
-bool Endpoint::try_parity(Action& a)
-{
-    TxState& t = txs_.at(a.seq);
-    if (t.ended) return true;
-    const Code code = *tx_.code(a.seq);
-    const uint32_t k = code.k, m = code.m, C = geo_.chunk_bytes;
-    uint8_t* par = t.parity_buf.data() + uint64_t{a.first} * m * C;
-    if (cfg_.compute && a.count != UINT32_MAX) {  // encode once, even if posting is retried
-        const uint8_t* data[256];
-        uint8_t* parity[256];
-        uint32_t chunks = static_cast<uint32_t>((t.len + C - 1) / C);
-        for (uint32_t j = 0; j < k; j++) {
-            uint32_t c = a.first * k + j;
-            if (c >= chunks) data[j] = zero_.data();
-            else if (chunk_len(t.len, c) < C) {  // the short last chunk, zero-padded
-                std::memset(scratch_.data(), 0, C);
-                std::memcpy(scratch_.data(), t.buf + uint64_t{c} * C, chunk_len(t.len, c));
-                data[j] = scratch_.data();
-            } else data[j] = t.buf + uint64_t{c} * C;
-        }
-        for (uint32_t i = 0; i < m; i++) parity[i] = par + uint64_t{i} * C;
-        codec(code).encode(data, parity, C);
-        a.count = UINT32_MAX;
-    }
-    sdr_send_continue_wr w{};
-    w.length = m * C;
-    w.local_addr = reinterpret_cast<uint64_t>(par);
-    if (t.parity_mr) sdr_mr_lkey_get(t.parity_mr, &w.lkey);
-    w.remote_offset = uint64_t{a.first} * m;
-    if (!cfg_.compute) {  // payload-free runs: the parity packets carry the data buffer's bytes
-        w.local_addr = reinterpret_cast<uint64_t>(t.buf);
-        w.lkey = t.lkey;
-        w.length = static_cast<uint32_t>(std::min<uint64_t>(w.length, t.len));
-    }
-    return sdr_streaming_send_continue(t.parity, &w) == SDR_SUCCESS;
 }
 
 // End the message's SDR streams and wait for their local completion (the slot is then free).
@@ -319,7 +279,7 @@ bool Endpoint::try_post(uint64_t seq)
         size_t n;
         if (r.len) sdr_recv_bitmap_get(r.data, &r.data_bits, &n);
     }
-    if (is_ec(r.code.scheme) && !r.parity) {
+    if (ops(r.code).coded() && !r.parity) {
         sdr_recv_wr w{};
         w.max_length = static_cast<uint32_t>(r.parity_buf.size());
         if (r.parity_mr) sdr_mr_lkey_get(r.parity_mr, &w.lkey);
@@ -330,44 +290,6 @@ bool Endpoint::try_post(uint64_t seq)
     }
     r.posted = true;
     return true;
-}
-
-void Endpoint::rebuild(uint64_t seq, uint32_t sub)
-{
-    if (!cfg_.compute) return;  // accounted by the engine, not computed
-    RxState& r = rxs_.at(seq);
-    const uint32_t k = r.code.k, m = r.code.m, C = geo_.chunk_bytes;
-    uint32_t chunks = static_cast<uint32_t>((r.len + C - 1) / C);
-    bool present[512] = {};
-    uint8_t* frag[512] = {};
-    int32_t short_chunk = -1;
-    for (uint32_t j = 0; j < k; j++) {
-        uint32_t c = sub * k + j;
-        if (c >= chunks) {
-            present[j] = true;
-            frag[j] = zero_.data();
-            continue;
-        }
-        present[j] = (__atomic_load_n(&r.data_bits[c >> 3], __ATOMIC_ACQUIRE) >> (c & 7)) & 1;  // NIC-written
-        if (chunk_len(r.len, c) < C) {  // decode the short last chunk through a padded copy
-            short_chunk = static_cast<int32_t>(j);
-            std::memset(scratch_.data(), 0, C);
-            if (present[j]) std::memcpy(scratch_.data(), r.buf + uint64_t{c} * C, chunk_len(r.len, c));
-            frag[j] = scratch_.data();
-        } else {
-            frag[j] = r.buf + uint64_t{c} * C;
-        }
-    }
-    for (uint32_t i = 0; i < m; i++) {
-        uint32_t p = sub * m + i;
-        present[k + i] = (__atomic_load_n(&r.parity_bits[p >> 3], __ATOMIC_ACQUIRE) >> (p & 7)) & 1;
-        frag[k + i] = r.parity_buf.data() + uint64_t{p} * C;
-    }
-    codec(r.code).decode(present, frag, C);
-    if (short_chunk >= 0 && !present[short_chunk]) {
-        uint32_t c = sub * k + static_cast<uint32_t>(short_chunk);
-        std::memcpy(r.buf + uint64_t{c} * C, scratch_.data(), chunk_len(r.len, c));
-    }
 }
 
 void Endpoint::deliver(const Action& a)
@@ -484,28 +406,6 @@ uint64_t Endpoint::progress()
     if (!start_q_.empty() || !data_q_.empty() || !post_q_.empty() || !ctrl_q_.empty() || !closing_.empty())
         t = std::min(t, now + 1000);
     return t;
-}
-
-bool drive(sdr_context* ctx, std::initializer_list<Endpoint*> eps, const std::function<bool()>& done, uint64_t limit_ns)
-{
-    bool looked_again = false;
-    while (true) {
-        uint64_t t = kNever, before = sdr_now_ns(ctx);
-        for (Endpoint* e : eps) t = std::min(t, e->progress());
-        if (done()) return true;
-        uint64_t now = sdr_now_ns(ctx);
-        // A polling call moved the clock (the simulator runs inside SDR polls): look once more
-        // before sleeping. Once: on a wall clock, time always moves.
-        if (now != before && !looked_again) {
-            looked_again = true;
-            continue;
-        }
-        looked_again = false;
-        if (now >= limit_ns) return false;
-        if (t == kNever && !sdr_sim_pending(ctx)) return false;  // nothing can happen any more
-        t = std::min(std::max(t, now + 1), limit_ns);
-        if (sdr_sim_wait(ctx, t) != SDR_SUCCESS) return false;
-    }
 }
 
 }  // namespace sdr::rel

@@ -1,5 +1,7 @@
 #include "engine_util.hpp"
 
+#include <sdr/reliability/scheme.hpp>
+
 namespace sdr::rel {
 
 Layout Layout::of(const Code& c, const Geometry& g, uint64_t bytes)
@@ -7,9 +9,12 @@ Layout Layout::of(const Code& c, const Geometry& g, uint64_t bytes)
     Layout l;
     l.bytes = bytes;
     l.chunks = static_cast<uint32_t>((bytes + g.chunk_bytes - 1) / g.chunk_bytes);
-    if (is_ec(c.scheme)) {
+    if (const SchemeOps& o = ops(c); o.coded()) {
+        l.k = c.k;
+        l.slots = o.parity_slots(c);
+        l.first_parity = o.parity_first(c);
         l.submessages = (l.chunks + c.k - 1) / c.k;
-        l.parity = l.submessages * c.m;
+        l.parity = l.submessages * l.slots;
     }
     return l;
 }

@@ -3,6 +3,8 @@
 // answers probes from its history, and bounds everything with rounds and a global timeout.
 #include "engine_util.hpp"
 
+#include <sdr/reliability/scheme.hpp>
+
 #include <algorithm>
 #include <cstring>
 
@@ -34,7 +36,7 @@ Code RecvEngine::choose_code(uint64_t bytes, double rtt_ms) const
     c.rtt_ms = rtt_ms;
     auto v = estimate_schemes(path, bytes, geo_.chunk_bytes, geo_.mtu, c);
     std::erase_if(v, [&](const SchemeEstimate& e) {
-        return is_ec(e.scheme) && uint64_t{Layout::of({e.scheme, e.k, e.m}, geo_, bytes).parity} * geo_.chunk_bytes >
+        return uint64_t{Layout::of({e.scheme, e.k, e.m}, geo_, bytes).parity} * geo_.chunk_bytes >
                                       geo_.slot_bytes;
     });
     SchemeEstimate e = pick_scheme(v);  // sr and sr-nack always remain
@@ -99,6 +101,7 @@ void RecvEngine::send_cts(uint64_t now, Msg& m)
     c.scheme = m.code.scheme;
     c.k = static_cast<uint8_t>(m.code.k);
     c.m = static_cast<uint8_t>(m.code.m);
+    if (const SchemeOps& o = ops(m.code); o.cts_params) c.params = o.cts_params(m.code);
     c.seq = m.seq;
     c.length = m.lay.bytes;
     send_ctrl(c);
@@ -118,7 +121,7 @@ void RecvEngine::on_posted(uint64_t now, uint64_t seq)
     m->sub_parity.assign(m->lay.submessages, 0);
     m->sub_ok.assign(m->lay.submessages, 0);
     m->is_touched.assign(m->lay.submessages, 0);
-    if (m->code.scheme == Scheme::SrNack) {
+    if (ops(m->code).repair == Repair::NameHoles) {
         m->hole_since.assign(m->lay.chunks, kNever);
         m->named_at.assign(m->lay.chunks, 0);
     }
@@ -131,15 +134,18 @@ void RecvEngine::on_posted(uint64_t now, uint64_t seq)
 
 bool RecvEngine::sub_decodable(const Msg& m, uint32_t s) const
 {
-    const uint32_t k = m.code.k, first = s * k, n = std::min(k, m.lay.chunks - first);
-    if (m.code.scheme == Scheme::EcMds)  // chunks past the message end are known zeros
-        return (k - n) + m.sub_data[s] + m.sub_parity[s] >= k;
-    for (uint32_t i = 0; i < m.code.m; i++) {
-        uint32_t lost = !held(m.parity_have, s * m.code.m + i);
-        for (uint32_t j = i; j < n; j += m.code.m) lost += !held(m.have, first + j);
-        if (lost > 1) return false;
-    }
-    return true;
+    SubmessageView v;
+    v.k = m.lay.k;
+    v.first = s * m.lay.k;
+    v.n = std::min(m.lay.k, m.lay.chunks - v.first);
+    v.data_held = m.sub_data[s];
+    v.parity_held = m.sub_parity[s];
+    v.have = m.have.data();
+    v.parity_have = m.parity_have.data();
+    v.first_parity = s * m.lay.slots;
+    v.parity_slots = m.lay.slots;
+    v.index = s;
+    return ops(m.code).decodable(m.code, v);
 }
 
 // Submessages whose counts changed: complete, or decodable now (then rebuilt by the binding).
@@ -148,7 +154,7 @@ void RecvEngine::check_submessages(Msg& m)
     for (uint32_t s : m.touched) {
         m.is_touched[s] = 0;
         if (m.sub_ok[s]) continue;
-        uint32_t first = s * m.code.k, n = std::min(m.code.k, m.lay.chunks - first);
+        uint32_t first = s * m.lay.k, n = std::min(m.lay.k, m.lay.chunks - first);
         bool whole = m.sub_data[s] == n;
         if (!whole && !sub_decodable(m, s)) continue;
         if (!whole) {
@@ -174,8 +180,8 @@ void RecvEngine::on_bitmap(uint64_t now, uint64_t seq, const uint8_t* data_bits,
 {
     Msg* m = find(seq);
     if (!m || m->st != St::Active) return;
-    const bool ec = is_ec(m->code.scheme);
-    const uint32_t k = m->code.k, pm = m->code.m;
+    const bool ec = ops(m->code).coded();
+    const uint32_t k = m->lay.k, pm = m->lay.first_parity, slots = m->lay.slots;
     uint64_t sent_to = 0;  // past the furthest send position that arrived
     auto touch = [&](uint32_t s) {
         if (!m->is_touched[s]) {
@@ -201,12 +207,13 @@ void RecvEngine::on_bitmap(uint64_t now, uint64_t seq, const uint8_t* data_bits,
     if (ec && parity_bits)
         take_new_bits(parity_bits, m->lay.parity, m->parity_have, m->parity_full, [&](uint32_t c) {
             m->any = true;
-            m->sub_parity[c / pm]++;
-            touch(c / pm);
-            sent_to = std::max(sent_to, uint64_t{c / pm} * (k + pm) + k + c % pm + 1);
+            m->sub_parity[c / slots]++;
+            touch(c / slots);
+            // Parity sent with the data has a send position; repair asked for later has none.
+            if (c % slots < pm) sent_to = std::max(sent_to, uint64_t{c / slots} * (k + pm) + k + c % slots + 1);
         });
     if (sent_to > m->judged_to) judge_losses(*m, sent_to);  // before decoding fills chunks in
-    if (m->any && m->nack_at == kNever && m->code.scheme == Scheme::SrNack)
+    if (m->any && m->nack_at == kNever && ops(m->code).repair == Repair::NameHoles)
         m->nack_at = now + static_cast<uint64_t>(cfg_.ack_interval_ns());
     if (m->any && m->fto_at == kNever && ec)
         m->fto_at = now + static_cast<uint64_t>(double(m->lay.bytes + uint64_t{m->lay.parity} * geo_.chunk_bytes) *
@@ -229,10 +236,11 @@ void RecvEngine::on_bitmap(uint64_t now, uint64_t seq, const uint8_t* data_bits,
 // a packet reordered behind a later chunk counts as lost.
 void RecvEngine::judge_losses(Msg& m, uint64_t to)
 {
-    const uint32_t k = m.code.k, pm = m.code.m;
+    const uint32_t k = m.lay.k, pm = m.lay.first_parity;
+    const bool ec = ops(m.code).coded();
     uint64_t judged = 0, lost = 0;
     for (uint64_t pos = m.judged_to; pos < to; pos++) {
-        if (!is_ec(m.code.scheme)) {
+        if (!ec) {
             judged++;
             lost += !held(m.have, static_cast<uint32_t>(pos));
             continue;
@@ -245,7 +253,7 @@ void RecvEngine::judge_losses(Msg& m, uint64_t to)
             lost += !held(m.have, static_cast<uint32_t>(c));
         } else {
             judged++;
-            lost += !held(m.parity_have, static_cast<uint32_t>(s * pm + r - k));
+            lost += !held(m.parity_have, static_cast<uint32_t>(s * m.lay.slots + r - k));
         }
     }
     m.judged_to = to;
@@ -287,6 +295,9 @@ void RecvEngine::send_nack_failed(uint64_t now, Msg& m)
     if (++m.st_out.rounds > cfg_.max_rounds)
         return deliver(now, m, false, "EC repair did not complete within max_rounds (" +
                                           std::to_string(cfg_.max_rounds) + ") NACK rounds");
+    if (const SchemeOps& o = ops(m.code); o.repair_request) {
+        if (uint32_t want = o.repair_request(m.code, m.repair_round); want) return request_repair(now, m, want);
+    }
     uint32_t first_missing = m.lay.chunks;
     for (uint32_t c = 0; c < m.lay.chunks; c++)
         if (!held(m.have, c)) {
@@ -304,13 +315,41 @@ void RecvEngine::send_nack_failed(uint64_t now, Msg& m)
     for (uint32_t s = 0; s < m.lay.submessages; s++) failed_subs += !m.sub_ok[s];
     for (uint32_t i = 0; i < n.nbits; i++) {
         uint32_t c = first_missing + i;
-        if (!held(m.have, c) && !m.sub_ok[c / m.code.k]) set_bit(n.bits, i);
+        if (!held(m.have, c) && !m.sub_ok[c / m.lay.k]) set_bit(n.bits, i);
     }
     if (!m.fallback) m.st_out.fallbacks = failed_subs;
     m.fallback = true;
     send_ctrl(n);
     // Named again once its repair had time to land (as sr-nack does), not after a whole RTO: a
     // repair lost once more would otherwise cost 3 RTT per round, the tail of EC at high loss.
+    m.nack_at = now + renack_ns();
+}
+
+// A rateless code: ask for repair symbols up to `want` per submessage for the submessages not
+// decodable yet; more each round, until the bitmap shows them decoded or the reserve is spent.
+void RecvEngine::request_repair(uint64_t now, Msg& m, uint32_t want)
+{
+    m.repair_round++;
+    uint32_t first = 0, last = 0, failed_subs = 0;
+    for (uint32_t s = 0; s < m.lay.submessages; s++)
+        if (!m.sub_ok[s]) {
+            if (!failed_subs++) first = s;
+            last = s;
+        }
+    CtrlMsg n;
+    n.type = CtrlType::Nack;
+    n.flags = kNackRepair;
+    n.scheme = m.code.scheme;
+    n.seq = m.seq;
+    n.base = first;
+    n.newest = want;
+    n.nbits = failed_subs ? std::min(last - first + 1, fit_bits()) : 0;
+    n.bits.assign((n.nbits + 7) / 8, 0);
+    for (uint32_t i = 0; i < n.nbits; i++)
+        if (!m.sub_ok[first + i]) set_bit(n.bits, i);
+    if (!m.fallback) m.st_out.fallbacks = failed_subs;
+    m.fallback = true;
+    send_ctrl(n);
     m.nack_at = now + renack_ns();
 }
 
@@ -387,7 +426,7 @@ void RecvEngine::on_ctrl(uint64_t now, const CtrlMsg& c)
         }
         if (m->st != St::Active) return;
         m->sender_seen = true;
-        if (is_ec(m->code.scheme) && !m->fallback) send_nack_failed(now, *m);  // injection is over
+        if (ops(m->code).coded() && !m->fallback) send_nack_failed(now, *m);  // injection is over
         else send_ack(now, *m, 0);
     } else if (c.type == CtrlType::Abort && m && m->st != St::Done) {
         deliver(now, *m, false, "the sender abandoned the message (see its error)");
@@ -408,12 +447,13 @@ void RecvEngine::on_timer(uint64_t now)
         if (m.st != St::Active) continue;
         if (!m.any && !m.sender_seen && now >= m.cts_at + rto()) send_cts(now, m);  // CTS may be lost
         if (m.dirty && now >= m.last_ack + static_cast<uint64_t>(cfg_.ack_interval_ns())) send_ack(now, m, 0);
-        if (m.code.scheme == Scheme::SrNack && m.any && now >= m.nack_at) {
+        const Repair repair = ops(m.code).repair;
+        if (repair == Repair::NameHoles && m.any && now >= m.nack_at) {
             scan_holes(now, m);
             m.nack_at = now + static_cast<uint64_t>(cfg_.ack_interval_ns());
         }
-        if (is_ec(m.code.scheme) && !m.fallback && now >= m.fto_at) send_nack_failed(now, m);
-        else if (is_ec(m.code.scheme) && m.fallback && now >= m.nack_at) send_nack_failed(now, m);
+        if (repair == Repair::Code && !m.fallback && now >= m.fto_at) send_nack_failed(now, m);
+        else if (repair == Repair::Code && m.fallback && now >= m.nack_at) send_nack_failed(now, m);
     }
 }
 
@@ -426,8 +466,9 @@ uint64_t RecvEngine::next_deadline() const
         t = std::min(t, m.deadline);
         if (!m.any && !m.sender_seen) t = std::min(t, m.cts_at + rto());
         if (m.dirty) t = std::min(t, m.last_ack + ack);
-        if (m.code.scheme == Scheme::SrNack && m.any) t = std::min(t, m.nack_at);
-        if (is_ec(m.code.scheme)) t = std::min(t, m.fallback ? m.nack_at : m.fto_at);
+        const Repair repair = ops(m.code).repair;
+        if (repair == Repair::NameHoles && m.any) t = std::min(t, m.nack_at);
+        if (repair == Repair::Code) t = std::min(t, m.fallback ? m.nack_at : m.fto_at);
     }
     return t;
 }

@@ -3,7 +3,7 @@
 // probes a silent receiver, and bounds everything with rounds and a global timeout.
 #include "engine_util.hpp"
 
-#include <sdr/reliability/codec.hpp>
+#include <sdr/reliability/scheme.hpp>
 
 #include <algorithm>
 #include <functional>
@@ -105,7 +105,7 @@ void SendEngine::emit_data(uint64_t now, Msg& m, uint32_t first, uint32_t count,
     a.first = first;
     a.count = count;
     out_.push(a);
-    const bool ec = is_ec(m.code.scheme), sr = !ec || retransmit;  // EC arms timers only for repairs
+    const bool ec = ops(m.code).coded(), sr = !ec || retransmit;  // coded schemes arm timers only for repairs
     for (uint32_t c = first; c < first + count; c++) {
         uint64_t len = chunk_len(m.lay, geo_.chunk_bytes, c);
         m.sent_ns[c] = inject(now, len);
@@ -119,6 +119,19 @@ void SendEngine::emit_data(uint64_t now, Msg& m, uint32_t first, uint32_t count,
             std::push_heap(m.rto_heap.begin(), m.rto_heap.end(), std::greater<>());
         }
     }
+}
+
+// Parity chunks [from, from + count) of submessage `sub`, encoded by the binding right after
+// the submessage's data is queued.
+void SendEngine::emit_parity(uint64_t now, Msg& m, uint32_t sub, uint32_t count, uint32_t from)
+{
+    Action p{Action::Parity};
+    p.seq = m.seq;
+    p.first = sub;
+    p.from = from;
+    p.count = count;
+    out_.push(p);
+    inject(now, uint64_t{count} * geo_.chunk_bytes);
 }
 
 void SendEngine::arm_probe(uint64_t now, Msg& m) { m.probe_at = std::max(now, tx_free_) + rto_ns(); }
@@ -138,17 +151,12 @@ void SendEngine::pump(uint64_t now)
     }
     for (auto& [seq, m] : msgs_) {
         if (m.st != St::Sending) continue;
-        const bool ec = is_ec(m.code.scheme);
+        const bool ec = ops(m.code).coded();
         if (ec) {
             for (; m.next_new < m.lay.submessages; m.next_new++) {
-                uint32_t first = m.next_new * m.code.k;
-                emit_data(now, m, first, std::min(m.code.k, m.lay.chunks - first), false);
-                Action p{Action::Parity};
-                p.seq = m.seq;
-                p.first = m.next_new;
-                p.count = m.code.m;
-                out_.push(p);
-                inject(now, uint64_t{m.code.m} * geo_.chunk_bytes);
+                uint32_t first = m.next_new * m.lay.k;
+                emit_data(now, m, first, std::min(m.lay.k, m.lay.chunks - first), false);
+                emit_parity(now, m, m.next_new, m.lay.first_parity);
             }
         } else {
             uint32_t first = m.next_new;
@@ -198,6 +206,7 @@ void SendEngine::on_started(uint64_t now, uint64_t seq, const std::string& error
     m->rto_at.assign(m->lay.chunks, 0);
     m->tx_count.assign(m->lay.chunks, 0);
     m->acked.assign(m->lay.chunks, 0);
+    m->parity_sent.assign(m->lay.submessages, static_cast<uint16_t>(m->lay.first_parity));
     if (m->lay.chunks == 0) {  // an empty message is whole once opened; the receiver says so
         arm_probe(now, *m);
         return;
@@ -211,7 +220,7 @@ void SendEngine::mark_acked(Msg& m, uint32_t c)
     m.acked[c] = 1;
     m.rto_at[c] = 0;
     m.acked_count++;
-    if (!is_ec(m.code.scheme) && m.tx_count[c]) outstanding_ -= chunk_len(m.lay, geo_.chunk_bytes, c);
+    if (!ops(m.code).coded() && m.tx_count[c]) outstanding_ -= chunk_len(m.lay, geo_.chunk_bytes, c);
 }
 
 void SendEngine::on_ack(uint64_t now, Msg& m, const CtrlMsg& a)
@@ -246,8 +255,18 @@ void SendEngine::on_nack(uint64_t now, Msg& m, const CtrlMsg& n)
     if (m.st != St::Sending) return;
     m.probes = 0;
     if (m.probe_at != kNever) arm_probe(now, m);
-    if (is_ec(m.code.scheme) && m.st_out.fallbacks == 0) m.st_out.fallbacks = 1;
+    if (ops(m.code).coded() && m.st_out.fallbacks == 0) m.st_out.fallbacks = 1;
     m.st_out.rounds++;
+    if (n.flags & kNackRepair) {  // a rateless code's receiver wants repair symbols up to n.newest
+        const uint32_t want = std::min(n.newest, m.lay.slots);
+        for (uint32_t i = 0; i < n.nbits && uint64_t{n.base} + i < m.lay.submessages; i++) {
+            const uint32_t s = n.base + i;
+            if (!bit(n.bits.data(), i) || m.parity_sent[s] >= want) continue;
+            emit_parity(now, m, s, want - m.parity_sent[s], m.parity_sent[s]);
+            m.parity_sent[s] = static_cast<uint16_t>(want);
+        }
+        return;
+    }
     uint32_t run = 0, first = 0;
     auto flush = [&] {
         if (run) emit_data(now, m, first, run, true);
@@ -299,15 +318,15 @@ void SendEngine::on_ctrl(uint64_t now, const CtrlMsg& c)
 // auto sender adopts the receiver's if it can (a valid code whose parity fits one SDR message).
 void SendEngine::check_cts(Msg& m, const CtrlMsg& c)
 {
-    const Code theirs{c.scheme, is_ec(c.scheme) ? c.k : 0u, is_ec(c.scheme) ? c.m : 0u};
-    m.peer_ec = is_ec(theirs.scheme);
+    const SchemeOps& o = ops(c.scheme);
+    const Code theirs{c.scheme, o.coded() ? c.k : 0u, o.coded() ? c.m : 0u};
+    m.peer_ec = o.coded();
     std::string why;
     if (cfg_.scheme != Scheme::Auto) {
         if (!(theirs == m.code)) why = "the receiver uses scheme " + to_string(theirs) + ", this sender " + to_string(m.code);
     } else if (theirs.scheme == Scheme::Auto) {
         why = "the receiver's clear-to-send names no code";
-    } else if (is_ec(theirs.scheme) &&
-               !Codec::valid(theirs.scheme == Scheme::EcXor ? CodeKind::Xor : CodeKind::Mds, theirs.k, theirs.m, &why)) {
+    } else if (o.valid && !o.valid(theirs.k, theirs.m, &why)) {
         why = "the receiver picked " + to_string(theirs) + ": " + why;
     } else if (Layout l = Layout::of(theirs, geo_, m.lay.bytes); uint64_t{l.parity} * geo_.chunk_bytes > geo_.slot_bytes) {
         why = "the receiver picked " + to_string(theirs) + ", whose parity does not fit one SDR message of this QP";
@@ -315,6 +334,9 @@ void SendEngine::check_cts(Msg& m, const CtrlMsg& c)
         m.code = theirs;
         m.lay = l;
     }
+    if (const SchemeOps& mine = ops(m.code);
+        why.empty() && c.params != (mine.cts_params ? mine.cts_params(m.code) : std::vector<uint8_t>{}))
+        why = "the receiver's " + to_string(m.code) + " parameters differ from this sender's";
     if (why.empty() && c.length != m.lay.bytes)
         why = "the receive posted for message " + std::to_string(c.seq) + " holds " + std::to_string(c.length) +
               " bytes, the send has " + std::to_string(m.lay.bytes);
@@ -328,7 +350,7 @@ void SendEngine::check_cts(Msg& m, const CtrlMsg& c)
 void SendEngine::finish(uint64_t now, Msg& m, bool ok, const std::string& err)
 {
     if (m.st == St::Done) return;
-    if (m.st == St::Sending && !is_ec(m.code.scheme) && !m.acked.empty())
+    if (m.st == St::Sending && !ops(m.code).coded() && !m.acked.empty())
         for (uint32_t c = 0; c < m.lay.chunks; c++)
             if (!m.acked[c] && m.tx_count[c]) outstanding_ -= chunk_len(m.lay, geo_.chunk_bytes, c);
     Action a{Action::Finish};
@@ -346,6 +368,7 @@ void SendEngine::finish(uint64_t now, Msg& m, bool ok, const std::string& err)
     m.rto_heap = {};
     m.tx_count = {};
     m.acked = {};
+    m.parity_sent = {};
     pump(now);  // a window may have opened
 }
 

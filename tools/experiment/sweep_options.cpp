@@ -80,7 +80,7 @@ void build(CLI::App& app, SweepOptions& o, Given& g)
         "messages: sizes double from MIN to MAX, per-packet drops log-spaced N per decade; per point and scheme\n"
         "min(--samples, max(--min-samples, --bytes-per-point / size)) samples. allreduce: ring Allreduce of\n"
         "--ar-bytes per node over MIN..MAX nodes at the same drops. Schemes: sr, sr-nack, ec-xor:k,m, ec-mds:k,m,\n"
-        "auto (the model-based choice). RTO = (1+alpha) RTT. BYTES take K/M/G (also KiB/MiB/GiB) suffixes,\n"
+        "ec-lt:k,m (messages only), auto (the model-based choice). RTO = (1+alpha) RTT. BYTES take K/M/G (also KiB/MiB/GiB) suffixes,\n"
         "binary: 128K = 131072.\n"
         "--shard I/N runs shard I (0-based) of N: a share of the grid fixed by the grid and N alone, its CSV rows\n"
         "and shard.txt in --out, no figures or summary unless --plots/--summary.\n"

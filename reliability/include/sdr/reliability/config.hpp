@@ -6,14 +6,15 @@
 
 namespace sdr::rel {
 
-// sr: Selective Repeat, per-chunk RTO = RTT·(1+α). sr-nack: the receiver names lost chunks
-// (holes behind later arrivals) and the sender repeats them at once; the RTO remains as a
-// backup for tail losses. ec-xor / ec-mds: k data + m parity chunks per submessage, SR repair
-// of what the code cannot rebuild. auto: the receiver picks one of those per message from the
-// analytic model and its path estimate (policy.hpp) and announces it in the clear-to-send.
-enum class Scheme : uint8_t { Sr = 1, SrNack = 2, EcXor = 3, EcMds = 4, Auto = 5 };
+// A scheme's wire id (the control messages' scheme byte). What each scheme does lives in its
+// SchemeOps (scheme.hpp, one file per scheme in src/schemes/): sr, sr-nack, ec-xor, ec-mds,
+// ec-lt (a fountain code).
+// auto: the receiver picks one of the registered schemes that declare a model per message
+// (policy.hpp) and announces it in the clear-to-send.
+enum class Scheme : uint8_t { Sr = 1, SrNack = 2, EcXor = 3, EcMds = 4, Auto = 5, EcLt = 6 };
 const char* to_string(Scheme s);
-inline bool is_ec(Scheme s) { return s == Scheme::EcXor || s == Scheme::EcMds; }
+// The scheme sends parity: k data + parity chunks per submessage, data and parity SDR messages.
+bool is_ec(Scheme s);
 
 // What one message is sent with: a fixed scheme and, for EC, its k and m (0 otherwise).
 struct Code {
@@ -47,7 +48,7 @@ inline Code fixed_code(const Config& c)
     return {c.scheme, is_ec(c.scheme) ? c.k : 0, is_ec(c.scheme) ? c.m : 0};
 }
 
-// "sr", "sr-nack", "ec-xor", "ec-mds", "auto", optionally ":k,m" after the EC ones and auto
+// A registered scheme's name or "auto", optionally ":k,m" after those that take parameters
 // ("ec-mds:32,8").
 bool parse_scheme(const std::string& text, Config* cfg, std::string* err);
 // Every field in range (EC codes ISA-L supports, positive times); false + err otherwise.

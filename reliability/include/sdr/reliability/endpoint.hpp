@@ -7,7 +7,7 @@
 
 #include <sdr.h>
 #include <sdr_mr.h>
-#include <sdr/reliability/codec.hpp>
+#include <sdr/reliability/scheme.hpp>
 #include <sdr/reliability/config.hpp>
 #include <sdr/reliability/engine.hpp>
 #include <sdr/reliability/policy.hpp>
@@ -93,7 +93,8 @@ private:
     void deliver(const Action& a);
     void drain_actions(uint64_t now);
     sdr_mr* reg(Region& buf, uint64_t bytes, const char* what);
-    Codec& codec(const Code& c);
+    Coder& coder(const Code& c);
+    static constexpr uint32_t kEncoded = 1u << 31;  // Parity action: its chunks are encoded
     uint64_t chunk_len(uint64_t len, uint32_t c) const;
 
     sdr_context* ctx_;
@@ -102,7 +103,7 @@ private:
     Geometry geo_;
     SendEngine tx_;
     RecvEngine rx_;
-    std::map<std::tuple<Scheme, uint32_t, uint32_t>, Codec> codecs_;  // per code met, made on first use
+    std::map<std::tuple<Scheme, uint32_t, uint32_t>, std::unique_ptr<Coder>> coders_;  // per code met, made on first use
     std::map<uint64_t, TxState> txs_;
     std::map<uint64_t, RxState> rxs_;
     std::deque<Action> start_q_, data_q_, post_q_, ctrl_q_;

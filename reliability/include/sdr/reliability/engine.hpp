@@ -34,7 +34,7 @@ struct Action {
     enum Kind : uint8_t {
         Start,     // sender: open the SDR message(s) of seq (data, then parity for EC)
         Data,      // sender: inject data chunks [first, first + count) of seq
-        Parity,    // sender: encode submessage `first` of seq and inject its m parity chunks
+        Parity,    // sender: encode parity chunks [from, from + count) of submessage `first` of seq, inject them
         Finish,    // sender: seq is over (ok or error): close its SDR messages, report
         PostRecv,  // receiver: post the SDR receive(s) of seq
         Decode,    // receiver: rebuild the missing data chunks of submessage `first` of seq
@@ -45,6 +45,7 @@ struct Action {
     Kind kind;
     uint64_t seq = 0;
     uint32_t first = 0, count = 0;
+    uint32_t from = 0;  // Parity: first parity chunk of the submessage
     bool ok = false;
     std::string error;
     std::vector<uint8_t> ctrl;
@@ -79,8 +80,11 @@ private:
 struct Layout {
     uint64_t bytes = 0;
     uint32_t chunks = 0;       // data chunks
-    uint32_t submessages = 0;  // EC: ceil(chunks / k)
-    uint32_t parity = 0;       // EC: submessages * m
+    uint32_t submessages = 0;  // coded: ceil(chunks / k)
+    uint32_t parity = 0;       // coded: submessages * slots
+    uint32_t k = 0;            // coded: data chunks per submessage
+    uint32_t slots = 0;        // coded: parity chunks each submessage reserves in the parity message
+    uint32_t first_parity = 0; // coded: parity chunks sent with each submessage's data
     static Layout of(const Code& c, const Geometry& g, uint64_t bytes);
 };
 
@@ -133,12 +137,14 @@ private:
         std::vector<std::pair<uint64_t, uint32_t>> rto_heap;
         uint64_t probe_at = kNever;
         uint32_t probes = 0;
+        std::vector<uint16_t> parity_sent;  // coded: parity chunks sent per submessage
         MessageStats st_out;
     };
     Msg* find(uint64_t seq);
     std::vector<uint32_t> due_;  // on_timer's scratch: chunks whose timer expired
     void pump(uint64_t now);
     void emit_data(uint64_t now, Msg& m, uint32_t first, uint32_t count, bool retransmit);
+    void emit_parity(uint64_t now, Msg& m, uint32_t sub, uint32_t count, uint32_t from = 0);
     uint64_t inject(uint64_t now, uint64_t bytes);  // estimated end of injection of these bytes
     void on_ack(uint64_t now, Msg& m, const CtrlMsg& a);
     void on_nack(uint64_t now, Msg& m, const CtrlMsg& n);
@@ -204,6 +210,7 @@ private:
         uint32_t newest = 0;
         uint64_t newest_ns = 0, last_ack = 0, cts_at = 0, fto_at = kNever, nack_at = kNever;
         uint32_t peer = 0;  // sender incarnation, once a REQ named it
+        uint32_t repair_round = 0;  // rateless codes: repair requests so far
         uint64_t judged_to = 0;  // drop meter: send positions before this are judged
         std::vector<uint64_t> hole_since, named_at;  // sr-nack
         MessageStats st_out;
@@ -212,6 +219,7 @@ private:
     void check_submessages(Msg& m);
     void send_ack(uint64_t now, Msg& m, uint8_t flags);
     void send_nack_failed(uint64_t now, Msg& m);
+    void request_repair(uint64_t now, Msg& m, uint32_t want);
     void scan_holes(uint64_t now, Msg& m);
     void deliver(uint64_t now, Msg& m, bool ok, const std::string& err);
     void send_cts(uint64_t now, Msg& m);

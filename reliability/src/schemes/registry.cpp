@@ -1,0 +1,65 @@
+// The registry of reliability schemes: adding a scheme is its file plus one line here.
+#include <sdr/reliability/scheme.hpp>
+
+#include <array>
+
+namespace sdr::rel {
+
+namespace {
+constexpr std::array kSchemes{
+    &kSrOps,
+    &kSrNackOps,
+    &kEcXorOps,
+    &kEcMdsOps,
+    &kEcLtOps,
+};
+}  // namespace
+
+// auto is no scheme of its own: until the receiver's CTS names a code, a message is its data.
+// Its k, m are the code its EC candidates start from, so they must suit ec-mds.
+const SchemeOps kAutoOps{
+    .id = Scheme::Auto,
+    .name = "auto",
+    .takes_params = true,
+    .repair = Repair::Timer,
+    .valid = [](uint32_t k, uint32_t m, std::string* err) {
+        if (kEcMdsOps.valid(k, m, err)) return true;
+        *err = "auto: " + *err;
+        return false;
+    },
+    .parity_slots = nullptr,
+    .parity_first = nullptr,
+    .decodable = nullptr,
+    .coder = nullptr,
+    .estimate = nullptr,
+    .cts_params = nullptr,
+    .repair_request = nullptr,
+};
+
+std::span<const SchemeOps* const> registered_schemes() { return kSchemes; }
+
+const SchemeOps* find_scheme(std::string_view name)
+{
+    if (name == kAutoOps.name) return &kAutoOps;
+    for (const SchemeOps* s : kSchemes)
+        if (name == s->name) return s;
+    return nullptr;
+}
+
+const SchemeOps* find_scheme(uint8_t wire_id)
+{
+    if (wire_id == static_cast<uint8_t>(Scheme::Auto)) return &kAutoOps;
+    for (const SchemeOps* s : kSchemes)
+        if (static_cast<uint8_t>(s->id) == wire_id) return s;
+    return nullptr;
+}
+
+const SchemeOps& ops(Scheme s)
+{
+    const SchemeOps* o = find_scheme(static_cast<uint8_t>(s));
+    return o ? *o : kSrOps;  // Config and CtrlMsg hold registered ids only (validate, decode)
+}
+
+bool is_ec(Scheme s) { return ops(s).coded(); }
+
+}  // namespace sdr::rel
