@@ -33,7 +33,7 @@ public:
             wire_frac_ = 0;
         }
         SimTime wire_free = now;
-        while (n_ < kMaxBatch && wire_free < now + kTxBatchPs && nic_.tx_next(&batch_[n_])) {
+        while (n_ < max_batch_ && wire_free < now + kTxBatchPs && nic_.tx_next(&batch_[n_])) {
             TxPacket& p = batch_[n_++];
             if (p.local_error) continue;
             const bool sdr = p.kind == TxPacket::Kind::Sdr;
@@ -74,6 +74,7 @@ private:
     static constexpr uint32_t kMaxBatch = 64;
     SimFabric& f_;
     Nic& nic_;
+    const uint32_t max_batch_ = f_.params_.per_packet_events ? 1 : kMaxBatch;
     bool busy_ = false;
     uint32_t n_ = 0;
     TxPacket batch_[kMaxBatch];
@@ -168,7 +169,7 @@ SimLink::SimLink(SimFabric& fabric, Nic& dst, uint32_t src_index, const LinkPara
           ip.seed = seed;
           return ip;
       }()),
-      fifo_(1024)
+      fifo_(1024), max_run_ahead_(fabric.params_.per_packet_events ? 1 : kMaxRunAhead)
 {
 }
 
@@ -229,7 +230,7 @@ void SimLink::fire(SimTime now, uint64_t arg)
         // host waiting for an event must wake at it, not at the end of the run (ACKs arriving
         // 0.4 ms apart were all seen at the last one's time).
         const uint64_t seen = dst_.host_events();
-        for (int n = 0; count_ && n < kMaxRunAhead && dst_.host_events() == seen; n++) {
+        for (int n = 0; count_ && n < max_run_ahead_ && dst_.host_events() == seen; n++) {
             if (fifo_[head_].arrival > now && !fabric_.sim_.run_ahead_to(fifo_[head_].arrival)) break;
             now = fabric_.sim_.now();
             InFlight f = fifo_[head_];

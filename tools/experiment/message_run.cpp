@@ -40,6 +40,7 @@ WorldConfig world_config(const LinkSetup& l)
     w.fabric.link.impairment.loss = l.drop;
     w.fabric.payload = false;
     w.fabric.seed = l.seed;
+    w.fabric.per_packet_events = l.per_packet_events;
     w.qp = qp_attr(l);
     return w;
 }

@@ -21,6 +21,7 @@ struct LinkSetup {
     uint32_t mtu = 4096, chunk_bytes = 65536, channels = 8;
     uint64_t max_bytes = 1ull << 30;  // largest message a sample may send
     uint64_t seed = 1;
+    bool per_packet_events = false;  // emu::FabricParams::per_packet_events (tests)
 };
 
 struct Sample {

@@ -47,6 +47,10 @@ struct FabricParams {
     bool wall_clock = false;
     // The DPA and PCIe cost model (dpa_model.hpp); off by default: handlers cost nothing.
     DpaParams dpa;
+    // One event per packet on both sides of a link: the port starts one packet per event (no
+    // 1 us batch) and a link delivers one packet per event (no run-ahead). Slower; the
+    // reference the batched default is tested against (tests/sim_batching_test.cpp).
+    bool per_packet_events = false;
 
     // Defaults overridden by SDR_SIM_* environment variables (see README). false + err on a
     // malformed value.
@@ -98,6 +102,7 @@ private:
     size_t head_ = 0, count_ = 0;
     std::vector<InFlight> late_;  // reordered and duplicated packets (min-heap on arrival)
     uint64_t delivered_ = 0, dropped_ = 0, dropped_burst_ = 0, duplicated_ = 0, reordered_ = 0;
+    const int max_run_ahead_;  // kMaxRunAhead, or 1 with FabricParams::per_packet_events
 };
 
 class SimFabric final : public NicExecutor {

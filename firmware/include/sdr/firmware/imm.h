@@ -33,8 +33,9 @@ struct fw_imm {
  * field can name every fragment index (the padding packets of short messages) */
 bool fw_imm_layout_valid(struct fw_imm_layout l);
 
-/* Number of fragments that rebuild the user immediate (8 for 4-bit fragments). */
-static inline uint32_t fw_imm_num_frags(struct fw_imm_layout l) { return 32u / l.frag_bits; }
+/* Number of fragments that rebuild the user immediate (8 for 4-bit fragments). frag_bits of a
+ * valid layout is a power of two: a shift, not a division, on every packet. */
+static inline uint32_t fw_imm_num_frags(struct fw_imm_layout l) { return 32u >> __builtin_ctz(l.frag_bits); }
 
 /* Packet p carries fragment (p mod num_frags): bits [j*frag_bits, (j+1)*frag_bits) of the
  * user immediate. */
