@@ -22,15 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(cond, ...)                                                  \
-    do {                                                                  \
-        if (!(cond)) {                                                    \
-            fprintf(stderr, "verbs_ex: FAIL %s: ", #cond);                \
-            fprintf(stderr, __VA_ARGS__);                                 \
-            fprintf(stderr, " (errno %d: %s)\n", errno, strerror(errno)); \
-            exit(1);                                                      \
-        }                                                                 \
-    } while (0)
+#define VERBS_PROG "verbs_ex"
+#include "verbs_check.h"
 
 enum { kBuf = 256 * 1024, kQkey = 0x3333 };
 enum { kWriteBytes = 100000, kImmBytes = 30000, kSendBytes = 200, kSendImmBytes = 50000, kReadBytes = 70000 };

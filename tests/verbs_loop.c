@@ -24,15 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(cond, ...)                                                  \
-    do {                                                                  \
-        if (!(cond)) {                                                    \
-            fprintf(stderr, "verbs_loop: FAIL %s: ", #cond);              \
-            fprintf(stderr, __VA_ARGS__);                                 \
-            fprintf(stderr, " (errno %d: %s)\n", errno, strerror(errno)); \
-            exit(1);                                                      \
-        }                                                                 \
-    } while (0)
+#define VERBS_PROG "verbs_loop"
+#include "verbs_check.h"
 
 enum { kBuf = 512 * 1024, kSendBytes = 300 * 1024, kWriteBytes = 384 * 1024, kWriteOff = 64 * 1024 };
 

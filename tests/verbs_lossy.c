@@ -33,15 +33,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define CHECK(cond, ...)                                                    \
-    do {                                                                    \
-        if (!(cond)) {                                                      \
-            fprintf(stderr, "verbs_lossy: FAIL %s: ", #cond);               \
-            fprintf(stderr, __VA_ARGS__);                                   \
-            fprintf(stderr, " (errno %d: %s)\n", errno, strerror(errno));   \
-            exit(1);                                                        \
-        }                                                                   \
-    } while (0)
+#define VERBS_PROG "verbs_lossy"
+#include "verbs_check.h"
 
 enum {
     kMsg = 64 * 1024,

@@ -27,15 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(cond, ...)                                                  \
-    do {                                                                  \
-        if (!(cond)) {                                                    \
-            fprintf(stderr, "verbs_srq: FAIL %s: ", #cond);               \
-            fprintf(stderr, __VA_ARGS__);                                 \
-            fprintf(stderr, " (errno %d: %s)\n", errno, strerror(errno)); \
-            exit(1);                                                      \
-        }                                                                 \
-    } while (0)
+#define VERBS_PROG "verbs_srq"
+#include "verbs_check.h"
 
 enum { kWqe = 64 * 1024, kWqes = 8, kRcBytes = 50000, kQkey = 0x2222 };
 
