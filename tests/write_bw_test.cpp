@@ -88,7 +88,8 @@ TEST(WriteBwErrors, AbsentServerIsAClearErrorAfterTheTimeout)
 }
 
 // --rate_limit (perftest's name, in Gbit/s) sets the client QP's rate_limit attribute: the
-// firmware paces its frames, so what the client measures it sent stays under the limit.
+// firmware paces its frames, so what the client measures it sent stays under the limit, and
+// every chunk still arrives.
 TEST(WriteBwRateLimit, ThePacedClientSendsNoFasterThanTheLimit)
 {
     if (auto why = netns_unavailable(); !why.empty()) GTEST_SKIP() << why;
@@ -101,7 +102,9 @@ TEST(WriteBwRateLimit, ThePacedClientSendsNoFasterThanTheLimit)
     const double gbps = json_number(r.cj, "tx_gbps");
     EXPECT_EQ(json_number(r.cj, "rate_limit_gbps"), 0.5);
     EXPECT_LE(gbps, 0.5) << r.cj;
-    EXPECT_GT(gbps, 0.3) << "paced, not stalled: " << r.cj;
+    // The firmware held frames for their slot. How close the rate comes to the limit depends on
+    // the machine's load (CI measured 0.27 of 0.5 Gbit/s), so this test does not time it.
+    EXPECT_GT(json_number(r.cj, "fw.tx_paced"), 0.0) << r.cj;
     EXPECT_EQ(json_number(r.sj, "chunks_received"), json_number(r.sj, "chunks_expected"));
 }
 
