@@ -10,12 +10,16 @@ namespace sdr::write_bw {
 void run(std::vector<Party*> parties, int timeout_ms)
 {
     std::vector<uint8_t> m;
+    std::vector<bool> other_done(parties.size());  // its Done may come while we still run
     for (;;) {
         bool progressed = false, all_done = true;
         uint64_t deadline = UINT64_MAX;
-        for (Party* p : parties) {
+        for (size_t i = 0; i < parties.size(); i++) {
+            Party* p = parties[i];
+            Done d;
             while (p->peer->poll(&m)) {
                 progressed = true;
+                if (take(m, &d)) other_done[i] = true;
                 for (auto& r : p->roles) r->on_message(m);
             }
             if (p->side->ep) {
@@ -38,11 +42,12 @@ void run(std::vector<Party*> parties, int timeout_ms)
         sdr_sim_wait(ctx, std::max(now + 1, std::min(deadline, now + 200'000)));
     }
     for (Party* p : parties) p->peer->send(Done{});
-    for (Party* p : parties) {
+    for (size_t i = 0; i < parties.size(); i++) {
         Done d;
-        do
-            if (!p->peer->poll(&m, timeout_ms)) die("the other side did not end the run");
-        while (!take(m, &d));
+        while (!other_done[i]) {
+            if (!parties[i]->peer->poll(&m, timeout_ms)) die("the other side did not end the run");
+            other_done[i] = take(m, &d);
+        }
     }
 }
 

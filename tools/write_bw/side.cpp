@@ -33,7 +33,7 @@ public:
     }
     bool poll(std::vector<uint8_t>* m, int timeout_ms) override
     {
-        m->resize(256);
+        m->resize(65536);  // the largest message: a QP-info blob (a few hundred bytes)
         size_t len = 0;
         int rc = sdr_oob_recv(oob_, m->data(), m->size(), &len, timeout_ms);
         if (rc == SDR_RETRY) return false;
