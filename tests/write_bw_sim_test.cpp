@@ -120,7 +120,7 @@ TEST_P(WriteBwSimScheme, DeliversEveryMessageByteExactUnderOnePercentLoss)
     EXPECT_GT(r.client["retransmitted_chunks"].get<double>() + r.server["decoded_chunks"].get<double>(), 0) << r.out;
 }
 
-INSTANTIATE_TEST_SUITE_P(Schemes, WriteBwSimScheme, ::testing::Values("sr", "sr-nack", "ec-xor:4,1", "ec-mds:4,2"),
+INSTANTIATE_TEST_SUITE_P(Schemes, WriteBwSimScheme, ::testing::Values("sr", "sr-nack", "ec-xor:4,1", "ec-mds:4,2", "ec-lt:4,2"),
                          [](const auto& info) {
                              std::string n = info.param;
                              for (char& c : n)

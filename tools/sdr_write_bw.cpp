@@ -223,7 +223,8 @@ int run_sim(const Options& o)
         cast(o, &s, rp, false);
         run({&c, &s}, o.timeout_ms);
         print_report(o, rp, c, "client", i == 0, i + 1 == all.size());
-        print_report(o, rp, s, "server", i == 0, i + 1 == all.size());
+        // The table keeps one row per size (-a); the server's lines follow the last.
+        if (o.json || i + 1 == all.size()) print_report(o, rp, s, "server", i == 0, i + 1 == all.size());
     }
     return 0;
 }

@@ -1,6 +1,7 @@
 #include "side.hpp"
 
 #include <sdr/host/inspect.hpp>
+#include <sdr/reliability/scheme.hpp>
 #include <sdr_sim.h>
 #include <sdr_stats.h>
 
@@ -80,16 +81,36 @@ std::pair<std::unique_ptr<Peer>, std::unique_ptr<Peer>> local_peers()
     return {std::make_unique<LocalPeer>(a, b), std::make_unique<LocalPeer>(b, a)};
 }
 
+namespace {
+
+// The parity SDR message of one message of the run's scheme: parity chunks per submessage of
+// k data chunks, as the scheme's registry entry says (auto: its largest candidate, 4m).
+uint64_t parity_bytes(const RunParams& rp)
+{
+    rel::Config cfg;
+    std::string err;
+    if (!rp.scheme[0] || !rel::parse_scheme(rp.scheme, &cfg, &err)) return 0;
+    uint32_t per_sub = 0;
+    if (cfg.scheme == rel::Scheme::Auto)
+        per_sub = 4 * cfg.m;
+    else if (const rel::SchemeOps& ops = rel::ops(rel::fixed_code(cfg)); ops.coded())
+        per_sub = ops.parity_slots(rel::fixed_code(cfg));
+    const uint64_t chunks = (rp.size + rp.chunk - 1) / rp.chunk;
+    return (chunks + cfg.k - 1) / cfg.k * per_sub * rp.chunk;
+}
+
+}  // namespace
+
 Side::Side(const Options& o, const std::string& dev, const RunParams& rp) : device(dev)
 {
     if (!pow2(rp.mtu) || !pow2(rp.chunk) || rp.chunk < rp.mtu) die("--mtu and --chunk must be powers of two with chunk >= MTU");
     sdr_dev_attr da{rp.channels, 1};
     if (!(ctx = sdr_context_create(device.c_str(), &da))) die_sdr("sdr_context_create(" + device + ")");
-    // The reliability layer sends two SDR messages per message (data and parity, which is at
-    // most as long as the data for every k >= m): twice the slots, each the message's size.
+    // The reliability layer sends two SDR messages per message (data and parity): twice the
+    // slots, each as large as the longer of the two.
     const uint32_t per_msg = rp.scheme[0] ? 2 : 1;
     slots = 1u << log2_ceil(uint64_t{rp.in_flight} * per_msg);
-    uint32_t slot_log = std::max(log2_ceil(rp.size), log2_ceil(rp.chunk));
+    uint32_t slot_log = log2_ceil(std::max({rp.size, uint64_t{rp.chunk}, parity_bytes(rp)}));
     // Ping-pong reuses a slot only after its (slot, generation) pair's quiet time, the maximum
     // packet lifetime (5 ms on raw:/xdp:): a ring of up to 1024 slots (64 MiB at most) lets
     // short round trips run without waiting for one.
