@@ -98,7 +98,7 @@ Options parse(int argc, char** argv)
     add_count(app, "--settle-ms", &o.settle_ms, 0, 1u << 30,
               "server: how long a message the client reported sent still waits for its packets (20 + 2 x SDR_RT_DELAY_MS)");
     app.add_flag("--json", o.json, "one JSON object per side instead of the table");
-    app.add_flag("--verify", o.verify, "server: check every complete chunk's bytes (costs CPU)");
+    app.add_flag("--verify", o.verify, "receiver: check every complete chunk's (--scheme: delivered message's) bytes (costs CPU)");
     parse_or_exit(app, argc, argv, 1);
     auto bad = [](const std::string& what) {
         std::fprintf(stderr, "sdr_write_bw: %s (see --help)\n", what.c_str());
