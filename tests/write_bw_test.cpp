@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -151,5 +152,70 @@ TEST(WriteBwAllSizes, OneRunPerPowerOfTwoFrom2BTo8MiB)
         }
         ASSERT_EQ(sizes.size(), 23u) << who << ":\n" << out;
         for (size_t i = 0; i < sizes.size(); i++) EXPECT_EQ(sizes[i], double(2ull << i)) << who;
+    }
+}
+
+// The modes beyond bandwidth, server and client in two namespaces over raw: (AF_PACKET). Each
+// moves data and its JSON holds the mode's members; counts and bytes only, no timing.
+class WriteBwModes : public ::testing::Test {
+protected:
+    void SetUp() override
+    {
+        if (auto why = netns_unavailable(); !why.empty()) GTEST_SKIP() << why;
+        tb_ = std::make_unique<Testbed>("sdrbwm");
+        ASSERT_TRUE(tb_->ok());
+    }
+    WriteBwRun run(int n, const std::string& server_args, const std::string& client_args)
+    {
+        return run_write_bw(*tb_, "raw", std::to_string(18570 + getpid() % 2 * 4 + n), server_args + " --timeout-ms 20000",
+                            client_args + " --timeout-ms 20000");
+    }
+    std::unique_ptr<Testbed> tb_;
+};
+
+TEST_F(WriteBwModes, LatencyPingPongsEveryRoundTrip)
+{
+    const WriteBwRun r = run(0, "", "--latency -s 64 -n 100 -w 5");
+    ASSERT_TRUE(r.ok());
+    const auto c = nlohmann::json::parse(r.cj), s = nlohmann::json::parse(r.sj);
+    EXPECT_EQ(c["mode"], "latency");
+    EXPECT_EQ(c["round_trips"], 100);
+    EXPECT_EQ(s["messages_echoed"], 105);
+    EXPECT_EQ(c["rx_placed_bytes"], 105 * 64);
+    EXPECT_EQ(s["rx_placed_bytes"], 105 * 64);
+    EXPECT_LE(c["t_min_us"].get<double>(), c["t_typical_us"].get<double>());
+    EXPECT_LE(c["t_p99_9_us"].get<double>(), c["t_max_us"].get<double>());
+}
+
+TEST_F(WriteBwModes, BidirectionalMovesBothWays)
+{
+    const WriteBwRun r = run(1, "--verify", "-b -s 256K -n 20 -w 2 -q 4 --verify");
+    ASSERT_TRUE(r.ok());
+    for (const auto& j : {nlohmann::json::parse(r.cj), nlohmann::json::parse(r.sj)}) {
+        EXPECT_EQ(j["mode"], "bidirectional");
+        EXPECT_EQ(j["recv"]["chunks_expected"], 80);
+        EXPECT_EQ(j["recv"]["chunks_received"], 80) << j["recv"];
+        EXPECT_EQ(j["recv"]["corrupt_chunks"], 0);
+        EXPECT_EQ(j["rx_placed_bytes"], 22 * 256 * 1024);
+        EXPECT_GT(j["goodput_gbps_sum"].get<double>(), j["send"]["goodput_gbps"].get<double>());
+    }
+}
+
+// SDR_RT_LOSS of 1 % on the client's data: the reliability layer still delivers every message
+// byte-exact (SR repeats the chunks, EC-MDS rebuilds them).
+TEST_F(WriteBwModes, SchemeDeliversByteExactUnderOnePercentLoss)
+{
+    for (const std::string scheme : {"sr", "ec-mds:4,2"}) {
+        const WriteBwRun r = run(2 + (scheme != "sr"), "--verify",
+                                 "--scheme " + scheme + " -s 256K -n 24 -w 2 -q 4 --loss 0.01 --seed 7");
+        ASSERT_TRUE(r.ok());
+        const auto c = nlohmann::json::parse(r.cj), s = nlohmann::json::parse(r.sj);
+        EXPECT_EQ(s["scheme"], scheme);
+        EXPECT_EQ(s["messages_delivered"], 24) << r.sj;
+        EXPECT_EQ(s["messages_failed"], 0);
+        EXPECT_EQ(s["delivered_bytes"], 24 * 256 * 1024);
+        EXPECT_EQ(s["corrupt_messages"], 0);
+        EXPECT_EQ(c["messages_delivered"], 24);
+        EXPECT_GT(c["counters"]["shaper.dropped"].get<double>(), 0) << "the loss dropped frames";
     }
 }

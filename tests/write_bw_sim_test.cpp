@@ -1,0 +1,143 @@
+// sdr_write_bw -d sim: server and client in one process on the simulated fabric, no root
+// needed. Each mode moves data and both sides' JSON parses with its members: bandwidth (every
+// chunk, verified), --latency (the round trips and ib_write_lat's statistics), -b (both
+// directions and their sum), --scheme under 1 % loss (every message delivered byte-exact).
+// Counts and bytes only: performance lives in the benchmarks.
+#include "child_util.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+using namespace sdr::test;
+using nlohmann::json;
+
+namespace {
+
+struct SimRun {
+    int status = -1;
+    std::string out;
+    json client, server;
+};
+
+SimRun run_sim(const std::string& args)
+{
+    SimRun r;
+    r.out = Child(std::string(SDR_WRITE_BW) + " -d sim --json " + args).finish(&r.status);
+    const std::string c = json_of(r.out, "client"), s = json_of(r.out, "server");
+    if (json::accept(c)) r.client = json::parse(c);
+    if (json::accept(s)) r.server = json::parse(s);
+    return r;
+}
+
+::testing::AssertionResult ran(const SimRun& r)
+{
+    if (r.status != 0 || !r.client.is_object() || !r.server.is_object())
+        return ::testing::AssertionFailure() << "exit " << r.status << ", no valid JSON of both sides:\n" << r.out;
+    return ::testing::AssertionSuccess();
+}
+
+}  // namespace
+
+TEST(WriteBwSim, BandwidthMovesEveryChunkInOneProcess)
+{
+    // 20 measured messages of 64 KiB + 1 B: 2 chunks each, the second 1 byte long.
+    const SimRun r = run_sim("-s 65537 -n 20 -w 2 -q 4 --verify");
+    ASSERT_TRUE(ran(r));
+    EXPECT_EQ(r.client["mode"], "bandwidth");
+    EXPECT_EQ(r.client["port_mode"], "simulator");
+    EXPECT_EQ(r.client["device"], "sim:0");
+    EXPECT_EQ(r.server["device"], "sim:1");
+    EXPECT_EQ(r.server["chunks_expected"], 40);
+    EXPECT_EQ(r.server["chunks_received"], 40);
+    EXPECT_EQ(r.server["corrupt_chunks"], 0);
+    EXPECT_EQ(r.client["chunk_loss_pct"], 0.0);
+    // The server's NIC placed every byte of all 22 messages (the warm-up included).
+    EXPECT_EQ(r.server["rx_placed_bytes"], 22 * 65537);
+    EXPECT_EQ(r.server["rx_drops_total"], 0);
+}
+
+TEST(WriteBwSim, LatencyPingPongReportsIbWriteLatStatistics)
+{
+    const SimRun r = run_sim("--latency -s 2 -n 50 -w 5");
+    ASSERT_TRUE(ran(r));
+    EXPECT_EQ(r.client["mode"], "latency");
+    EXPECT_EQ(r.client["round_trips"], 50);
+    EXPECT_EQ(r.server["messages_echoed"], 55);
+    // One 2-byte message each way per round trip: each NIC received 55, one CQE each.
+    EXPECT_EQ(r.server["rx_cqes"], 55);
+    EXPECT_EQ(r.client["rx_cqes"], 55);
+    EXPECT_EQ(r.client["rx_placed_bytes"], 110);
+    for (const char* k : {"t_min_us", "t_max_us", "t_typical_us", "t_avg_us", "t_stdev_us", "t_p99_us", "t_p99_9_us"})
+        ASSERT_TRUE(r.client[k].is_number()) << k;
+    // Order statistics of one sample: their order is definitional, not a timing.
+    EXPECT_LE(r.client["t_min_us"].get<double>(), r.client["t_typical_us"].get<double>());
+    EXPECT_LE(r.client["t_typical_us"].get<double>(), r.client["t_p99_us"].get<double>());
+    EXPECT_LE(r.client["t_p99_us"].get<double>(), r.client["t_p99_9_us"].get<double>());
+    EXPECT_LE(r.client["t_p99_9_us"].get<double>(), r.client["t_max_us"].get<double>());
+}
+
+TEST(WriteBwSim, BidirectionalReportsBothDirectionsAndTheirSum)
+{
+    const SimRun r = run_sim("-b -s 128K -n 16 -w 2 -q 4 --verify");
+    ASSERT_TRUE(ran(r));
+    for (const json* side : {&r.client, &r.server}) {
+        const json& j = *side;
+        EXPECT_EQ(j["mode"], "bidirectional");
+        ASSERT_TRUE(j["send"].is_object() && j["recv"].is_object()) << j.dump();
+        EXPECT_EQ(j["recv"]["chunks_expected"], 32);
+        EXPECT_EQ(j["recv"]["chunks_received"], 32);
+        EXPECT_EQ(j["recv"]["corrupt_chunks"], 0);
+        EXPECT_EQ(j["send"]["chunk_loss_pct"], 0.0);
+        EXPECT_DOUBLE_EQ(j["goodput_gbps_sum"].get<double>(),
+                         j["send"]["goodput_gbps"].get<double>() + j["recv"]["goodput_gbps"].get<double>());
+        // Data went both ways: each NIC placed all 18 messages the other sent.
+        EXPECT_EQ(j["rx_placed_bytes"], 18 * 128 * 1024);
+    }
+    // What one side sent is what the other received.
+    EXPECT_EQ(r.client["send"]["goodput_gbps"], r.server["recv"]["goodput_gbps"]);
+    EXPECT_EQ(r.server["send"]["goodput_gbps"], r.client["recv"]["goodput_gbps"]);
+}
+
+// Through the reliability layer at 1 % packet loss in both directions: every message is
+// delivered whole and byte-exact, and the scheme had to repair (retransmit or decode).
+class WriteBwSimScheme : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(WriteBwSimScheme, DeliversEveryMessageByteExactUnderOnePercentLoss)
+{
+    const std::string scheme = GetParam();
+    const SimRun r = run_sim("--scheme " + scheme + " -s 256K -n 24 -w 2 -q 4 --verify --loss 0.01 --seed 5");
+    ASSERT_TRUE(ran(r));
+    for (const json* side : {&r.client, &r.server}) {
+        EXPECT_EQ((*side)["scheme"], scheme);
+        EXPECT_EQ((*side)["messages_delivered"], 24);
+        EXPECT_EQ((*side)["messages_failed"], 0);
+        EXPECT_EQ((*side)["delivered_bytes"], 24 * 256 * 1024);
+    }
+    EXPECT_EQ(r.client["acked_failed"], 0);
+    EXPECT_EQ(r.server["corrupt_messages"], 0);
+    EXPECT_GT(r.client["retransmitted_chunks"].get<double>() + r.server["decoded_chunks"].get<double>(), 0) << r.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Schemes, WriteBwSimScheme, ::testing::Values("sr", "sr-nack", "ec-xor:4,1", "ec-mds:4,2", "ec-lt:4,2"),
+                         [](const auto& info) {
+                             std::string n = info.param;
+                             for (char& c : n)
+                                 if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+                             return n;
+                         });
+
+TEST(WriteBwSim, BadModesAreClearErrors)
+{
+    int st;
+    std::string out = Child(std::string(SDR_WRITE_BW) + " -d sim --latency -b").finish(&st);
+    EXPECT_EQ(st, 1) << out;
+    EXPECT_NE(out.find("--latency: ping-pong is one message each way"), std::string::npos) << out;
+    out = Child(std::string(SDR_WRITE_BW) + " -d sim --scheme ec-nope").finish(&st);
+    EXPECT_EQ(st, 1) << out;
+    EXPECT_NE(out.find("--scheme: "), std::string::npos) << out;
+    out = Child(std::string(SDR_WRITE_BW) + " -d sim 10.0.0.1").finish(&st);
+    EXPECT_EQ(st, 1) << out;
+    EXPECT_NE(out.find("no SERVER_ADDRESS"), std::string::npos) << out;
+}

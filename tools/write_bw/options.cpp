@@ -1,0 +1,113 @@
+#include "options.hpp"
+
+#include "common/options.hpp"
+
+#include <sdr.h>
+#include <sdr/reliability/scheme.hpp>
+#include <sdr_rel.h>
+
+#include <sched.h>
+
+#include <cstdlib>
+#include <string>
+#include <tuple>
+
+namespace sdr::write_bw {
+
+namespace {
+
+// "sr, sr-nack, ec-xor:k,m, ..., auto": what --scheme takes, read from the scheme registry.
+std::string scheme_names()
+{
+    std::string s;
+    for (const rel::SchemeOps* o : rel::registered_schemes())
+        s += std::string(s.empty() ? "" : ", ") + o->name + (o->takes_params ? ":k,m" : "");
+    return s + ", auto";
+}
+
+}  // namespace
+
+Options parse(int argc, char** argv)
+{
+    using namespace sdr::tools;
+    Options o;
+    ToolApp app("sdr_write_bw",
+                "perftest-style bandwidth and latency of SDR writes between two emulated NICs. Without a server\n"
+                "address: the server. The client sets the run's parameters (size .. channels, the mode) for both.\n"
+                "-d sim: server and client in this process on the simulated fabric (no root needed).");
+    app.footer("BYTES take K/M/G (also KiB/MiB/GiB) suffixes, binary: 64K = 65536. A bad option exits 1.");
+    app.add_option("SERVER_ADDRESS", o.server, "the server to connect to (the client)");
+    app.add_option("-d,--device", o.device, "raw:IFNAME (AF_PACKET), xdp:IFNAME (AF_XDP) or sim (both sides here)")
+        ->type_name("NAME")
+        ->required();
+    add_count(app, "-p,--port", &o.port, 1, 65535, "TCP bootstrap port")->default_str("18515");
+    add_size(app, "-s,--size", &o.size, 1, (1ull << 32) - 1, "message size")->default_str("1M");
+    app.add_flag("-a,--all", o.all_sizes, "client: every size 2^k from 2 B to 8 MiB, one run each (one table row, one JSON object)");
+    add_count(app, "-n,--iters", &o.iters, 1, 1u << 30, "measured messages (latency: round trips)")->default_str("1000");
+    add_count(app, "-w,--warmup", &o.warmup, 0, 1u << 30, "messages before measuring")->default_str("100");
+    add_count(app, "-q,--in-flight", &o.in_flight, 1, 1024, "messages in flight")->default_str("8");
+    add_size(app, "-m,--mtu", &o.mtu, 256, 4096, "payload per packet, a power of two")->default_str("4096");
+    add_size(app, "--chunk", &o.chunk, 256, 1u << 30, "bitmap chunk size, a power of two >= MTU")->default_str("64K");
+    add_count(app, "-c,--channels", &o.channels, 1, 16, "channels = emulated DPA workers")->default_str("4");
+    add_real(app, "--rate_limit", &o.rate_limit_gbps, 0, 4294,
+             "pace this side's QP to G Gbit/s (the QP's rate_limit attribute, as perftest's --rate_limit; 0: line rate)")
+        ->type_name("G")
+        ->default_str("0");
+    app.add_flag("--latency", o.latency,
+                 "client: ping-pong of one message each way, -n round trips; half the round trip as ib_write_lat reports it");
+    app.add_flag("-b,--bidirectional", o.bidirectional,
+                 "client: both sides send and receive at once; each reports both directions and their sum");
+    bind_option(app, "--scheme", "S", "client: send through the reliability layer (sdr_rel.h): " + scheme_names(),
+                [&o](const std::string& name, const std::string& v) {
+                    sdr_rel_attr a;
+                    sdr_rel_attr_default(&a);
+                    if (sdr_rel_attr_parse_scheme(&a, v.c_str()) != SDR_SUCCESS)
+                        throw OptionError(name + ": " + sdr_rel_last_error());
+                    o.scheme = v;
+                });
+    // Settings the device reads from its environment when it opens: SDR_RT_* on raw:/xdp:, and
+    // for the impairments the simulated link's SDR_SIM_* on sim.
+    static const std::tuple<const char*, const char*, const char*, const char*> env_opts[] = {
+        {"--loss", "LOSS", "P", "i.i.d. loss of what this side sends (sim: both directions)"},
+        {"--burst", "BURST", "GB,BG[,LB]", "Gilbert-Elliott burst loss of what this side sends"},
+        {"--reorder", "REORDER", "P,US", "delay a share P of frames by US microseconds"},
+        {"--dup", "DUP", "P", "duplicate a share P of frames"},
+        {"--delay-ms", "DELAY_MS", "D", "added one-way delay"},
+        {"--rate-gbps", "RATE_GBPS", "G", "shape what this side sends to G Gbit/s"},
+        {"--seed", "SEED", "N", "the impairments' random seed"},
+        {"--pcap", "PCAP", "FILE", "capture this NIC's frames; FILE.pcapng also records what the impairments dropped"},
+        {"--snaplen", "SNAPLEN", "N", "bytes kept of each data frame (0: whole frames)"},
+        {"--core", "CORE", "N", "pin the NIC's polling thread to core N"},
+        {"--workers", "WORKER_THREADS", "N", "DPA workers on N dedicated threads (0: inline)"},
+        {"--worker-cores", "WORKER_CORES", "LIST", "the workers' cores"},
+        {"--xdp-mode", "XDP_MODE", "auto|native|generic", "how xdp: attaches its program"}};
+    for (const auto& [opt, var, type, help] : env_opts)
+        app.add_option_function<std::string>(
+               opt,
+               [var = std::string(var)](const std::string& v) {
+                   setenv(("SDR_RT_" + var).c_str(), v.c_str(), 1);
+                   if (var == "LOSS" || var == "BURST" || var == "REORDER" || var == "DUP" || var == "SEED" || var == "PCAP")
+                       setenv(("SDR_SIM_" + var).c_str(), v.c_str(), 1);
+               },
+               help)
+            ->type_name(type);
+    app.add_flag_callback("--busy-poll", [] { setenv("SDR_RT_BUSY_POLL", "1", 1); }, "never sleep the NIC's polling thread");
+    add_count(app, "--app-core", &o.app_core, 0, CPU_SETSIZE - 1,
+              "pin this program's own threads (and unpinned workers) to core N, keeping them off the polling thread's core");
+    add_count(app, "--timeout-ms", &o.timeout_ms, 1, 1u << 30, "bootstrap timeout")->default_str("10000");
+    add_count(app, "--settle-ms", &o.settle_ms, 0, 1u << 30,
+              "server: how long a message the client reported sent still waits for its packets (20 + 2 x SDR_RT_DELAY_MS)");
+    app.add_flag("--json", o.json, "one JSON object per side instead of the table");
+    app.add_flag("--verify", o.verify, "receiver: check every complete chunk's (--scheme: delivered message's) bytes (costs CPU)");
+    parse_or_exit(app, argc, argv, 1);
+    auto bad = [](const std::string& what) {
+        std::fprintf(stderr, "sdr_write_bw: %s (see --help)\n", what.c_str());
+        std::exit(1);
+    };
+    if (o.latency && (o.bidirectional || !o.scheme.empty()))
+        bad("--latency: ping-pong is one message each way over raw SDR writes; not with -b or --scheme");
+    if (o.sim() && !o.server.empty()) bad("-d sim runs server and client in this process: no SERVER_ADDRESS");
+    return o;
+}
+
+}  // namespace sdr::write_bw

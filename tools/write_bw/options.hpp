@@ -1,0 +1,32 @@
+// sdr_write_bw's command line: the run's shape (size .. channels), the mode (bandwidth, latency,
+// bidirectional, through a reliability scheme), the device and its SDR_RT_* / SDR_SIM_* settings.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace sdr::write_bw {
+
+struct Options {
+    std::string device, server;
+    uint16_t port = 18515;
+    uint64_t size = 1 << 20;
+    uint32_t iters = 1000, warmup = 100, in_flight = 8, mtu = 4096, chunk = 65536, channels = 4;
+    int timeout_ms = 10000;
+    int settle_ms = -1;  // -1: 20 ms + twice the added delay
+    int app_core = -1;
+    bool json = false, verify = false;
+    bool all_sizes = false;      // -a
+    double rate_limit_gbps = 0;  // pacing of this side's QP (sdr_qp_attr::rate_limit); 0: line rate
+    bool latency = false;        // ping-pong of one message each way
+    bool bidirectional = false;  // -b: both sides send and receive at once
+    std::string scheme;          // through sdr_rel.h; empty: raw sdr_send
+
+    // "sim" or "sim:N": server and client in this process on the simulated fabric.
+    bool sim() const { return device == "sim" || device.rfind("sim:", 0) == 0; }
+};
+
+// Parses argv; a bad command line prints "sdr_write_bw: ..." and exits 1.
+Options parse(int argc, char** argv);
+
+}  // namespace sdr::write_bw
