@@ -3,6 +3,7 @@
  * byte-exact. For auto the link's loss is the receiver's drop hint, and both sides must report
  * the code it picked. Sleeps in virtual time with sdr_sim_wait between deadlines. Exit 0 on success. */
 #include <sdr.h>
+#include <sdr_ext.h>
 #include <sdr_mr.h>
 #include <sdr_rel.h>
 #include <sdr_sim.h>
@@ -25,7 +26,10 @@ int main(int argc, char **argv)
     struct sdr_context *a = sdr_context_create("sim:0", &da), *b = sdr_context_create("sim:1", &da);
     CHECK(a && b, "sdr_context_create");
     struct sdr_qp_attr qa = {16, 28, 4, SDR_MTU_4096, 1, 1, 0};
-    struct sdr_qp *qpa = sdr_qp_create(a, &qa), *qpb = sdr_qp_create(b, &qa);
+    struct sdr_qp_attr_ext uc; /* SR and EC recover lost packets themselves: UC transport QPs */
+    sdr_qp_attr_ext_init(&uc);
+    uc.transport = SDR_TRANSPORT_UC;
+    struct sdr_qp *qpa = sdr_qp_create_ext(a, &qa, &uc), *qpb = sdr_qp_create_ext(b, &qa, &uc);
     CHECK(qpa && qpb, "sdr_qp_create");
     size_t n;
     sdr_qp_info_size_get(qpa, &n);

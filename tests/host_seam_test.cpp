@@ -47,7 +47,7 @@ TEST(HostSeam, UnfilledOperationsFailAndNameThemselvesAndTheBackend)
     Unfilled d;
     EXPECT_EQ(d.take_failure(), "");
     uint32_t qpn = 0;
-    EXPECT_EQ(d.qp_create(1, 0, &qpn), host::Device::kInvalid);
+    EXPECT_EQ(d.qp_create(1, 0, true, &qpn), host::Device::kInvalid);
     EXPECT_EQ(d.take_failure(), "the 'test' backend of test:0 does not provide qp_create");
     EXPECT_EQ(d.take_failure(), "");  // taken
     EXPECT_EQ(d.nic_alloc(64), nullptr);

@@ -11,6 +11,7 @@
 #include <sdr/emu/wire.hpp>
 #include <sdr/host/inspect.hpp>
 #include <sdr/reliability/endpoint.hpp>
+#include <sdr_ext.h>
 #include <sdr_sim.h>
 
 #include <linux/if_packet.h>
@@ -54,8 +55,12 @@ struct RtPair {
             for (const auto& [k, v] : side ? rx_env : env) unsetenv(k.c_str());
             if (!ctx[side]) return why = sdr_last_error(), false;
         }
+        // UC, as the reliability layer needs and as these transfers ran before RC was the default.
+        sdr_qp_attr_ext ext;
+        sdr_qp_attr_ext_init(&ext);
+        ext.transport = SDR_TRANSPORT_UC;
         for (int side = 0; side < 2; side++)
-            if (!(qp[side] = sdr_qp_create(ctx[side], &attr))) return why = sdr_last_error(), false;
+            if (!(qp[side] = sdr_qp_create_ext(ctx[side], &attr, &ext))) return why = sdr_last_error(), false;
         size_t n;
         sdr_qp_info_size_get(qp[0], &n);
         std::vector<uint8_t> i0(n), i1(n);

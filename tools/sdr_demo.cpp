@@ -5,6 +5,7 @@
 #include "common/options.hpp"
 
 #include <sdr.h>
+#include <sdr_ext.h>
 #include <sdr/emu/fabric.hpp>
 #include <sdr_mr.h>
 #include <sdr_rel.h>
@@ -212,8 +213,11 @@ int main(int argc, char** argv)
     uint32_t size_log = log2u(o.size) + (pow2(o.size) ? 0 : 1);
     if (size_log < log2u(o.chunk)) size_log = log2u(o.chunk);
     sdr_qp_attr qa{log2u(o.chunk), size_log + 2, 2, static_cast<sdr_mtu>(log2u(o.mtu) - 6), 1, 1, 0};
-    sdr_qp* sqp = sdr_qp_create(sctx, &qa);
-    sdr_qp* rqp = sdr_qp_create(rctx, &qa);
+    sdr_qp_attr_ext uc;  // SR and EC recover lost packets themselves: UC transport QPs
+    sdr_qp_attr_ext_init(&uc);
+    uc.transport = SDR_TRANSPORT_UC;
+    sdr_qp* sqp = sdr_qp_create_ext(sctx, &qa, &uc);
+    sdr_qp* rqp = sdr_qp_create_ext(rctx, &qa, &uc);
     if (!sqp || !rqp) die("sdr_qp_create");
     size_t isz;
     sdr_qp_info_size_get(sqp, &isz);

@@ -104,6 +104,7 @@ void Nic::doorbell(uint32_t qp_index)
 void Nic::timer_fired(uint32_t worker, uint32_t id)
 {
     if (worker == kVerbsTimerWorker) return rc_timer(id);  // an RC QP's timer (nic_rc_requester.cpp)
+    if (worker == kSdrRcTimerWorker) return sdr_rc_timer(id);  // an RC transport QP's (nic_sdr_rc.cpp)
     if (worker >= workers_.size()) return;
     hal_worker* w = workers_[worker].get();
     counter_add(w->timer_handler_calls, 1);

@@ -1,16 +1,16 @@
-// The NIC's transport QPs (UC): creation with a random QPN, connection to one remote QP (the
+// The NIC's transport QPs (UC, or RC: nic_sdr_rc.cpp): creation with a random QPN, connection to one remote QP (the
 // peer whose frames alone are accepted), the root key a QP's WRITEs address, counters.
 
 #include <sdr/emu/nic.hpp>
 
 namespace sdr::emu {
 
-uint32_t Nic::qp_create(uint32_t tag, uint32_t channel)
+uint32_t Nic::qp_create(uint32_t tag, uint32_t channel, bool rc)
 {
-    // A dead QP's entry is reused once no WQE of it waits in the send queue (tx_done still
-    // reads the entry for those).
+    // A dead QP's entry is reused once no WQE of it waits in the send queue or the port
+    // (tx_done still reads the entry for those).
     size_t h = 0;
-    while (h < qps_.size() && (qps_[h].live || qps_[h].sq_used)) h++;
+    while (h < qps_.size() && (qps_[h].live || qps_[h].sq_used || qps_[h].in_port)) h++;
     if (h >> NicIds::kQpnIndexBits) return kNoHandle;
     if (h == qps_.size()) {
         qps_.emplace_back();
@@ -21,16 +21,23 @@ uint32_t Nic::qp_create(uint32_t tag, uint32_t channel)
     q.qpn = ids_.data_qpn(static_cast<uint32_t>(h), qps_[h].qpn);
     q.tag = tag;
     q.channel = channel % num_workers();
-    qps_[h] = q;
+    q.rc = rc;
+    if (rc) q.sent.resize(kSqDepth);
+    qps_[h] = std::move(q);
     return static_cast<uint32_t>(h);
 }
 
 void Nic::qp_destroy(uint32_t handle)
 {
-    if (handle < qps_.size()) qps_[handle].live = false;
+    if (handle >= qps_.size() || !qps_[handle].live) return;
+    TransportQp& q = qps_[handle];
+    q.live = false;
+    // RC: the WQEs sent and not acknowledged will never be; only those still queued keep the
+    // entry until they pass the port.
+    if (q.rc) q.sq_used -= (q.psn - q.una) & 0xFFFFFF;
 }
 
-bool Nic::qp_connect(uint32_t handle, const NicAddress& remote, uint32_t remote_qpn)
+bool Nic::qp_connect(uint32_t handle, const NicAddress& remote, uint32_t remote_qpn, uint64_t rc_timeout_ns)
 {
     if (handle >= qps_.size() || !qps_[handle].live) return false;
     TransportQp& q = qps_[handle];
@@ -38,6 +45,9 @@ bool Nic::qp_connect(uint32_t handle, const NicAddress& remote, uint32_t remote_
     q.remote_mac = remote.mac;
     q.remote_qpn = remote_qpn & 0xFFFFFF;
     q.peer_port = udp_src_port(q.remote_qpn);
+    // Both ends start their PSNs at 0 (the QP-info blob carries no PSN), as the UC QPs do.
+    q.rc_timeout_ns = rc_timeout_ns ? rc_timeout_ns : kSdrRcDefaultTimeoutNs;
+    q.retry_left = kSdrRcRetries;
     return true;
 }
 

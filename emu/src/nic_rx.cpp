@@ -1,6 +1,7 @@
 // The NIC's receive path: frame decode (hostile bytes), dispatch to the control QPs, the verbs
-// QPs (nic_verbs_rx.cpp) or SDR's UC responder, whose checks each count a drop and write
-// nothing; then the DMA and the CQE to the channel's DPA worker.
+// QPs (nic_verbs_rx.cpp) or SDR's UC responder (its RC transport QPs: nic_sdr_rc.cpp), whose
+// checks each count a drop and write nothing; then the DMA and the CQE to the channel's DPA
+// worker.
 
 #include "same_mac.hpp"
 
@@ -45,12 +46,14 @@ void Nic::rx_frame(const uint8_t* frame, size_t len)
     m.qkey = p.h.qkey;
     m.src_qp = p.h.src_qp;
     m.solicited = p.h.solicited;
+    m.ack_req = p.h.ack_req;
     const NicAddress src{p.h.src_mac, p.h.src_ip};
     // QPN bit 23 clear: SDR's data QPs, straight on. Set: bit 12 names a verbs QP, else a control QP.
     if (m.dest_qp & NicIds::kCtrlQpnBit) {
         if (m.dest_qp & kVerbsQpnBit) return verbs_receive(m, p.payload, src, frame + wire::kEthBytes, p.h);
         if (wire::has_deth(m.opcode)) return ctrl_receive(m, p.payload, src);
     }
+    if (m.opcode == wire::kOpRcAck) [[unlikely]] return sdr_rc_ack(m, p.h.aeth, src);  // to an RC transport QP
     respond(m, p.payload, src);  // a UD frame for a data QP is a WrongOpcode drop there
 }
 
@@ -70,9 +73,17 @@ void Nic::respond(const PacketMeta& m, const uint8_t* payload, const NicAddress&
     // has a peer port no frame carries).
     if (m.udp_src_port != qp.peer_port || src.ip != qp.remote_ip || !same_mac(src.mac, qp.remote_mac))
         return drop(RxDrop::WrongPeer, &qp);
-    if (m.opcode != wire::kOpUcWriteOnlyImm) return drop(RxDrop::WrongOpcode, &qp);
+    if (m.opcode != wire::kOpUcWriteOnlyImm || qp.rc) [[unlikely]] {
+        if (qp.rc && m.opcode == wire::kOpRcWriteOnlyImm) return sdr_rc_receive(qp, h, m, payload);
+        return drop(RxDrop::WrongOpcode, &qp);
+    }
+    place(qp, m, payload);
+}
+
+bool Nic::place(TransportQp& qp, const PacketMeta& m, const uint8_t* payload)
+{
     RootKey* rk = (m.rkey == qp.rkey && qp.rkey) ? root_key(m.rkey) : nullptr;
-    if (!rk) return drop(RxDrop::UnknownKey, &qp);
+    if (!rk) return drop(RxDrop::UnknownKey, &qp), false;
     uint64_t slot, off;
     if (rk->slot_shift) {  // SDR's slots are powers of two: no division per packet
         slot = m.va >> rk->slot_shift;
@@ -81,7 +92,7 @@ void Nic::respond(const PacketMeta& m, const uint8_t* payload, const NicAddress&
         slot = m.va / rk->slot_bytes;
         off = m.va % rk->slot_bytes;
     }
-    if (slot >= rk->entries.size()) return drop(RxDrop::OutOfBounds, &qp);
+    if (slot >= rk->entries.size()) return drop(RxDrop::OutOfBounds, &qp), false;
     const RootEntry& e = rk->entries[slot];
     if (!e.addr) {
         // NULL key: a late packet of a completed message; payload discarded, CQE still raised
@@ -89,7 +100,7 @@ void Nic::respond(const PacketMeta& m, const uint8_t* payload, const NicAddress&
         port_.rx_null_key++;
         qp.counters.rx_null_key++;
     } else if (m.dma_len != 0) {
-        if (off > e.len || m.dma_len > e.len - off) return drop(RxDrop::OutOfBounds, &qp);
+        if (off > e.len || m.dma_len > e.len - off) return drop(RxDrop::OutOfBounds, &qp), false;
         if (payload) std::memcpy(e.addr + off, payload, m.dma_len);  // the DMA
         port_.rx_placed_bytes += m.dma_len;
     }
@@ -104,6 +115,7 @@ void Nic::respond(const PacketMeta& m, const uint8_t* payload, const NicAddress&
     // The channel's DPA worker drains its CQ: at once (the simulator without its cost model),
     // on its own thread (real-time executors with worker cores), or later in virtual time.
     if (!(cqe_dispatch_ && exec_->dispatch_rx_cqe(*this, qp.channel, cqe))) run_rx_cqe(qp.channel, cqe);
+    return true;
 }
 
 void Nic::run_rx_cqe(uint32_t worker, const hal_cqe& cqe)

@@ -71,6 +71,9 @@ bool Nic::tx_next(TxPacket* out)
         out->payload = c.data.data();
         return true;
     }
+    // RC transport QPs' ACKs, then their packets sent again (older PSNs before new ones).
+    if (!rc_acks_.empty() || !rc_resends_.empty()) [[unlikely]]
+        if (sdr_rc_tx_next(out)) return true;
     // Only a NIC with verbs work pays for the turn: SDR alone tests one counter.
     if (verbs_active_n_ && (!sq_count_ || (verbs_turn_ = !verbs_turn_)))
         if (verbs_tx_next(out)) return true;
@@ -86,10 +89,11 @@ bool Nic::tx_next(TxPacket* out)
     out->cookie = w.cookie;
     out->signaled = w.signaled;
     out->kind = TxPacket::Kind::Sdr;
-    out->local_error = !q.live || (w.length && !mr_covers(w.lkey, w.local_addr, w.length));
+    out->local_error = !q.live || q.rc_failed || (w.length && !mr_covers(w.lkey, w.local_addr, w.length));
     if (out->local_error) return true;  // local protection error: nothing goes on the wire
     PacketMeta& m = out->meta;
     m.opcode = wire::kOpUcWriteOnlyImm;
+    m.ack_req = false;
     m.dest_qp = q.remote_qpn;
     m.psn = q.psn;
     q.psn = (q.psn + 1) & 0xFFFFFF;
@@ -103,6 +107,7 @@ bool Nic::tx_next(TxPacket* out)
     out->remote_ip = q.remote_ip;
     out->remote_mac = q.remote_mac;
     out->payload = reinterpret_cast<const uint8_t*>(w.local_addr);
+    if (q.rc) [[unlikely]] sdr_rc_sent(q, e.qp, w, out);
     return true;
 }
 
@@ -110,6 +115,11 @@ void Nic::tx_done(const TxPacket& p)
 {
     if (p.kind != TxPacket::Kind::Sdr) {
         if (p.kind == TxPacket::Kind::Verbs) return verbs_tx_done(p);
+        if (p.kind == TxPacket::Kind::SdrAck) {
+            port_.tx_frames++;
+            port_.tx_bytes += verbs_frame_bytes(p);
+            return;
+        }
         ctrl_done_++;
         port_.tx_frames++;
         port_.tx_ctrl++;
@@ -117,6 +127,14 @@ void Nic::tx_done(const TxPacket& p)
         return;
     }
     TransportQp& q = qps_[p.qp];
+    if (q.rc && !p.local_error) [[unlikely]] {  // an RC WQE completes at its ACK
+        q.in_port--;
+        port_.tx_frames++;
+        port_.tx_bytes += wire::frame_bytes_write_imm(p.meta.dma_len);
+        q.counters.tx_packets++;
+        q.counters.tx_bytes += p.meta.dma_len;
+        return;
+    }
     q.sq_used--;
     if (!q.live) return;  // destroyed with WQEs queued: its firmware slot may serve another QP now
     if (p.local_error) {
@@ -127,20 +145,24 @@ void Nic::tx_done(const TxPacket& p)
         q.counters.tx_packets++;
         q.counters.tx_bytes += p.meta.dma_len;
     }
+    complete_send(q, p.cookie, p.signaled, p.local_error);
+}
+
+// A WQE left (UC) or was acknowledged (RC), or failed: its CQE to the firmware if signalled.
+// An unsignalled WQE that failed still completes (as verbs does), but it must not retire a
+// request early: only signalled ones count against the request.
+void Nic::complete_send(TransportQp& q, uint32_t cookie, bool signaled, bool error)
+{
     uint32_t fw_qp = fw_tag_qp(q.tag);
-    if (p.signaled || p.local_error) {
+    if (signaled) {
         hal_cqe cqe{};
         cqe.qp_tag = q.tag;
-        cqe.wr_cookie = p.cookie;
+        cqe.wr_cookie = cookie;
         cqe.opcode = HAL_CQE_SEND;
-        cqe.status = p.local_error ? HAL_CQE_LOCAL_ERROR : HAL_CQE_OK;
-        // An unsignalled WQE that failed still completes (as verbs does), but it must not
-        // retire a request early: only signalled ones count against the request.
-        if (p.signaled) {
-            hal_worker* w = tx_worker(fw_qp);
-            counter_add(w->cqe_handler_calls, 1);
-            fw_handle_cqe(fw_, w, &cqe);
-        }
+        cqe.status = error ? HAL_CQE_LOCAL_ERROR : HAL_CQE_OK;
+        hal_worker* w = tx_worker(fw_qp);
+        counter_add(w->cqe_handler_calls, 1);
+        fw_handle_cqe(fw_, w, &cqe);
     }
     // Ring the firmware once the send queue has drained to half, not per freed entry: one
     // handler call then posts a batch.
@@ -167,12 +189,13 @@ wire::Headers roce_headers(const PacketMeta& m, const NicAddress& src, const Nic
     h.imm = m.imm;
     h.qkey = m.qkey;
     h.src_qp = m.src_qp;
+    h.ack_req = m.ack_req;
     return h;
 }
 
 size_t Nic::tx_encode(const TxPacket& p, uint8_t* out, size_t cap) const
 {
-    if (p.kind == TxPacket::Kind::Verbs) return verbs_encode(p, out, cap);
+    if (p.kind == TxPacket::Kind::Verbs || p.kind == TxPacket::Kind::SdrAck) return verbs_encode(p, out, cap);
     NicAddress dst{p.remote_mac, p.remote_ip};
     return wire::encode(roce_headers(p.meta, addr_, dst), p.payload, p.meta.dma_len, out, cap);
 }

@@ -30,14 +30,26 @@ extern "C" {
 /* Largest explicit lifetime: one minute (TCP's MSL is two; an SDR path is one hop of RDMA). */
 #define SDR_MAX_LIFETIME_NS 60000000000ull
 
+/* The per-packet transport of the QP's transport QPs. RC (the published SDK's default): the NIC
+ * acknowledges every packet and sends lost ones again, so a plain sdr_send needs no loss
+ * recovery of its own. UC: a lost packet stays lost, for reliability schemes of their own
+ * (sdr_rel.h chooses UC). Both ends must use the same. */
+enum sdr_transport {
+    SDR_TRANSPORT_FROM_ENV = 0, /* SDR_USE_UC_QP=1: UC; unset or 0: RC */
+    SDR_TRANSPORT_RC = 1,
+    SDR_TRANSPORT_UC = 2
+};
+
 struct sdr_qp_attr_ext {
     uint32_t num_generations;        /* G in 1..SDR_MAX_GENERATIONS; 0: SDR_QP_NUM_GENERATIONS,
                                         else 2 */
     uint64_t max_packet_lifetime_ns; /* L, at most SDR_MAX_LIFETIME_NS; 0 turns the quiet time
                                         off; SDR_LIFETIME_FROM_PATH: the path's default */
+    uint32_t transport;              /* enum sdr_transport */
 };
 
-/* num_generations = 0, max_packet_lifetime_ns = SDR_LIFETIME_FROM_PATH. */
+/* num_generations = 0, max_packet_lifetime_ns = SDR_LIFETIME_FROM_PATH,
+ * transport = SDR_TRANSPORT_FROM_ENV. */
 void sdr_qp_attr_ext_init(struct sdr_qp_attr_ext *ext);
 
 /* sdr_qp_create with extended attributes (ext may be NULL: the defaults). Invalid values are

@@ -123,18 +123,19 @@ public:
         return true;
     }
 
-    uint32_t qp_create(uint32_t tag, uint32_t channel, uint32_t* qpn) override
+    uint32_t qp_create(uint32_t tag, uint32_t channel, bool rc, uint32_t* qpn) override
     {
         return locked([&] {
-            uint32_t h = nic_.qp_create(tag, channel);
+            uint32_t h = nic_.qp_create(tag, channel, rc);
             *qpn = nic_.qpn(h);
             return h;
         });
     }
     void qp_destroy(uint32_t handle) override { locked([&] { nic_.qp_destroy(handle); }); }
-    bool qp_connect(uint32_t handle, const PeerAddress& peer, uint32_t remote_qpn) override
+    bool qp_connect(uint32_t handle, const PeerAddress& peer, uint32_t remote_qpn, uint64_t rc_timeout_ns) override
     {
-        return locked([&] { return nic_.qp_connect(handle, emu::NicAddress{peer.mac, peer.ip}, remote_qpn); });
+        return locked(
+            [&] { return nic_.qp_connect(handle, emu::NicAddress{peer.mac, peer.ip}, remote_qpn, rc_timeout_ns); });
     }
     bool qp_bind_root_key(uint32_t handle, uint32_t rkey) override
     {

@@ -91,19 +91,19 @@ public:
         return true;
     }
 
-    uint32_t qp_create(uint32_t tag, uint32_t channel, uint32_t* qpn) override
+    uint32_t qp_create(uint32_t tag, uint32_t channel, bool rc, uint32_t* qpn) override
     {
-        uint32_t h = nic_.qp_create(tag, channel);
+        uint32_t h = nic_.qp_create(tag, channel, rc);
         *qpn = nic_.qpn(h);
         return h;
     }
     void qp_destroy(uint32_t handle) override { nic_.qp_destroy(handle); }
-    bool qp_connect(uint32_t handle, const PeerAddress& peer, uint32_t remote_qpn) override
+    bool qp_connect(uint32_t handle, const PeerAddress& peer, uint32_t remote_qpn, uint64_t rc_timeout_ns) override
     {
         emu::NicAddress a;
         a.mac = peer.mac;
         a.ip = peer.ip;
-        return nic_.qp_connect(handle, a, remote_qpn);
+        return nic_.qp_connect(handle, a, remote_qpn, rc_timeout_ns);
     }
     bool qp_bind_root_key(uint32_t handle, uint32_t rkey) override
     {

@@ -70,7 +70,7 @@ bool create_transport(sdr_qp* qp, bool recv)
     for (uint32_t g = 0; g < qp->generations; g++) {
         if (recv && !(qp->root_rkey[g] = dev.root_key_create(nslots, 1ull << qp->slot_log))) return false;
         for (uint32_t c = 0; c < qp->channels; c++) {
-            qp->tq[g][c] = dev.qp_create(fw_qp_tag(qp->index, g, c), c, &qp->qpn[g][c]);
+            qp->tq[g][c] = dev.qp_create(fw_qp_tag(qp->index, g, c), c, qp->rc, &qp->qpn[g][c]);
             if (qp->tq[g][c] == sdr::host::Device::kInvalid) return false;
             if (recv && !dev.qp_bind_root_key(qp->tq[g][c], qp->root_rkey[g])) return false;
         }
@@ -128,6 +128,7 @@ sdr_qp* sdr_qp_create_ext(sdr_context* ctx, sdr_qp_attr* attr, const sdr_qp_attr
     qp->generations = xv.generations;
     qp->lifetime_ns = xv.lifetime_ns;
     qp->lifetime_from_path = xv.lifetime_from_path;
+    qp->rc = xv.rc;
     qp->ctrl = sdr::host::Device::kInvalid;
     for (auto& row : qp->tq)
         for (uint32_t& h : row) h = sdr::host::Device::kInvalid;
@@ -213,6 +214,7 @@ int sdr_qp_info_get(sdr_qp* qp, void* info)
     in.generations = static_cast<uint8_t>(qp->generations);
     in.channels = static_cast<uint8_t>(qp->channels);
     in.recv_enable = qp->attr.recv_enable ? 1 : 0;
+    in.rc = qp->rc ? 1 : 0;
     in.imm = qp->imm;
     in.addr = qp->ctx->dev->address();
     for (uint32_t g = 0; g < qp->generations; g++) {
@@ -245,10 +247,18 @@ int sdr_qp_connect(sdr_qp* qp, void* remote_info)
                          "): create both QPs with the same SDR_QP_NUM_GENERATIONS or num_generations");
     if (qp->attr.send_enable && !r.recv_enable)
         return set_error("sdr_qp_connect: this QP can send but the remote QP has receive disabled");
+    if (r.rc != qp->rc)
+        return set_error(std::string("sdr_qp_connect: transport differs (local ") + (qp->rc ? "RC" : "UC") +
+                         ", remote " + (r.rc ? "RC" : "UC") +
+                         "): create both QPs with the same SDR_USE_UC_QP or sdr_qp_attr_ext.transport");
     sdr::host::Device& dev = *qp->ctx->dev;
+    // RC's retransmission timeout: twice the round trip the two ends' packet-lifetime bounds
+    // allow, at least 1 ms (a software NIC's thread on a shared core stalls for that long).
+    const uint64_t rtt_bound = std::min<uint64_t>(dev.max_packet_lifetime_ns(), SDR_MAX_LIFETIME_NS) + r.path_lifetime_ns;
+    const uint64_t rc_timeout_ns = std::max<uint64_t>(2 * rtt_bound, 1'000'000);
     for (uint32_t g = 0; g < qp->generations; g++)
         for (uint32_t c = 0; c < qp->channels; c++)
-            if (!dev.qp_connect(qp->tq[g][c], r.addr, r.qpn[g][c]))
+            if (!dev.qp_connect(qp->tq[g][c], r.addr, r.qpn[g][c], rc_timeout_ns))
                 return sdr::host::device_error(dev, "sdr_qp_connect: the device refused to connect a transport QP");
     if (!dev.ctrl_qp_connect(qp->ctrl, r.addr, r.ctrl_qpn))
         return sdr::host::device_error(dev, "sdr_qp_connect: the device refused to connect the control QP");

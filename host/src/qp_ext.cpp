@@ -1,9 +1,11 @@
 // The extended QP attributes (sdr_ext.h): the number of generations G, from the attribute or
-// the published SDK's SDR_QP_NUM_GENERATIONS, and the maximum packet lifetime L.
+// the published SDK's SDR_QP_NUM_GENERATIONS, the maximum packet lifetime L, and the per-packet
+// transport, from the attribute or the published SDK's SDR_USE_UC_QP (RC by default).
 #include <sdr_ext.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 
 #include "internal.hpp"
 
@@ -35,6 +37,22 @@ bool generations_from_env(uint32_t* g, std::string* err)
     return true;
 }
 
+// RC unless SDR_USE_UC_QP is 1 (read at every QP creation, as the published SDK does).
+bool transport_from_env(bool* rc, std::string* err)
+{
+    const char* s = std::getenv("SDR_USE_UC_QP");
+    if (!s || !std::strcmp(s, "0") || !*s) {
+        *rc = true;
+        return true;
+    }
+    if (std::strcmp(s, "1") != 0) {
+        *err = std::string("SDR_USE_UC_QP='") + s + "': expected 1 (UC transport QPs) or 0 (RC, the default)";
+        return false;
+    }
+    *rc = false;
+    return true;
+}
+
 }  // namespace
 
 bool resolve_ext(const sdr_qp_attr_ext* ext, const Device& dev, ExtValues* out, std::string* err)
@@ -54,6 +72,13 @@ bool resolve_ext(const sdr_qp_attr_ext* ext, const Device& dev, ExtValues* out, 
                " (one minute) or SDR_LIFETIME_FROM_PATH, got " + std::to_string(e.max_packet_lifetime_ns);
         return false;
     }
+    if (e.transport > SDR_TRANSPORT_UC) {
+        *err = "transport must be SDR_TRANSPORT_FROM_ENV (0), SDR_TRANSPORT_RC (1) or SDR_TRANSPORT_UC (2), got " +
+               std::to_string(e.transport);
+        return false;
+    }
+    if (e.transport != SDR_TRANSPORT_FROM_ENV) out->rc = e.transport == SDR_TRANSPORT_RC;
+    else if (!transport_from_env(&out->rc, err)) return false;
     out->lifetime_from_path = e.max_packet_lifetime_ns == SDR_LIFETIME_FROM_PATH;
     // A device bound beyond the explicit limit (minutes of configured delay) is capped there.
     out->lifetime_ns = out->lifetime_from_path ? std::min<uint64_t>(dev.max_packet_lifetime_ns(), SDR_MAX_LIFETIME_NS)
@@ -70,6 +95,7 @@ void sdr_qp_attr_ext_init(sdr_qp_attr_ext* ext)
     if (!ext) return;
     ext->num_generations = 0;
     ext->max_packet_lifetime_ns = SDR_LIFETIME_FROM_PATH;
+    ext->transport = SDR_TRANSPORT_FROM_ENV;
 }
 
 int sdr_qp_attr_ext_get(sdr_qp* qp, sdr_qp_attr_ext* ext)
@@ -77,6 +103,7 @@ int sdr_qp_attr_ext_get(sdr_qp* qp, sdr_qp_attr_ext* ext)
     if (!qp || !ext) return sdr::host::set_error("sdr_qp_attr_ext_get: qp or ext is NULL");
     ext->num_generations = qp->generations;
     ext->max_packet_lifetime_ns = qp->lifetime_ns;
+    ext->transport = qp->rc ? SDR_TRANSPORT_RC : SDR_TRANSPORT_UC;
     return SDR_SUCCESS;
 }
 

@@ -8,8 +8,8 @@ namespace {
 
 constexpr uint32_t kMagic = 0x31524453;  // "SDR1"
 // 2: control QP number and Q_Key; 3: rows for FW_MAX_GENERATIONS generations (G of them
-// used), the sender's packet-lifetime bound.
-constexpr uint32_t kVersion = 3;
+// used), the sender's packet-lifetime bound; 4: the transport (RC or UC).
+constexpr uint32_t kVersion = 4;
 
 void put8(uint8_t*& p, uint32_t v) { *p++ = static_cast<uint8_t>(v); }
 void put32(uint8_t*& p, uint32_t v)
@@ -36,14 +36,15 @@ uint64_t get64(const uint8_t*& p)
 
 }  // namespace
 
-size_t qp_info_size() { return 4 + 4 + 7 + 3 + 6 + 4 + 4 * FW_MAX_GENERATIONS * (1 + FW_MAX_CHANNELS) + 8 + 8; }
+size_t qp_info_size() { return 4 + 4 + 8 + 3 + 6 + 4 + 4 * FW_MAX_GENERATIONS * (1 + FW_MAX_CHANNELS) + 8 + 8; }
 
 void qp_info_write(const QpInfo& in, uint8_t* out)
 {
     uint8_t* p = out;
     put32(p, kMagic);
     put32(p, kVersion);
-    for (uint32_t v : {in.mtu_log, in.chunk_log, in.slot_log, in.log_slots, in.generations, in.channels, in.recv_enable})
+    for (uint32_t v : {in.mtu_log, in.chunk_log, in.slot_log, in.log_slots, in.generations, in.channels, in.recv_enable,
+                       in.rc})
         put8(p, v);
     put8(p, in.imm.msg_bits);
     put8(p, in.imm.offset_bits);
@@ -79,6 +80,7 @@ bool qp_info_read(const uint8_t* in, QpInfo* out, std::string* err)
     r.generations = static_cast<uint8_t>(get8(p));
     r.channels = static_cast<uint8_t>(get8(p));
     r.recv_enable = static_cast<uint8_t>(get8(p));
+    r.rc = static_cast<uint8_t>(get8(p));
     r.imm.msg_bits = static_cast<uint8_t>(get8(p));
     r.imm.offset_bits = static_cast<uint8_t>(get8(p));
     r.imm.frag_bits = static_cast<uint8_t>(get8(p));
@@ -94,7 +96,7 @@ bool qp_info_read(const uint8_t* in, QpInfo* out, std::string* err)
     r.path_lifetime_ns = get64(p);
     // The geometry must be one sdr_qp_create could have made (its check_attr): the sender
     // shifts by slot_log and numbers packets and messages in the immediate's fields.
-    if (r.generations == 0 || r.generations > FW_MAX_GENERATIONS || r.path_lifetime_ns > SDR_MAX_LIFETIME_NS ||
+    if (r.generations == 0 || r.rc > 1 || r.generations > FW_MAX_GENERATIONS || r.path_lifetime_ns > SDR_MAX_LIFETIME_NS ||
         r.channels == 0 || r.channels > FW_MAX_CHANNELS ||
         !fw_imm_layout_valid(r.imm) || r.mtu_log < 6 || r.mtu_log > 12 || r.chunk_log < r.mtu_log ||
         r.chunk_log > 30 || r.slot_log < r.chunk_log || r.slot_log > 32 ||

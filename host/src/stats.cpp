@@ -77,6 +77,7 @@ std::vector<Stat> collect_stats(sdr_context* ctx)
         s.rx_null_key += q.rx_null_key;
         s.tx_packets += q.tx_packets;
         s.tx_bytes += q.tx_bytes;
+        s.tx_retransmits += q.tx_retransmits;
     });
     for (const auto& [index, q] : qps) {
         const std::string p = "qp." + std::to_string(index) + ".";
@@ -85,6 +86,7 @@ std::vector<Stat> collect_stats(sdr_context* ctx)
         add(p + "rx_null_key", q.rx_null_key);
         add(p + "tx_packets", q.tx_packets);
         add(p + "tx_bytes", q.tx_bytes);
+        add(p + "tx_retransmits", q.tx_retransmits);
     }
     return out;
 }

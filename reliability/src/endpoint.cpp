@@ -3,6 +3,7 @@
 // in endpoint_coding.cpp, the simulator loop in drive.cpp.
 #include <sdr/reliability/endpoint.hpp>
 #include <sdr_ctrl.h>
+#include <sdr_ext.h>
 #include <sdr_mr.h>
 #include <sdr_sim.h>
 
@@ -50,6 +51,13 @@ std::unique_ptr<Endpoint> Endpoint::create(sdr_context* ctx, sdr_qp* qp, const s
         return *err = "a reliable endpoint needs a QP with send_enable and recv_enable (data one way, ACKs the other)",
                nullptr;
     if (!validate(cfg, err)) return nullptr;
+    // SR and EC exist for a path that loses packets: over RC the NIC would recover them first,
+    // and the scheme would measure the NIC's retransmissions, not its own.
+    sdr_qp_attr_ext ext;
+    if (sdr_qp_attr_ext_get(qp, &ext) != SDR_SUCCESS || ext.transport != SDR_TRANSPORT_UC)
+        return *err = "a reliable endpoint needs a QP with UC transport QPs: create it with sdr_qp_attr_ext.transport "
+                      "= SDR_TRANSPORT_UC (sdr_ext.h), or with SDR_USE_UC_QP=1",
+               nullptr;
     Geometry g;
     g.chunk_bytes = 1u << attr.bitmap_chunk_size_log_bytes;
     g.mtu = 64u << static_cast<int>(attr.mtu);

@@ -1,6 +1,7 @@
 #include "allreduce.hpp"
 
 #include <sdr.h>
+#include <sdr_ext.h>
 #include <sdr/emu/fabric.hpp>
 #include <sdr/reliability/endpoint.hpp>
 #include <sdr_mr.h>
@@ -103,13 +104,16 @@ public:
         }
         sdr_dev_attr da{p.channels, 1};  // two QPs per NIC
         sdr_qp_attr a = qa;
+        sdr_qp_attr_ext uc;  // SR and EC recover lost packets themselves: UC transport QPs
+        sdr_qp_attr_ext_init(&uc);
+        uc.transport = SDR_TRANSPORT_UC;
         for (uint32_t i = 0; i < p.nodes; i++) {
             std::string name = "sim:" + std::to_string(i);
             sdr_context* c = sdr_context_create(name.c_str(), &da);
             if (!c) return sdr_last_error();
             ctx_.push_back(c);
             for (auto* qps : {&out_, &in_}) {
-                sdr_qp* q = sdr_qp_create(c, &a);
+                sdr_qp* q = sdr_qp_create_ext(c, &a, &uc);
                 if (!q) return sdr_last_error();
                 qps->push_back(q);
             }

@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -33,7 +34,8 @@ struct PacketMeta {
     uint32_t qkey = 0, src_qp = 0;  // DETH of a control datagram (UD SEND)
     uint16_t udp_src_port = 0;  // flow entropy
     uint8_t opcode = 0;
-    bool solicited = false;  // the BTH's SE bit (verbs: on a message's last packet)
+    bool solicited : 1 = false;  // the BTH's SE bit (verbs: on a message's last packet)
+    bool ack_req : 1 = false;    // the BTH's AckReq bit (SDR's RC packets: nic_sdr_rc.cpp)
 };
 
 struct NicAddress {
@@ -80,6 +82,7 @@ struct PortCounters {
 
 struct QpCounters {
     uint64_t rx_packets = 0, rx_drops = 0, rx_null_key = 0, tx_packets = 0, tx_bytes = 0;
+    uint64_t tx_retransmits = 0;  // RC: packets sent again (go-back-N after a NAK or a timeout)
 };
 
 // A packet the send engine hands to the port.
@@ -93,9 +96,10 @@ struct TxPacket {
     uint32_t reth_len = 0;             // verbs WRITE FIRST, READ request: the RETH's DMA length
     bool signaled = false;             // verbs: the last packet of its WQE
     // Sdr: a transport QP's WRITE-with-immediate; Ctrl: a control datagram (qp: the control
-    // QP handle); Verbs: a verbs QP's packet (qp: the verbs QP handle). One byte, so SDR's
-    // per-packet path tests one value for "not SDR".
-    enum class Kind : uint8_t { Sdr, Ctrl, Verbs } kind = Kind::Sdr;
+    // QP handle); Verbs: a verbs QP's packet (qp: the verbs QP handle); SdrAck: an RC transport
+    // QP's ACK or NAK (qp: its handle). One byte, so SDR's per-packet path tests one value for
+    // "not SDR".
+    enum class Kind : uint8_t { Sdr, Ctrl, Verbs, SdrAck } kind = Kind::Sdr;
     bool local_error = false;          // lkey/bounds check failed: no packet, error completion
     // RC request: the BTH's AckReq bit. (An RC ACK's or READ response's AETH travels in
     // meta.imm: no opcode carries both; so the packet stays 80 bytes, the batch stride SDR pays.)
@@ -196,13 +200,15 @@ public:
     uint64_t nic_mem_bytes() const { return nic_mem_bytes_; }
     fw_device* firmware() { return fw_; }
 
-    // Transport QPs (UC): returns a handle (kNoHandle if 8192 live), its QPN is random
-    // (ids.hpp). A QP accepts frames only once connected, and then only from the remote QP:
-    // its MAC, its IP and the UDP source port its QPN gives (udp_src_port).
-    uint32_t qp_create(uint32_t tag, uint32_t channel);
+    // Transport QPs, UC or RC (rc: nic_sdr_rc.cpp): returns a handle (kNoHandle if 8192 live),
+    // its QPN is random (ids.hpp). A QP accepts frames only once connected, and then only from
+    // the remote QP: its MAC, its IP and the UDP source port its QPN gives (udp_src_port).
+    // rc_timeout_ns: an RC QP's retransmission timeout (0: kSdrRcDefaultTimeoutNs).
+    uint32_t qp_create(uint32_t tag, uint32_t channel, bool rc = false);
     void qp_destroy(uint32_t handle);
     uint32_t qpn(uint32_t handle) const { return handle < qps_.size() ? qps_[handle].qpn : 0; }
-    bool qp_connect(uint32_t handle, const NicAddress& remote, uint32_t remote_qpn);
+    bool qp_is_rc(uint32_t handle) const { return handle < qps_.size() && qps_[handle].rc; }
+    bool qp_connect(uint32_t handle, const NicAddress& remote, uint32_t remote_qpn, uint64_t rc_timeout_ns = 0);
     void qp_bind_root_key(uint32_t handle, uint32_t rkey);
     uint32_t qp_root_key(uint32_t handle) const { return handle < qps_.size() ? qps_[handle].rkey : 0; }
 
@@ -220,7 +226,11 @@ public:
 
     // Send engine: control datagrams first, then SDR's WQEs in post order across its QPs and
     // the verbs QPs' messages, one packet each in turn while both have work (nic_tx.cpp).
-    bool tx_pending() const { return sq_count_ != 0 || ctrl_next_ != ctrl_head_ || verbs_active_n_ != 0; }
+    bool tx_pending() const
+    {
+        return sq_count_ != 0 || ctrl_next_ != ctrl_head_ || verbs_active_n_ != 0 || !rc_acks_.empty() ||
+               !rc_resends_.empty();
+    }
     bool tx_next(TxPacket* out);
     void tx_done(const TxPacket& p);  // the packet left the port (or failed locally)
     // Encode the whole frame of p (headers, payload, ICRC); returns bytes, 0 if cap too small.
@@ -267,6 +277,12 @@ public:
     // RC QPs' timers (retransmission and RNR wait) go through NicExecutor::arm_timer with this
     // worker number, above every DPA worker's, and the QP handle as id: SDR's timer ids stay theirs.
     static constexpr uint32_t kVerbsTimerWorker = 0xFFFF;
+    // SDR's RC transport QPs (nic_sdr_rc.cpp): their retransmission timers (id: the QP handle),
+    // an ACK at least every kSdrRcAckEvery packets, retries before the QP fails.
+    static constexpr uint32_t kSdrRcTimerWorker = 0xFFFE;
+    static constexpr uint32_t kSdrRcAckEvery = 16;
+    static constexpr uint32_t kSdrRcRetries = 7;
+    static constexpr uint64_t kSdrRcDefaultTimeoutNs = 10'000'000;
     // A retransmission timeout is 4.096 us * 2^timeout (IBTA), but never below this: a software
     // NIC's polling thread on a shared core stalls for longer than the IBTA's short timeouts.
     static constexpr uint64_t kRcMinTimeoutNs = 1'000'000;
@@ -377,9 +393,22 @@ private:
         uint32_t remote_qpn = 0, remote_ip = 0, psn = 0;
         std::array<uint8_t, 6> remote_mac{};
         uint32_t peer_port = kNoPeer;  // udp_src_port(remote_qpn) once connected
-        uint32_t sq_used = 0;
+        uint32_t sq_used = 0;     // WQEs queued or in the port (RC: until acknowledged)
         bool sq_blocked = false;  // firmware was refused: doorbell when space frees
+        bool rc = false;
         QpCounters counters;
+        // RC requester (nic_sdr_rc.cpp): PSNs [una, psn) are sent and not acknowledged, their
+        // WQEs in sent[psn % kSqDepth] (sq_used bounds them); resend is the next to send again.
+        bool rc_failed = false;      // retries exhausted or a NAK: every WQE completes in error
+        bool resend_queued = false;  // in rc_resends_
+        bool timer_armed = false;    // the executor holds a timer for this QP
+        uint32_t una = 0, resend = 0, retry_left = 0, in_port = 0;  // in_port: between tx_next and tx_done
+        uint64_t rc_timeout_ns = 0, timer_ns = 0;  // timer_ns: the deadline in force, 0: none
+        std::vector<hal_tx_wqe> sent;
+        // RC responder: the expected PSN, messages received (AETH MSN), packets since the last ACK
+        bool ack_queued = false, nak_sent = false;
+        uint8_t nak_code = 0;  // 1 + the NAK code the queued response carries, 0: an ACK
+        uint32_t epsn = 0, msn = 0, unacked_rx = 0;
     };
     struct SqEntry {
         uint32_t qp;
@@ -550,6 +579,20 @@ private:
     }
     void ctrl_receive(const PacketMeta& m, const uint8_t* payload, const NicAddress& src);
     void respond(const PacketMeta& m, const uint8_t* payload, const NicAddress& src);  // the UC responder
+    // The root key's placement and the receive CQE of one WRITE-with-immediate; false: dropped.
+    bool place(TransportQp& qp, const PacketMeta& m, const uint8_t* payload);
+    void complete_send(TransportQp& q, uint32_t cookie, bool signaled, bool error);
+    // ---- SDR's RC transport QPs (nic_sdr_rc.cpp) ----
+    void sdr_rc_sent(TransportQp& q, uint32_t h, const hal_tx_wqe& w, TxPacket* out);
+    bool sdr_rc_tx_next(TxPacket* out);  // queued ACKs/NAKs, then packets sent again
+    void sdr_rc_receive(TransportQp& q, uint32_t h, const PacketMeta& m, const uint8_t* payload);
+    void sdr_rc_ack(const PacketMeta& m, uint32_t aeth, const NicAddress& src);
+    void sdr_rc_queue_ack(TransportQp& q, uint32_t h, uint8_t nak_code);
+    void sdr_rc_retire(TransportQp& q, uint32_t through_psn);
+    void sdr_rc_rewind(TransportQp& q, uint32_t h, uint32_t psn);
+    void sdr_rc_fail(TransportQp& q);
+    void sdr_rc_arm(TransportQp& q, uint32_t h);
+    void sdr_rc_timer(uint32_t h);
     void grow_sq_ring();
     void drop(RxDrop d, TransportQp* qp);
     hal_worker* tx_worker(uint32_t qp_index) { return workers_[qp_index % workers_.size()].get(); }
@@ -571,6 +614,7 @@ private:
     std::vector<SqEntry> sq_ring_;  // power-of-two capacity
     uint64_t sq_head_ = 0, sq_tail_ = 0;
     uint32_t sq_count_ = 0;
+    std::deque<uint32_t> rc_acks_, rc_resends_;  // RC transport QPs with an ACK / packets to send again
     std::vector<CtrlQp> ctrl_qps_;
     std::vector<CtrlSend> ctrl_sq_;  // kCtrlSqDepth; entries live until tx_done
     uint64_t ctrl_head_ = 0, ctrl_next_ = 0, ctrl_done_ = 0;

@@ -111,13 +111,17 @@ public:
         return unfilled("send_post"), false;
     }
 
-    // ---- Transport (UC) QPs and root keys; kInvalid / 0 on failure ---------------------------
-    [[nodiscard]] virtual uint32_t qp_create(uint32_t /*tag*/, uint32_t /*channel*/, uint32_t* /*qpn*/)
+    // ---- Transport QPs (RC or UC) and root keys; kInvalid / 0 on failure --------------------
+    // rc_timeout_ns: an RC QP's retransmission timeout.
+    [[nodiscard]] virtual uint32_t qp_create(uint32_t /*tag*/, uint32_t /*channel*/, bool /*rc*/, uint32_t* /*qpn*/)
     {
         return unfilled("qp_create"), kInvalid;
     }
     virtual void qp_destroy(uint32_t) { unfilled("qp_destroy"); }
-    [[nodiscard]] virtual bool qp_connect(uint32_t, const PeerAddress&, uint32_t) { return unfilled("qp_connect"), false; }
+    [[nodiscard]] virtual bool qp_connect(uint32_t, const PeerAddress&, uint32_t /*remote_qpn*/, uint64_t /*rc_timeout_ns*/)
+    {
+        return unfilled("qp_connect"), false;
+    }
     [[nodiscard]] virtual bool qp_bind_root_key(uint32_t, uint32_t) { return unfilled("qp_bind_root_key"), false; }
     [[nodiscard]] virtual uint32_t root_key_create(uint32_t, uint64_t) { return unfilled("root_key_create"), 0; }
     virtual void root_key_destroy(uint32_t) { unfilled("root_key_destroy"); }

@@ -20,7 +20,9 @@ struct WorldConfig {
     uint32_t channels = 8;
     sdr_qp_attr qp{16, 30, 7, SDR_MTU_4096, 1, 1, 0};  // 64 KiB chunks, 128 slots of 8 MiB
     std::optional<sdr_qp_attr> qp_side1;             // side 1's QP if it differs
-    sdr_qp_attr_ext ext{0, SDR_LIFETIME_FROM_PATH};  // G and the packet lifetime, both sides
+    // G, the packet lifetime and the transport, both sides. UC: the simulator's worlds carry the
+    // reliability schemes and the sweep, which recover lost packets themselves.
+    sdr_qp_attr_ext ext{0, SDR_LIFETIME_FROM_PATH, SDR_TRANSPORT_UC};
 };
 
 class SimWorld {
