@@ -91,6 +91,13 @@ Options parse(int argc, char** argv)
                },
                help)
             ->type_name(type);
+    // perftest's -c: the per-packet transport; RC unless SDR_USE_UC_QP=1 (as the published SDK).
+    app.add_option_function<std::string>(
+           "-c,--connection",
+           [](const std::string& v) { setenv("SDR_USE_UC_QP", v == "UC" ? "1" : "0", 1); },
+           "transport QPs RC (default) or UC; both sides must agree (--scheme always uses UC)")
+        ->type_name("RC|UC")
+        ->check(CLI::IsMember({"RC", "UC"}));
     app.add_flag_callback("--busy-poll", [] { setenv("SDR_RT_BUSY_POLL", "1", 1); }, "never sleep the NIC's polling thread");
     add_count(app, "--app-core", &o.app_core, 0, CPU_SETSIZE - 1,
               "pin this program's own threads (and unpinned workers) to core N, keeping them off the polling thread's core");

@@ -2,6 +2,7 @@
 
 #include <sdr/host/inspect.hpp>
 #include <sdr/reliability/scheme.hpp>
+#include <sdr_ext.h>
 #include <sdr_sim.h>
 #include <sdr_stats.h>
 
@@ -118,7 +119,12 @@ Side::Side(const Options& o, const std::string& dev, const RunParams& rp) : devi
     attr = sdr_qp_attr{log2_ceil(rp.chunk), slot_log + log2_ceil(slots), log2_ceil(slots),
                        static_cast<sdr_mtu>(log2_ceil(rp.mtu) - 6), 1, 1,
                        static_cast<uint32_t>(std::llround(o.rate_limit_gbps * 1000))};
-    if (!(qp = sdr_qp_create(ctx, &attr))) die_sdr("sdr_qp_create");
+    // The transport: SDR_USE_UC_QP's (RC by default, as the published SDK), except that the
+    // reliability layer recovers lost packets itself and takes UC QPs only.
+    sdr_qp_attr_ext ext;
+    sdr_qp_attr_ext_init(&ext);
+    if (rp.scheme[0]) ext.transport = SDR_TRANSPORT_UC;
+    if (!(qp = sdr_qp_create_ext(ctx, &attr, &ext))) die_sdr("sdr_qp_create");
 }
 
 void Side::connect(Peer& peer, int timeout_ms)
