@@ -181,7 +181,8 @@ struct Sdr {
 Sdr sdr_run(const Testbed& tb, const std::string& kind, uint32_t workers, uint32_t iters, int port)
 {
     const std::string tool = SDR_WRITE_BW, p = " -p " + std::to_string(port);
-    const std::string w = " --workers " + std::to_string(workers);
+    // UC, as the paper measures SDR (arXiv 2505.05366): the NIC neither acknowledges nor resends.
+    const std::string w = " --workers " + std::to_string(workers) + " --connection UC";
     // Core 0 belongs to the client's polling thread (the sending core, which carries the veth's
     // work both ways); everything else of both sides, applications and workers, runs on core 1.
     const std::string app = std::thread::hardware_concurrency() >= 2 ? " --app-core 1" : "";

@@ -31,10 +31,10 @@ TEST(PcapngRealtime, RawCapturesCarryTheShapersDropsAndDissectAsSdr)
     const std::string port = std::to_string(18900 + getpid() % 200);
     const std::string tool = SDR_WRITE_BW;
     Child server("ip netns exec " + tb.ns(1) + " " + tool + " -d raw:" + tb.ns(1) + " -p " + port +
-                 " --json --pcap " + server_cap + " --snaplen 128 --timeout-ms 20000");
+                 " --connection UC --json --pcap " + server_cap + " --snaplen 128 --timeout-ms 20000");
     // 20 messages of 256 KiB (64 packets, 4 chunks each), 1 % loss.
     Child client("ip netns exec " + tb.ns(0) + " " + tool + " -d raw:" + tb.ns(0) + " -p " + port +
-                 " -s 262144 -n 20 -w 2 -q 4 --loss 0.01 --seed 5 --json --pcap " + client_cap +
+                 " --connection UC -s 262144 -n 20 -w 2 -q 4 --loss 0.01 --seed 5 --json --pcap " + client_cap +
                  " --snaplen 128 --timeout-ms 20000 " + Testbed::ip(1));
     int cs, ss;
     std::string cout = client.finish(&cs), sout = server.finish(&ss);

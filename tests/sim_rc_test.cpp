@@ -187,3 +187,50 @@ TEST(SdrRc, TheTransportComesFromTheAttributeOrSdrUseUcQpAndMustMatch)
     EXPECT_EQ(sdr_qp_destroy(dflt), SDR_SUCCESS);
     EXPECT_EQ(sdr_qp_destroy(uc), SDR_SUCCESS);
 }
+
+// Over RC a packet is placed at most once, so a complete receive's pair waits the lifetime L as
+// over UC; a receive completed with chunks missing may still get them, resent, for as long as
+// the sender's NIC retries (8 sends x the RC timeout), and its pair waits that much more.
+TEST(SdrRc, AnIncompleteReceiveWaitsOutTheResendHorizon)
+{
+    WorldConfig c = config(16, 20, 0);  // one slot of 1 MiB
+    c.ext = sdr_qp_attr_ext{1, SDR_LIFETIME_FROM_PATH, SDR_TRANSPORT_RC};  // one generation
+    SimWorld w(c);
+    sdr_qp_attr_ext x;
+    ASSERT_EQ(sdr_qp_attr_ext_get(w.qp(1), &x), SDR_SUCCESS);
+    const uint64_t L = x.max_packet_lifetime_ns;
+    // rc_timeout = 2 x (both ends' bounds), at least 1 ms; 8 sends.
+    const uint64_t horizon = 8 * std::max<uint64_t>(2 * (L + L), 1'000'000);
+    std::vector<uint8_t> src(64 << 10), dst(1 << 20);
+    fill(src, 9);
+    auto post = [&](sdr_recv_handle** h) {
+        sdr_recv_wr rw{1u << 20, w.lkey(1, dst.data(), dst.size()), reinterpret_cast<uint64_t>(dst.data())};
+        return sdr_recv_post(w.qp(1), &rw, h);
+    };
+    // A complete receive (the whole 64 KiB posted as 64 KiB): L.
+    sdr_recv_handle* h;
+    sdr_recv_wr small{64u << 10, w.lkey(1, dst.data(), dst.size()), reinterpret_cast<uint64_t>(dst.data())};
+    ASSERT_EQ(sdr_recv_post(w.qp(1), &small, &h), SDR_SUCCESS);
+    sdr_send_wr sw{SDR_WR_WRITE, 0, 64u << 10, w.lkey(0, src.data(), src.size()), reinterpret_cast<uint64_t>(src.data()), 0};
+    sdr_send_handle* sh;
+    ASSERT_EQ(sdr_send_post(w.qp(0), &sw, &sh), SDR_SUCCESS);
+    wait_send(sh);
+    w.run_until_idle();
+    uint8_t* bm;
+    size_t nb;
+    ASSERT_EQ(sdr_recv_bitmap_get(h, &bm, &nb), SDR_SUCCESS);
+    ASSERT_EQ(bm[0], 1);
+    uint64_t t0 = w.now_ns();
+    ASSERT_EQ(sdr_recv_complete(h), SDR_SUCCESS);
+    w.advance_to(t0 + L + 1);
+    ASSERT_EQ(post(&h), SDR_SUCCESS) << sdr_last_error();
+    // An incomplete one (nothing arrived of its 16 chunks): L + the resend horizon.
+    t0 = w.now_ns();
+    ASSERT_EQ(sdr_recv_complete(h), SDR_SUCCESS);
+    w.advance_to(t0 + L + 1);
+    EXPECT_EQ(post(&h), SDR_RETRY);
+    w.advance_to(t0 + L + horizon - 1000);
+    EXPECT_EQ(post(&h), SDR_RETRY);
+    w.advance_to(t0 + L + horizon + 1);
+    EXPECT_EQ(post(&h), SDR_SUCCESS) << sdr_last_error();
+}

@@ -32,16 +32,21 @@ struct WriteBwRun {
 };
 
 // device: "raw" or "xdp" (each side's interface is its namespace's); client_prefix goes before
-// the tool (e.g. "taskset -c 0 "). The client connects to ns(1)'s address.
+// the tool (e.g. "taskset -c 0 "). The client connects to ns(1)'s address. Both sides use UC
+// transport QPs (what these tests count: every frame sent once, chunks lost with them) unless
+// the arguments name a --connection.
 inline WriteBwRun run_write_bw(const Testbed& tb, const std::string& kind, const std::string& port,
                                const std::string& server_args, const std::string& client_args,
                                const std::string& client_prefix = "")
 {
     const std::string tool = SDR_WRITE_BW;
-    Child server("ip netns exec " + tb.ns(1) + " " + tool + " -d " + kind + ":" + tb.ns(1) + " -p " + port + " --json " +
-                 server_args);
+    auto uc = [](const std::string& args) {
+        return args.find("--connection") == std::string::npos ? " --connection UC " + args : " " + args;
+    };
+    Child server("ip netns exec " + tb.ns(1) + " " + tool + " -d " + kind + ":" + tb.ns(1) + " -p " + port + " --json" +
+                 uc(server_args));
     Child client("ip netns exec " + tb.ns(0) + " " + client_prefix + tool + " -d " + kind + ":" + tb.ns(0) + " -p " +
-                 port + " --json " + client_args + " " + Testbed::ip(1));
+                 port + " --json" + uc(client_args) + " " + Testbed::ip(1));
     WriteBwRun r;
     r.client_out = client.finish(&r.client_status);
     r.server_out = server.finish(&r.server_status);

@@ -86,6 +86,9 @@ struct sdr_qp {
     uint64_t lifetime_ns = 0;
     bool lifetime_from_path = true;
     std::vector<uint64_t> quiet_until;  // per pair (slot * G + generation): device clock, ns
+    // RC: how long after its first send the NIC may still resend a packet (every retry's
+    // timeout), set at connect. A receive completed with chunks missing waits this much more.
+    uint64_t rc_resend_horizon_ns = 0;
 
     // send side
     bool connected = false;

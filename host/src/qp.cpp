@@ -256,6 +256,10 @@ int sdr_qp_connect(sdr_qp* qp, void* remote_info)
     // allow, at least 1 ms (a software NIC's thread on a shared core stalls for that long).
     const uint64_t rtt_bound = std::min<uint64_t>(dev.max_packet_lifetime_ns(), SDR_MAX_LIFETIME_NS) + r.path_lifetime_ns;
     const uint64_t rc_timeout_ns = std::max<uint64_t>(2 * rtt_bound, 1'000'000);
+    // Every backend's RC transport QPs retry 7 times (the IBTA's largest retry_cnt) after the
+    // first send, each after rc_timeout_ns.
+    constexpr uint64_t kRcSends = 1 + 7;
+    if (qp->rc) qp->rc_resend_horizon_ns = kRcSends * rc_timeout_ns;
     for (uint32_t g = 0; g < qp->generations; g++)
         for (uint32_t c = 0; c < qp->channels; c++)
             if (!dev.qp_connect(qp->tq[g][c], r.addr, r.qpn[g][c], rc_timeout_ns))

@@ -1,6 +1,8 @@
 // Receives: order-based matching into message slots, the live chunk bitmap, immediates.
 #include "internal.hpp"
 
+#include <algorithm>
+
 using sdr::host::set_error;
 
 namespace {
@@ -8,6 +10,18 @@ namespace {
 uint64_t* slot_words(sdr_qp* qp, uint32_t slot)
 {
     return qp->rx_window.data() + static_cast<uint64_t>(slot) * qp->slot_window_words;
+}
+
+// Every chunk bit of the receive is set.
+bool all_chunks(const sdr_recv_handle* h)
+{
+    const uint64_t* w = slot_words(h->qp, h->slot);
+    for (uint32_t c = 0; c < h->nchunks; c += 64) {
+        const uint32_t n = std::min<uint32_t>(64, h->nchunks - c);
+        const uint64_t want = n == 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1;
+        if ((__atomic_load_n(&w[c / 64], __ATOMIC_ACQUIRE) & want) != want) return false;
+    }
+    return true;
 }
 
 bool live(const sdr_recv_handle* h) { return h && h->qp && h->active; }
@@ -120,8 +134,12 @@ int sdr_recv_complete(sdr_recv_handle* h)
     sdr::host::Device& dev = *qp->ctx->dev;
     if (!dev.root_key_null(qp->root_rkey[h->generation], h->slot))
         return sdr::host::device_error(dev, "sdr_recv_complete: the device did not NULL the root-key entry");
+    // Over RC a packet placed once is never placed again (a resent one is a duplicate), so a
+    // complete receive needs L; one completed with chunks missing may still get them, resent,
+    // for as long as the sender's NIC retries.
     if (qp->lifetime_ns)
-        qp->quiet_until[size_t{h->slot} * qp->generations + h->generation] = dev.now_ns() + qp->lifetime_ns;
+        qp->quiet_until[size_t{h->slot} * qp->generations + h->generation] =
+            dev.now_ns() + qp->lifetime_ns + (all_chunks(h) ? 0 : qp->rc_resend_horizon_ns);
     if (!dev.rx_slot_disarm(qp->rx, h->slot))
         return sdr::host::device_error(dev, "sdr_recv_complete: the device did not disarm the slot");
     h->active = false;

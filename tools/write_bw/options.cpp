@@ -91,9 +91,10 @@ Options parse(int argc, char** argv)
                },
                help)
             ->type_name(type);
-    // perftest's -c: the per-packet transport; RC unless SDR_USE_UC_QP=1 (as the published SDK).
+    // perftest calls it -c (here -c is the channel count, the published benchmark's name): the
+    // per-packet transport; RC unless SDR_USE_UC_QP=1 (as the published SDK).
     app.add_option_function<std::string>(
-           "-c,--connection",
+           "--connection",
            [](const std::string& v) { setenv("SDR_USE_UC_QP", v == "UC" ? "1" : "0", 1); },
            "transport QPs RC (default) or UC; both sides must agree (--scheme always uses UC)")
         ->type_name("RC|UC")
