@@ -362,7 +362,7 @@ int main(int argc, char** argv)
     }
     if (smoke) seconds = 0.3, reps = 1;
     if (std::string why = sdr::test::netns_unavailable(); !why.empty()) {
-        if (json) std::printf("{\"name\":\"bench_rt\",\"skipped\":\"%s\",\"ratio\":0}\n", why.c_str());
+        if (json) tools::print_json({{"name", "bench_rt"}, {"skipped", why}, {"ratio", 0}});
         else std::printf("bench_rt: skipped: %s\n", why.c_str());
         return 0;
     }

@@ -59,7 +59,10 @@ void BM_frame_encode_decode(benchmark::State& st)
     uint64_t n = 0;
     for (auto _ : st) {
         h.psn = static_cast<uint32_t>(n++) & 0xFFFFFF;
-        sdr::emu::wire::encode(h, payload.data(), 4096, frame.data(), frame.size());
+        if (sdr::emu::wire::encode(h, payload.data(), 4096, frame.data(), frame.size()) == 0) {
+            st.SkipWithError("wire::encode refused the frame");
+            break;
+        }
         sdr::emu::wire::Parsed p;
         benchmark::DoNotOptimize(sdr::emu::wire::decode(frame.data(), frame.size(), &p, true));
     }

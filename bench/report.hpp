@@ -1,12 +1,15 @@
 // Shared by the benchmarks: run Google Benchmark, then print every result beside the baseline
 // measured in the same run (and a published reference where one exists), as a table or as one
-// JSON object per line (--json). A result may carry a floor for its ratio (bench/README.md):
-// finish() makes the program fail when a ratio falls under it, so CI's smoke runs catch a
-// regression that halves a ratio.
+// JSON object per line (--json, through tools/common's JSON writer, as every tool prints it). A
+// result may carry a floor for its ratio (bench/README.md): finish() makes the program fail when
+// a ratio falls under it, so CI's smoke runs catch a regression that halves a ratio.
 #pragma once
 
 #include <benchmark/benchmark.h>
 
+#include <common/json.hpp>
+
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -63,27 +66,60 @@ struct Result {
     }
 };
 
+// A number at the precision of printf format `fmt` ("%.6g", "%.4f"): the JSON carries those
+// digits, not the double's noise, as the hand-written JSON before it did; a whole number stays
+// whole (50, not 50.0).
+inline tools::Json json_at_precision(double v, const char* fmt)
+{
+    if (!std::isfinite(v)) return tools::json_real(v);
+    char buf[64];
+    std::snprintf(buf, sizeof buf, fmt, v);
+    const double r = std::strtod(buf, nullptr);
+    if (r == std::trunc(r) && std::fabs(r) < 9.0e15) return tools::Json(static_cast<int64_t>(r));
+    return tools::json_real(r);
+}
+
+// One result as one JSON object: name, value and unit, then each comparison the result has.
+inline tools::Json to_json(const Result& r)
+{
+    const double ratio = r.ratio();
+    tools::Json j;
+    j["name"] = r.name;
+    j["value"] = json_at_precision(r.value, "%.6g");
+    j["unit"] = r.unit;
+    if (r.baseline > 0) {
+        j["baseline"] = json_at_precision(r.baseline, "%.6g");
+        j["baseline_name"] = r.baseline_name;
+        j["ratio"] = json_at_precision(ratio, "%.4f");
+        if (r.paired_ratio > 0) j["ratio_paired"] = true;
+    }
+    if (r.reference > 0) {
+        j["reference"] = json_at_precision(r.reference, "%.6g");
+        j["reference_name"] = r.reference_name;
+        j["reference_ratio"] = json_at_precision(r.value / r.reference, "%.3f");
+    }
+    if (r.target > 0) {
+        j["target"] = json_at_precision(r.target, "%.6g");
+        j["meets_target"] = r.value >= r.target;
+    }
+    if (r.ratio_target > 0) {
+        j["ratio_target"] = json_at_precision(r.ratio_target, "%.3g");
+        j["meets_target"] = ratio >= r.ratio_target;
+    }
+    if (r.floor > 0) {
+        j["floor"] = json_at_precision(r.floor * Result::floor_scale(), "%.3g");
+        j["above_floor"] = !r.below_floor();
+    }
+    return j;
+}
+
 inline void print(const std::vector<Result>& rs, bool json)
 {
     for (const auto& r : rs) {
         double ratio = r.ratio();
         const char* ratio_name = r.paired_ratio > 0 ? "paired ratio" : "ratio";
         if (json) {
-            std::printf("{\"name\":\"%s\",\"value\":%.6g,\"unit\":\"%s\"", r.name.c_str(), r.value, r.unit.c_str());
-            if (r.baseline > 0)
-                std::printf(",\"baseline\":%.6g,\"baseline_name\":\"%s\",\"ratio\":%.4f%s", r.baseline,
-                            r.baseline_name.c_str(), ratio, r.paired_ratio > 0 ? ",\"ratio_paired\":true" : "");
-            if (r.reference > 0)
-                std::printf(",\"reference\":%.6g,\"reference_name\":\"%s\",\"reference_ratio\":%.3f", r.reference,
-                            r.reference_name.c_str(), r.value / r.reference);
-            if (r.target > 0) std::printf(",\"target\":%.6g,\"meets_target\":%s", r.target, r.value >= r.target ? "true" : "false");
-            if (r.ratio_target > 0)
-                std::printf(",\"ratio_target\":%.3g,\"meets_target\":%s", r.ratio_target,
-                            ratio >= r.ratio_target ? "true" : "false");
-            if (r.floor > 0)
-                std::printf(",\"floor\":%.3g,\"above_floor\":%s", r.floor * Result::floor_scale(),
-                            r.below_floor() ? "false" : "true");
-            std::printf("}\n");
+            tools::print_json(to_json(r));
         } else {
             std::printf("%-34s %10.2f %-8s", r.name.c_str(), r.value, r.unit.c_str());
             if (r.baseline > 0) std::printf(" | %s %.2f, %s %.3f", r.baseline_name.c_str(), r.baseline, ratio_name, ratio);

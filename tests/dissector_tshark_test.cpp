@@ -15,6 +15,7 @@
 #include <sdr/emu/wire.hpp>
 #include <sdr/firmware/imm.h>
 #include <sdr/reliability/ctrl_msg.hpp>
+#include <sdr/reliability/scheme.hpp>
 #include <unistd.h>
 
 #include <algorithm>
@@ -476,26 +477,119 @@ TEST(DissectorInput, HostileControlDatagramsAreExpertErrorsNotLuaErrors)
     bad.push_back(good);
     bad.back()[1] = 9;  // unknown type
     bad.push_back(good);
-    bad.back()[0] = 2;  // unknown version
+    bad.back()[0] = 2;  // version 2 with an empty parameter area
     bad.push_back(good);
     bad.back()[3] = 0;  // unknown scheme
     bad.push_back(good);
     bad.back()[28] = 0xFF, bad.back()[29] = 0xFF, bad.back()[30] = 0xFF, bad.back()[31] = 0xFF;  // nbits 2^32-1
     bad.push_back(std::vector<uint8_t>(good.begin(), good.end() - 1));  // bitmap cut short
     bad.push_back({});  // empty
+    bad.push_back(good);
+    bad.back()[0] = 3;  // unknown version
+    // Version 2 with more parameter bytes than the area holds (65), and with 4 that the datagram
+    // does not carry.
+    bad.push_back(good);
+    bad.back()[0] = 2, bad.back()[6] = 65;
+    bad.back().insert(bad.back().begin() + 48, 65, 0);
+    bad.push_back(good);
+    bad.back()[0] = 2, bad.back()[6] = 4;
     {
         Capture c(path);
         c.add(ctrl_headers(0x800123), good);                           // frame 1
-        for (const auto& b : bad) c.add(ctrl_headers(0x800123), b);    // frames 2..8
-        c.add(ctrl_headers(0x000123), good);                           // 9: not to a control QP
+        for (const auto& b : bad) c.add(ctrl_headers(0x800123), b);    // frames 2..11
+        c.add(ctrl_headers(0x000123), good);                           // 12: not to a control QP
     }
     EXPECT_EQ(errors_in(path), "");
     std::set<uint64_t> malformed;
-    for (uint64_t f = 2; f <= 8; f++) malformed.insert(f);
+    for (uint64_t f = 2; f <= 11; f++) malformed.insert(f);
     EXPECT_EQ(frames_matching(path, "sdr.malformed"), malformed);
     EXPECT_EQ(frames_matching(path, "sdr.ack_holes"), std::set<uint64_t>{1});
     EXPECT_EQ(frames_matching(path, "sdr.ctrl.holes == \"3,5\" && sdr.ctrl.acked == \"0-2,4,6\""), std::set<uint64_t>{1});
-    EXPECT_EQ(frames_matching(path, "sdr"), (std::set<uint64_t>{1, 2, 3, 4, 5, 6, 7, 8}));
+    std::set<uint64_t> ours = malformed;
+    ours.insert(1);
+    EXPECT_EQ(frames_matching(path, "sdr"), ours);
+    std::remove(path.c_str());
+}
+
+// Version 2: the clear-to-send of ec-lt carries the scheme's parameter area (the robust soliton
+// distribution's c and delta, so both ends draw the same LT graph), and an ACK and a REPAIR NACK
+// of the same connection read their bitmaps after it. Every field as rel::encode wrote it.
+TEST(DissectorInput, Version2ClearToSendCarriesEcLtParameters)
+{
+    if (!tshark_available()) GTEST_SKIP() << "tshark is not on PATH; install tshark to run the dissector tests";
+    const std::string path = "/tmp/sdr_dissector_v2_" + std::to_string(getpid()) + ".pcap";
+    const rel::SchemeOps* lt = rel::find_scheme(static_cast<uint8_t>(rel::Scheme::EcLt));
+    ASSERT_NE(lt, nullptr);
+    ASSERT_NE(lt->cts_params, nullptr);
+    rel::CtrlMsg cts;
+    cts.type = rel::CtrlType::Cts;
+    cts.scheme = rel::Scheme::EcLt;
+    cts.k = 8, cts.m = 2;
+    cts.seq = 5;
+    cts.length = 1 << 20;
+    cts.from = 0x11223344;
+    cts.to = 0x55667788;
+    cts.params = lt->cts_params(rel::Code{rel::Scheme::EcLt, 8, 2});
+    ASSERT_EQ(cts.params.size(), 4u);
+    const uint16_t c_milli = static_cast<uint16_t>(cts.params[0] | cts.params[1] << 8);
+    const uint16_t delta_milli = static_cast<uint16_t>(cts.params[2] | cts.params[3] << 8);
+    EXPECT_EQ(c_milli, 100);      // LtCode::kC = 0.1
+    EXPECT_EQ(delta_milli, 500);  // LtCode::kDelta = 0.5
+    const std::vector<uint8_t> cts_bytes = rel::encode(cts);
+    ASSERT_EQ(cts_bytes[0], 2);  // the encoder picks version 2 for a parameter area
+    // A version-2 ACK (chunks 4 and 6 held behind base 3) and a REPAIR NACK: their bitmaps follow
+    // the parameter area.
+    rel::CtrlMsg ack = cts;
+    ack.type = rel::CtrlType::Ack;
+    ack.base = 3, ack.nbits = 10, ack.bits = {0x0A, 0x00};
+    rel::CtrlMsg nack = cts;
+    nack.type = rel::CtrlType::Nack;
+    nack.flags = rel::kNackRepair;
+    nack.base = 16, nack.nbits = 9, nack.newest = 6, nack.bits = {0x05, 0x01};  // submessages 16, 18, 24
+    {
+        Capture c(path);
+        c.add(ctrl_headers(0x800123), cts_bytes);
+        c.add(ctrl_headers(0x800123), rel::encode(ack));
+        c.add(ctrl_headers(0x800123), rel::encode(nack));
+    }
+    EXPECT_EQ(errors_in(path), "");
+    EXPECT_TRUE(frames_matching(path, "sdr.malformed").empty());
+    std::string err;
+    auto rows = tshark_fields(path,
+                              {"sdr.ctrl.version", "sdr.ctrl.type", "sdr.ctrl.scheme", "sdr.ctrl.k", "sdr.ctrl.m",
+                               "sdr.ctrl.params_len", "sdr.ctrl.params", "sdr.ctrl.lt.c", "sdr.ctrl.lt.delta",
+                               "sdr.ctrl.seq", "sdr.ctrl.length", "sdr.ctrl.from", "sdr.ctrl.to", "sdr.ctrl.reserved",
+                               "sdr.ctrl.acked", "sdr.ctrl.holes", "sdr.ctrl.nack_chunk", "sdr.ctrl.flags.repair",
+                               "_ws.col.Info"},
+                              &err, lua());
+    ASSERT_TRUE(rows) << err;
+    ASSERT_EQ(rows->size(), 3u);
+    const auto& r = (*rows)[0];
+    ASSERT_EQ(r.size(), 19u);
+    EXPECT_EQ(num(r[0]), 2u);
+    EXPECT_EQ(num(r[1]), 1u);  // CTS
+    EXPECT_EQ(num(r[2]), 6u);  // ec-lt
+    EXPECT_EQ(num(r[3]), 8u);
+    EXPECT_EQ(num(r[4]), 2u);
+    EXPECT_EQ(num(r[5]), 4u);
+    EXPECT_EQ(*parse_tshark_bytes_be(r[6]), 0x6400f401u);  // c 100, delta 500, little-endian u16 each
+    EXPECT_EQ(num(r[7]), c_milli);
+    EXPECT_EQ(num(r[8]), delta_milli);
+    EXPECT_EQ(num(r[9]), 5u);
+    EXPECT_EQ(num(r[10]), 1u << 20);
+    EXPECT_EQ(num(r[11]), 0x11223344u);
+    EXPECT_EQ(num(r[12]), 0x55667788u);
+    EXPECT_EQ(r[13], "");  // version 2 has P where version 1 has its reserved field
+    EXPECT_NE(r[18].find("SDR CTS seq=5 length=1048576 ec-lt:8,2 c=0.100 delta=0.500"), std::string::npos) << r[18];
+    const auto& a = (*rows)[1];
+    EXPECT_EQ(num(a[0]), 2u);
+    EXPECT_EQ(num(a[5]), 4u);
+    EXPECT_EQ(a[14], "0-2,4,6");
+    EXPECT_EQ(a[15], "3,5");
+    const auto& n = (*rows)[2];
+    EXPECT_EQ(num(n[1]), 3u);  // NACK
+    EXPECT_EQ(n[16], "16,18,24");
+    EXPECT_EQ(n[17], "1");  // REPAIR
     std::remove(path.c_str());
 }
 

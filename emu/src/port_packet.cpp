@@ -3,6 +3,7 @@
 // (IPv4/UDP to port 4791 and our address), and a silent UDP socket on 4791 keeps the kernel's
 // own stack from answering every RoCE frame with ICMP port-unreachable.
 #include <sdr/emu/port.hpp>
+#include <sdr/emu/posix_owners.hpp>
 #include <sdr/emu/wire.hpp>
 
 #include <arpa/inet.h>
@@ -13,7 +14,6 @@
 #include <netinet/in.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -54,13 +54,6 @@ std::vector<sock_filter> roce_filter(uint32_t ip)
 
 class PacketPort final : public Port {
 public:
-    ~PacketPort() override
-    {
-        if (ring_ != MAP_FAILED) munmap(ring_, ring_bytes_);
-        if (fd_ >= 0) close(fd_);
-        if (sink_ >= 0) close(sink_);
-    }
-
     bool open(const std::string& ifname, const PortOptions& opt, std::string* err)
     {
         info_.kind = "raw";
@@ -69,15 +62,16 @@ public:
         ifindex_ = if_nametoindex(ifname.c_str());
         // Protocol 0: the socket receives nothing until bind, so no frame slips in before the
         // filter is attached.
-        fd_ = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        if (fd_ < 0) return *err = errno_text("raw:" + ifname + ": socket(AF_PACKET)"), false;
+        fd_ = Fd(socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+        const int fd = fd_.get();
+        if (fd < 0) return *err = errno_text("raw:" + ifname + ": socket(AF_PACKET)"), false;
         auto filter = roce_filter(info_.addr.ip);
         sock_fprog prog{static_cast<unsigned short>(filter.size()), filter.data()};
         int one = 1, v3 = TPACKET_V3;
-        if (setsockopt(fd_, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof prog) ||
-            setsockopt(fd_, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof one) ||  // not our own frames
-            setsockopt(fd_, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof one) ||
-            setsockopt(fd_, SOL_PACKET, PACKET_VERSION, &v3, sizeof v3))
+        if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof prog) ||
+            setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof one) ||  // not our own frames
+            setsockopt(fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof one) ||
+            setsockopt(fd, SOL_PACKET, PACKET_VERSION, &v3, sizeof v3))
             return *err = errno_text("raw:" + ifname + ": setsockopt"), false;
         // Blocks of 256 KiB: small enough that a block fills (and is handed over) quickly at
         // low rates too; the 1 ms block timeout bounds the latency of a lone frame. Enough
@@ -94,28 +88,28 @@ public:
         req.tp_block_nr = std::max(8u, (std::max(opt.rx_ring_frames, 64u) + per_block - 1) / per_block);
         req.tp_frame_nr = req.tp_block_nr * (req.tp_block_size / req.tp_frame_size);
         req.tp_retire_blk_tov = 1;
-        if (setsockopt(fd_, SOL_PACKET, PACKET_RX_RING, &req, sizeof req))
+        if (setsockopt(fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof req))
             return *err = errno_text("raw:" + ifname + ": PACKET_RX_RING"), false;
-        ring_bytes_ = size_t{req.tp_block_size} * req.tp_block_nr;
-        ring_ = mmap(nullptr, ring_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
-        if (ring_ == MAP_FAILED) return *err = errno_text("raw:" + ifname + ": mmap of the RX ring"), false;
+        const size_t ring_bytes = size_t{req.tp_block_size} * req.tp_block_nr;
+        ring_ = Mapping(mmap(nullptr, ring_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0), ring_bytes);
+        if (!ring_.ok()) return *err = errno_text("raw:" + ifname + ": mmap of the RX ring"), false;
         block_size_ = req.tp_block_size;
         blocks_ = req.tp_block_nr;
         sockaddr_ll sll{};
         sll.sll_family = AF_PACKET;
         sll.sll_protocol = htons(ETH_P_ALL);
         sll.sll_ifindex = static_cast<int>(ifindex_);
-        if (bind(fd_, reinterpret_cast<sockaddr*>(&sll), sizeof sll))
+        if (bind(fd, reinterpret_cast<sockaddr*>(&sll), sizeof sll))
             return *err = errno_text("raw:" + ifname + ": bind"), false;
         if (!open_sink(err)) return false;
         tx_buf_.resize(size_t{kTxBatch} * info_.max_frame);
-        info_.mode = "AF_PACKET TPACKET_V3 RX ring " + std::to_string(ring_bytes_ >> 20) + " MiB (" +
+        info_.mode = "AF_PACKET TPACKET_V3 RX ring " + std::to_string(ring_bytes >> 20) + " MiB (" +
                      std::to_string(size_t{per_block} * req.tp_block_nr) + " frames), sendmmsg TX";
         return true;
     }
 
     const PortInfo& info() const override { return info_; }
-    int fd() const override { return fd_; }
+    int fd() const override { return fd_.get(); }
 
     uint8_t* tx_alloc() override
     {
@@ -142,7 +136,7 @@ public:
             msg[i].msg_hdr.msg_iov = &iov[i];
             msg[i].msg_hdr.msg_iovlen = 1;
         }
-        int sent = sendmmsg(fd_, msg, tx_n_, MSG_DONTWAIT);
+        int sent = sendmmsg(fd_.get(), msg, tx_n_, MSG_DONTWAIT);
         if (sent <= 0) {
             // The queue is full (EAGAIN/ENOBUFS): keep the frames for the next flush. Anything
             // else (EMSGSIZE, a down link) would never succeed: count the head as gone.
@@ -166,7 +160,7 @@ public:
     {
         tpacket_stats_v3 st{};
         socklen_t len = sizeof st;
-        if (getsockopt(fd_, SOL_PACKET, PACKET_STATISTICS, &st, &len) != 0) return;
+        if (getsockopt(fd_.get(), SOL_PACKET, PACKET_STATISTICS, &st, &len) != 0) return;
         stats_.rx_kernel_ring_full += st.tp_drops;
         stats_.rx_kernel_ring_freezes += st.tp_freeze_q_cnt;
         stats_.rx_dropped_kernel = stats_.rx_kernel_ring_full;
@@ -179,7 +173,7 @@ protected:
     {
         size_t n = 0;
         while (n < max) {
-            auto* bd = reinterpret_cast<tpacket_block_desc*>(static_cast<uint8_t*>(ring_) + size_t{block_} * block_size_);
+            auto* bd = reinterpret_cast<tpacket_block_desc*>(ring_.bytes() + size_t{block_} * block_size_);
             if (!(__atomic_load_n(&bd->hdr.bh1.block_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER)) break;
             if (pkt_ == 0) hdr_ = reinterpret_cast<uint8_t*>(bd) + bd->hdr.bh1.offset_to_first_pkt;
             while (pkt_ < bd->hdr.bh1.num_pkts && n < max) {
@@ -204,15 +198,16 @@ private:
     // silently (dropped once its small buffer is full) instead of port-unreachable replies.
     bool open_sink(std::string* err)
     {
-        sink_ = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        sink_ = Fd(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+        const int fd = sink_.get();
         int small = 1, one = 1;
         sockaddr_in a{};
         a.sin_family = AF_INET;
         a.sin_port = htons(wire::kRoceUdpPort);
         a.sin_addr.s_addr = htonl(info_.addr.ip);
-        if (sink_ < 0 || setsockopt(sink_, SOL_SOCKET, SO_RCVBUF, &small, sizeof small) ||
-            setsockopt(sink_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) ||
-            bind(sink_, reinterpret_cast<sockaddr*>(&a), sizeof a))
+        if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small) ||
+            setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) ||
+            bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a))
             return *err = errno_text("raw:" + info_.ifname + ": UDP socket on port 4791 (another RoCE user here?)"), false;
         return true;
     }
@@ -220,9 +215,10 @@ private:
     static constexpr uint32_t kTxBatch = 64;
     PortInfo info_;
     unsigned ifindex_ = 0;
-    int fd_ = -1, sink_ = -1;
-    void* ring_ = MAP_FAILED;
-    size_t ring_bytes_ = 0;
+    // Released in reverse: the UDP sink, the ring's mapping, then the socket it maps.
+    Fd fd_;
+    Mapping ring_;
+    Fd sink_;
     uint32_t block_size_ = 0, blocks_ = 0, block_ = 0, pkt_ = 0;
     uint8_t* hdr_ = nullptr;
     std::vector<uint8_t> tx_buf_;

@@ -23,24 +23,22 @@
 // be retried (zero-copy, then copy; EBUSY while a previous socket on the queue is still being
 // torn down), and libxdp 1.3's create cannot be retried on the same UMEM (its failure path
 // leaves rings set up). <xdp/xsk.h> still provides the ring accessors. The program is attached
-// through a BPF link, so it disappears with the process even if the process is killed.
+// through a BPF link, so it disappears with the process even if the process is killed. The
+// program itself is xdp_program.cpp; the descriptor and mapping owners are posix_owners.hpp.
 #include <sdr/emu/port.hpp>
 
 #if __has_include(<xdp/xsk.h>) && __has_include(<bpf/bpf.h>)
 
-#include <sdr/emu/wire.hpp>
+#include <sdr/emu/posix_owners.hpp>
+#include <sdr/emu/xdp_program.hpp>
 
-#include <arpa/inet.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include <linux/bpf.h>
 #include <linux/if_link.h>
 #include <linux/if_xdp.h>
 #include <net/if.h>
-#include <netinet/in.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
-#include <unistd.h>
 #include <xdp/xsk.h>
 
 #include <algorithm>
@@ -81,163 +79,6 @@ std::string fail_text(const std::string& ifname, const std::string& what, int e,
     if (hint.empty() && (e == EPERM || e == EACCES)) hint = "needs root (CAP_NET_ADMIN, CAP_BPF, CAP_NET_RAW)";
     std::string s = "xdp:" + ifname + ": " + what + ": " + std::strerror(e);
     return hint.empty() ? s : s + " (" + hint + ")";
-}
-
-// ---------------------------------------------------------------------------------------------
-// Small owners: a descriptor and a mapping, released on destruction (so every failure path of
-// open frees what it made by simply returning).
-
-class Fd {
-public:
-    Fd() = default;
-    explicit Fd(int fd) : fd_(fd) {}
-    Fd(Fd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
-    Fd& operator=(Fd&& o) noexcept
-    {
-        std::swap(fd_, o.fd_);
-        return *this;
-    }
-    ~Fd()
-    {
-        if (fd_ >= 0) close(fd_);
-    }
-    int get() const { return fd_; }
-
-private:
-    int fd_ = -1;
-};
-
-class Mapping {
-public:
-    Mapping() = default;
-    Mapping(void* p, size_t len) : p_(p), len_(len) {}
-    Mapping(Mapping&& o) noexcept : p_(std::exchange(o.p_, MAP_FAILED)), len_(o.len_) {}
-    Mapping& operator=(Mapping&& o) noexcept
-    {
-        std::swap(p_, o.p_);
-        std::swap(len_, o.len_);
-        return *this;
-    }
-    ~Mapping()
-    {
-        if (p_ != MAP_FAILED) munmap(p_, len_);
-    }
-    bool ok() const { return p_ != MAP_FAILED; }
-    uint8_t* bytes() const { return static_cast<uint8_t*>(p_); }
-
-private:
-    void* p_ = MAP_FAILED;
-    size_t len_ = 0;
-};
-
-// ---------------------------------------------------------------------------------------------
-// The XDP program, hand-assembled (no clang at build time). A tiny assembler: one method per
-// instruction form, and "goto pass" jumps resolved when the common XDP_PASS exit is placed.
-// Loads from packet memory read bytes as the host sees them, so constants are compared in
-// network byte order (htons/htonl of the value).
-
-class BpfAsm {
-public:
-    enum Reg : uint8_t { R0, R1, R2, R3, R4, R5 };  // r0 result, r1 = ctx on entry, r1..r5 call arguments
-    enum Size : uint8_t { B = BPF_B, H = BPF_H, W = BPF_W };
-
-    // dst = *(sz*)(base + off)
-    void load(Size sz, Reg dst, Reg base, int16_t off) { emit(BPF_LDX | sz | BPF_MEM, dst, base, off, 0); }
-    void mov(Reg dst, Reg src) { emit(BPF_ALU64 | BPF_MOV | BPF_X, dst, src, 0, 0); }
-    void mov(Reg dst, int32_t imm) { emit(BPF_ALU64 | BPF_MOV | BPF_K, dst, 0, 0, imm); }
-    void add(Reg dst, int32_t imm) { emit(BPF_ALU64 | BPF_ADD | BPF_K, dst, 0, 0, imm); }
-    void and_(Reg dst, int32_t imm) { emit(BPF_ALU64 | BPF_AND | BPF_K, dst, 0, 0, imm); }
-    // if (a > b) goto pass, unsigned
-    void pass_if_above(Reg a, Reg b) { to_pass(BPF_JMP | BPF_JGT | BPF_X, a, b, 0); }
-    // if (a != imm) goto pass: 64-bit compare, and on the low 32 bits (an address with its top
-    // bit set would be sign-extended in the 64-bit form)
-    void pass_unless(Reg a, int32_t imm) { to_pass(BPF_JMP | BPF_JNE | BPF_K, a, 0, imm); }
-    void pass_unless32(Reg a, int32_t imm) { to_pass(BPF_JMP32 | BPF_JNE | BPF_K, a, 0, imm); }
-    // dst = the map (a 64-bit immediate: two instructions)
-    void load_map(Reg dst, int map_fd)
-    {
-        emit(BPF_LD | BPF_DW | BPF_IMM, dst, BPF_PSEUDO_MAP_FD, 0, map_fd);
-        emit(0, 0, 0, 0, 0);
-    }
-    void call(int32_t helper) { emit(BPF_JMP | BPF_CALL, 0, 0, 0, helper); }
-    void exit() { emit(BPF_JMP | BPF_EXIT, 0, 0, 0, 0); }
-    // pass: return XDP_PASS. Resolves every earlier "goto pass".
-    void pass_label()
-    {
-        for (size_t i : pending_) code_[i].off = static_cast<int16_t>(code_.size() - i - 1);
-        pending_.clear();
-        mov(R0, XDP_PASS);
-        exit();
-    }
-    const std::vector<bpf_insn>& code() const { return code_; }
-
-private:
-    void emit(uint8_t op, uint8_t dst, uint8_t src, int16_t off, int32_t imm)
-    {
-        bpf_insn i{};
-        i.code = op;
-        i.dst_reg = dst & 0xf;
-        i.src_reg = src & 0xf;
-        i.off = off;
-        i.imm = imm;
-        code_.push_back(i);
-    }
-    void to_pass(uint8_t op, uint8_t dst, uint8_t src, int32_t imm)
-    {
-        pending_.push_back(code_.size());
-        emit(op, dst, src, 0, imm);
-    }
-    std::vector<bpf_insn> code_;
-    std::vector<size_t> pending_;
-};
-
-// Redirect unfragmented IPv4 (no options) / UDP to port 4791 and to `ip` into the XSKMAP entry
-// of the receiving queue; pass everything else. Offsets are those of an untagged Ethernet frame.
-std::vector<bpf_insn> roce_redirect_program(uint32_t ip, int xskmap_fd)
-{
-    using A = BpfAsm;
-    A a;
-    // r2 = frame start, r3 = end of its (first) buffer
-    a.load(A::W, A::R2, A::R1, offsetof(xdp_md, data));
-    a.load(A::W, A::R3, A::R1, offsetof(xdp_md, data_end));
-    // Ethernet + IPv4 + UDP headers (42 B) inside the buffer: the verifier needs this bound
-    a.mov(A::R4, A::R2), a.add(A::R4, 42), a.pass_if_above(A::R4, A::R3);
-    a.load(A::H, A::R5, A::R2, 12), a.pass_unless(A::R5, htons(0x0800));  // EtherType IPv4
-    a.load(A::B, A::R5, A::R2, 14), a.pass_unless(A::R5, 0x45);           // version 4, header 20 B
-    a.load(A::H, A::R5, A::R2, 20), a.and_(A::R5, htons(0x3fff)), a.pass_unless(A::R5, 0);  // not a fragment
-    a.load(A::B, A::R5, A::R2, 23), a.pass_unless(A::R5, IPPROTO_UDP);    // protocol UDP
-    a.load(A::W, A::R5, A::R2, 30), a.pass_unless32(A::R5, static_cast<int32_t>(htonl(ip)));  // to our address
-    a.load(A::H, A::R5, A::R2, 36), a.pass_unless(A::R5, htons(wire::kRoceUdpPort));          // to port 4791
-    // return bpf_redirect_map(xskmap, rx_queue_index, XDP_PASS): the last argument is the
-    // action when no socket sits at that key
-    a.load(A::W, A::R2, A::R1, offsetof(xdp_md, rx_queue_index));
-    a.load_map(A::R1, xskmap_fd);
-    a.mov(A::R3, XDP_PASS);
-    a.call(BPF_FUNC_redirect_map), a.exit();
-    a.pass_label();
-    return a.code();
-}
-
-// Loads the program: its fd, or -1 with *e and the verifier's last words in *verifier.
-int load_program(const std::vector<bpf_insn>& code, bool frags, int* e, std::string* verifier)
-{
-    bpf_prog_load_opts o{};
-    o.sz = sizeof o;
-    o.expected_attach_type = BPF_XDP;
-    o.prog_flags = frags ? BPF_F_XDP_HAS_FRAGS : 0;  // "xdp.frags": may see multi-buffer frames
-    int fd = bpf_prog_load(BPF_PROG_TYPE_XDP, "sdr_xsk", "Dual BSD/GPL", code.data(), code.size(), &o);
-    if (fd >= 0) return fd;
-    *e = -fd;
-    std::string log(1 << 16, '\0');
-    o.log_buf = log.data();
-    o.log_size = static_cast<uint32_t>(log.size());
-    o.log_level = 1;
-    int again = bpf_prog_load(BPF_PROG_TYPE_XDP, "sdr_xsk", "Dual BSD/GPL", code.data(), code.size(), &o);
-    if (again >= 0) return again;  // a transient failure
-    log.resize(std::strlen(log.c_str()));
-    while (!log.empty() && log.back() == '\n') log.pop_back();
-    *verifier = log.size() > 400 ? "..." + log.substr(log.size() - 400) : log;
-    return -1;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -431,7 +272,7 @@ bool XdpPort::make_program(std::string* err)
     }
     int e = 0;
     std::string verifier;
-    prog_ = Fd(load_program(roce_redirect_program(info_.addr.ip, map_.get()), sg_, &e, &verifier));
+    prog_ = Fd(load_xdp_program(roce_redirect_program(info_.addr.ip, map_.get()), sg_, &e, &verifier));
     if (prog_.get() < 0) {
         *err = fail_text(ifname_, std::string("loading the XDP program") + (sg_ ? " (xdp.frags)" : ""), e,
                          verifier.empty() ? "" : "verifier: " + verifier);

@@ -290,7 +290,7 @@ ibv_qp* create_qp(ibv_pd* ibpd, ibv_qp_init_attr* attr)
         } else {
             q->inline_key = nic.verbs_mr_reg(pd->h, q->inline_buf.data(), q->inline_buf.size(), 0);
             if (!q->inline_key) {
-                nic.verbs_qp_destroy(q->h);
+                (void)nic.verbs_qp_destroy(q->h);  // created just now, nothing uses it: cannot be busy
                 err = ENOMEM;
             } else {
                 eng->set_qp(q->h, q);
@@ -377,7 +377,7 @@ int destroy_qp(ibv_qp* ibqp)
         std::lock_guard lock(q->engine->lock());
         emu::Nic& nic = q->engine->nic();
         if (int err = nic.verbs_qp_destroy(q->h)) return err;
-        nic.verbs_mr_dereg(q->inline_key);
+        (void)nic.verbs_mr_dereg(q->inline_key);  // the QP's own inline region: nothing else holds it
         q->engine->set_qp(q->h, nullptr);
         events = q->async_read.load();
     }

@@ -8,7 +8,8 @@
 --    sdr.pkt_offset, sdr.imm_frag, the derived sdr.chunk, and "retransmission" expert info.
 --  * Control: the reliability layer's CTS/ACK/NACK/REQ/ABORT travel as UD SEND Only (0x64, or
 --    0x65 with ImmDt) with a DETH, to a control QP (QPN bit 23 set). A heuristic on the
---    InfiniBand payload dissects the 48-byte little-endian header and the chunk bitmap
+--    InfiniBand payload dissects the 48-byte little-endian header, version 2's scheme
+--    parameter area (ec-lt's robust soliton c and delta) and the chunk bitmap
 --    (reliability/include/sdr/reliability/ctrl_msg.hpp); malformed input is an expert error.
 --
 -- Use: tshark -X lua_script:sdr.lua -r capture.pcap, or copy this file into Wireshark's
@@ -44,17 +45,25 @@ f.retrans_of = ProtoField.framenum("sdr.retransmission.of_frame", "Earlier copy 
 f.retrans_why = ProtoField.string("sdr.retransmission.why", "Why")
 -- control datagrams
 local types = { [1] = "CTS", [2] = "ACK", [3] = "NACK", [4] = "REQ", [5] = "ABORT" }
-local schemes = { [1] = "sr", [2] = "sr-nack", [3] = "ec-xor", [4] = "ec-mds", [5] = "auto" }
+local schemes = { [1] = "sr", [2] = "sr-nack", [3] = "ec-xor", [4] = "ec-mds", [5] = "auto", [6] = "ec-lt" }
+local CODED = { [3] = true, [4] = true, [6] = true }  -- schemes written name:k,m
 f.ctrl = ProtoField.none("sdr.ctrl", "Control message")
 f.version = ProtoField.uint8("sdr.ctrl.version", "Version")
 f.type = ProtoField.uint8("sdr.ctrl.type", "Type", base.DEC, types)
 f.flags = ProtoField.uint8("sdr.ctrl.flags", "Flags", base.HEX)
 f.final = ProtoField.bool("sdr.ctrl.flags.final", "FINAL (whole, delivered)", 8, nil, 0x01)
 f.failed = ProtoField.bool("sdr.ctrl.flags.failed", "FAILED", 8, nil, 0x02)
+f.repair = ProtoField.bool("sdr.ctrl.flags.repair", "REPAIR (NACK: submessages that need repair symbols)", 8, nil, 0x04)
 f.scheme = ProtoField.uint8("sdr.ctrl.scheme", "Scheme", base.DEC, schemes)
 f.k = ProtoField.uint8("sdr.ctrl.k", "k (data chunks per submessage)")
 f.m = ProtoField.uint8("sdr.ctrl.m", "m (parity chunks per submessage)")
 f.reserved = ProtoField.uint16("sdr.ctrl.reserved", "Reserved", base.HEX)
+-- version 2: a parameter area of P bytes after the header (P in bytes 6..7, where version 1 has
+-- its reserved field), the scheme's parameters for the clear-to-send
+f.params_len = ProtoField.uint16("sdr.ctrl.params_len", "Parameter bytes (P)")
+f.params = ProtoField.bytes("sdr.ctrl.params", "Scheme parameters")
+f.lt_c = ProtoField.uint16("sdr.ctrl.lt.c", "ec-lt robust soliton c (thousandths)")
+f.lt_delta = ProtoField.uint16("sdr.ctrl.lt.delta", "ec-lt robust soliton delta (thousandths)")
 f.seq = ProtoField.uint64("sdr.ctrl.seq", "Sequence (reliable message number)")
 f.length = ProtoField.uint64("sdr.ctrl.length", "Length (bytes)")
 f.base = ProtoField.uint32("sdr.ctrl.base", "Base chunk")
@@ -108,6 +117,8 @@ end
 local OP_UC_WRITE_ONLY_IMM, OP_UD_SEND_ONLY, OP_UD_SEND_ONLY_IMM = 0x2B, 0x64, 0x65
 local CTRL_QPN_BIT = 0x800000
 local CTRL_HEADER = 48
+local CTRL_MAX_PARAMS = 64  -- bytes of a version-2 parameter area (kCtrlMaxParams)
+local SCHEME_EC_LT = 6
 
 ---------------------------------------------------------------------------------------------
 -- The immediate split, checked as fw_imm_layout_valid does; nil + reason if invalid.
@@ -275,8 +286,9 @@ register_postdissector(sdr)
 
 ---------------------------------------------------------------------------------------------
 -- Control datagrams (heuristic on the InfiniBand payload).
-local function bit_set(tvb, i)
-    local byte = tvb(CTRL_HEADER + math.floor(i / 8), 1):uint()
+-- `at`: where the bitmap starts (after the header and a version-2 parameter area).
+local function bit_set(tvb, at, i)
+    local byte = tvb(at + math.floor(i / 8), 1):uint()
     return bit32.band(byte, bit32.lshift(1, i % 8)) ~= 0
 end
 
@@ -296,10 +308,17 @@ local function dissect_ctrl(tvb, pinfo, root)
     local fl = tree:add(f.flags, tvb(2, 1))
     fl:add(f.final, tvb(2, 1))
     fl:add(f.failed, tvb(2, 1))
+    fl:add(f.repair, tvb(2, 1))
     tree:add(f.scheme, tvb(3, 1))
     tree:add(f.k, tvb(4, 1))
     tree:add(f.m, tvb(5, 1))
-    tree:add_le(f.reserved, tvb(6, 2))
+    local P = 0
+    if version == 2 then
+        P = tvb(6, 2):le_uint()
+        tree:add_le(f.params_len, tvb(6, 2))
+    else
+        tree:add_le(f.reserved, tvb(6, 2))
+    end
     tree:add_le(f.seq, tvb(8, 8))
     tree:add_le(f.length, tvb(16, 8))
     tree:add_le(f.base, tvb(24, 4))
@@ -313,12 +332,20 @@ local function dissect_ctrl(tvb, pinfo, root)
     local info = string.format("SDR %s seq=%s", name, tostring(seq))
 
     local bad = {}
-    if version ~= 1 then bad[#bad + 1] = "unknown version " .. version .. " (this dissector reads 1)" end
+    if version ~= 1 and version ~= 2 then bad[#bad + 1] = "unknown version " .. version .. " (this dissector reads 1 and 2)" end
+    if version == 2 and (P == 0 or P > CTRL_MAX_PARAMS) then
+        bad[#bad + 1] = string.format("version 2 with %d parameter bytes (1..%d)", P, CTRL_MAX_PARAMS)
+    end
     if not types[ty] then bad[#bad + 1] = "unknown type " .. ty end
     if not schemes[scheme] then bad[#bad + 1] = "unknown scheme " .. scheme end
-    local want = CTRL_HEADER + math.floor((nbits + 7) / 8)
+    local at = CTRL_HEADER + P  -- the bitmap
+    local want = at + math.floor((nbits + 7) / 8)
     if len ~= want then
-        bad[#bad + 1] = string.format("%d bytes, but %d bitmap bits make %d", len, nbits, want)
+        if P > 0 then
+            bad[#bad + 1] = string.format("%d bytes, but %d parameter bytes and %d bitmap bits make %d", len, P, nbits, want)
+        else
+            bad[#bad + 1] = string.format("%d bytes, but %d bitmap bits make %d", len, nbits, want)
+        end
     end
     if #bad > 0 then
         tree:add_proto_expert_info(e.malformed, table.concat(bad, "; "))
@@ -329,18 +356,29 @@ local function dissect_ctrl(tvb, pinfo, root)
 
     if ty == 1 then
         info = info .. string.format(" length=%s %s", tostring(tvb(16, 8):le_uint64()), schemes[scheme])
-        if scheme == 3 or scheme == 4 then info = info .. string.format(":%d,%d", tvb(4, 1):uint(), tvb(5, 1):uint()) end
+        if CODED[scheme] then info = info .. string.format(":%d,%d", tvb(4, 1):uint(), tvb(5, 1):uint()) end
     elseif ty == 4 then
         info = info .. string.format(" length=%s", tostring(tvb(16, 8):le_uint64()))
     end
-    if nbits > 0 then tree:add(f.bitmap, tvb(CTRL_HEADER, len - CTRL_HEADER)) end
+    if P > 0 then
+        local pt = tree:add(f.params, tvb(CTRL_HEADER, P))
+        -- ec-lt: the degree distribution's c and delta, u16 each in thousandths, so both ends
+        -- draw the same LT graph
+        if scheme == SCHEME_EC_LT and P == 4 then
+            pt:add_le(f.lt_c, tvb(CTRL_HEADER, 2))
+            pt:add_le(f.lt_delta, tvb(CTRL_HEADER + 2, 2))
+            info = info .. string.format(" c=%.3f delta=%.3f", tvb(CTRL_HEADER, 2):le_uint() / 1000,
+                tvb(CTRL_HEADER + 2, 2):le_uint() / 1000)
+        end
+    end
+    if nbits > 0 then tree:add(f.bitmap, tvb(at, len - at)) end
 
     if ty == 2 then
         -- ACK: every chunk below base is held; bit i says whether chunk base + i is.
         local held, last = {}, -1
         if base > 0 then held = { { 0, base - 1 } } end
         for i = 0, nbits - 1 do
-            if bit_set(tvb, i) then
+            if bit_set(tvb, at, i) then
                 last = base + i
                 local r = held[#held]
                 if r and r[2] == last - 1 then r[2] = last else held[#held + 1] = { last, last } end
@@ -350,14 +388,14 @@ local function dissect_ctrl(tvb, pinfo, root)
         tree:add(f.acked, tvb(24, 4), acked)
         local holes = {}
         for c = base, last - 1 do
-            if not bit_set(tvb, c - base) then holes[#holes + 1] = c end
+            if not bit_set(tvb, at, c - base) then holes[#holes + 1] = c end
         end
         info = info .. " held=" .. acked
         if bit32.band(flags, 1) ~= 0 then info = info .. " FINAL" end
         if bit32.band(flags, 2) ~= 0 then info = info .. " FAILED" end
         if #holes > 0 then
             local h = ranges(holes)
-            tree:add(f.holes, tvb(CTRL_HEADER, len - CTRL_HEADER), h)
+            tree:add(f.holes, tvb(at, len - at), h)
             tree:add_proto_expert_info(e.ack_holes, string.format("ACK with holes: chunks %s missing behind chunk %d", h, last))
             info = info .. " holes=" .. h
         end
@@ -365,13 +403,13 @@ local function dissect_ctrl(tvb, pinfo, root)
         -- NACK: bit i set names chunk base + i for repetition.
         local named = {}
         for i = 0, nbits - 1 do
-            if bit_set(tvb, i) then
+            if bit_set(tvb, at, i) then
                 named[#named + 1] = base + i
-                tree:add(f.nack_chunk, tvb(CTRL_HEADER + math.floor(i / 8), 1), base + i)
+                tree:add(f.nack_chunk, tvb(at + math.floor(i / 8), 1), base + i)
             end
         end
         local r = #named > 0 and ranges(named) or "none"
-        tree:add(f.nack_ranges, tvb(CTRL_HEADER, len - CTRL_HEADER), r)
+        tree:add(f.nack_ranges, tvb(at, len - at), r)
         info = info .. " repeat=" .. r
     end
     pinfo.cols.info = info .. link_drop(tree, tvb())

@@ -20,6 +20,6 @@ struct CaptureRecord {
 
 // Every record of path, in file order; false + *err (the file and what is wrong) if it cannot
 // be read, is neither pcap nor pcapng, or is not Ethernet.
-bool read_capture(const std::string& path, std::vector<CaptureRecord>* out, std::string* err);
+[[nodiscard]] bool read_capture(const std::string& path, std::vector<CaptureRecord>* out, std::string* err);
 
 }  // namespace sdr::emu

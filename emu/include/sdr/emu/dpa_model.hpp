@@ -57,7 +57,7 @@ struct DpaParams {
     // SDR_SIM_DPA=1 turns the model on; SDR_SIM_DPA_<FIELD> (THREADS, HANDLER_NS, WINDOW_ADD_NS,
     // WINDOW_WRITE_NS, REPOST_KEY_NS, REPOST_WORD_NS, TX_WQE_NS, SHARED_MPPS, CQ_DEPTH, STEERING=balanced|channel) override
     // the defaults. false + err on a malformed value.
-    static bool from_env(DpaParams* out, std::string* err);
+    [[nodiscard]] static bool from_env(DpaParams* out, std::string* err);
 };
 
 // The receive-side statistics of one NIC's threads (for rate measurements).

@@ -54,7 +54,7 @@ struct FabricParams {
 
     // Defaults overridden by SDR_SIM_* environment variables (see README). false + err on a
     // malformed value.
-    static bool from_env(FabricParams* out, std::string* err);
+    [[nodiscard]] static bool from_env(FabricParams* out, std::string* err);
 };
 
 struct DropRecord {
@@ -175,7 +175,7 @@ public:
 
     // The process-wide fabric behind "sim:N" device names: created from the environment on
     // first use, or installed explicitly (tests, tools) before the first context is opened.
-    static SimFabric* process(std::string* err);
+    [[nodiscard]] static SimFabric* process(std::string* err);
     static void install(std::unique_ptr<SimFabric> fabric);
 
 private:

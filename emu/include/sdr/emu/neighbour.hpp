@@ -18,7 +18,7 @@ namespace sdr::emu {
 // the kernel resolve it, and the answer is awaited (netlink neighbour notifications) until
 // `timeout_ns` passes. Returns 0, or EHOSTUNREACH (no route through ifname, a multicast or
 // zero address, or the kernel gave up on the hop) or ETIMEDOUT (no answer in time).
-int resolve_neighbour(const std::string& ifname, const NicAddress& self, uint32_t ip, uint64_t timeout_ns,
+[[nodiscard]] int resolve_neighbour(const std::string& ifname, const NicAddress& self, uint32_t ip, uint64_t timeout_ns,
                       std::array<uint8_t, 6>* mac);
 
 }  // namespace sdr::emu

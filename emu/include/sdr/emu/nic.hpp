@@ -178,11 +178,11 @@ public:
     uint32_t num_workers() const { return static_cast<uint32_t>(workers_.size()); }
     NicExecutor* executor() const { return exec_; }
     // Change the number of DPA workers; only while no transport QP lives.
-    bool reconfigure_workers(uint32_t num_workers);
+    [[nodiscard]] bool reconfigure_workers(uint32_t num_workers);
 
     // Memory regions: lkey 0 is never valid; 0 when 2^16 regions live.
-    uint32_t mr_reg(void* addr, size_t len);
-    bool mr_dereg(uint32_t lkey);
+    [[nodiscard]] uint32_t mr_reg(void* addr, size_t len);
+    [[nodiscard]] bool mr_dereg(uint32_t lkey);
     // true if [addr, addr+len) lies inside the region of lkey (inline: the send engine checks
     // every packet's source)
     bool mr_covers(uint32_t lkey, uint64_t addr, uint64_t len) const
@@ -195,7 +195,7 @@ public:
     }
 
     // NIC memory for firmware state (zeroed, 64-byte aligned); counted.
-    void* nic_alloc(size_t bytes);
+    [[nodiscard]] void* nic_alloc(size_t bytes);
     void nic_free(void* p);
     uint64_t nic_mem_bytes() const { return nic_mem_bytes_; }
     fw_device* firmware() { return fw_; }
@@ -204,19 +204,19 @@ public:
     // its QPN is random (ids.hpp). A QP accepts frames only once connected, and then only from
     // the remote QP: its MAC, its IP and the UDP source port its QPN gives (udp_src_port).
     // rc_timeout_ns: an RC QP's retransmission timeout (0: kSdrRcDefaultTimeoutNs).
-    uint32_t qp_create(uint32_t tag, uint32_t channel, bool rc = false);
+    [[nodiscard]] uint32_t qp_create(uint32_t tag, uint32_t channel, bool rc = false);
     void qp_destroy(uint32_t handle);
     uint32_t qpn(uint32_t handle) const { return handle < qps_.size() ? qps_[handle].qpn : 0; }
     bool qp_is_rc(uint32_t handle) const { return handle < qps_.size() && qps_[handle].rc; }
-    bool qp_connect(uint32_t handle, const NicAddress& remote, uint32_t remote_qpn, uint64_t rc_timeout_ns = 0);
+    [[nodiscard]] bool qp_connect(uint32_t handle, const NicAddress& remote, uint32_t remote_qpn, uint64_t rc_timeout_ns = 0);
     void qp_bind_root_key(uint32_t handle, uint32_t rkey);
     uint32_t qp_root_key(uint32_t handle) const { return handle < qps_.size() ? qps_[handle].rkey : 0; }
 
     // Zero-based indirect root keys: nslots entries of slot_bytes each, all NULL at start; 0
     // when 4096 live.
-    uint32_t root_key_create(uint32_t nslots, uint64_t slot_bytes);
+    [[nodiscard]] uint32_t root_key_create(uint32_t nslots, uint64_t slot_bytes);
     void root_key_destroy(uint32_t rkey);
-    bool root_key_set(uint32_t rkey, uint32_t slot, uint32_t lkey, uint64_t addr, uint64_t len);
+    [[nodiscard]] bool root_key_set(uint32_t rkey, uint32_t slot, uint32_t lkey, uint64_t addr, uint64_t len);
     void root_key_null(uint32_t rkey, uint32_t slot);
 
     // Receive path. rx_frame treats bytes as hostile (full decode + ICRC); rx_packet is the
@@ -231,7 +231,7 @@ public:
         return sq_count_ != 0 || ctrl_next_ != ctrl_head_ || verbs_active_n_ != 0 || !rc_acks_.empty() ||
                !rc_resends_.empty();
     }
-    bool tx_next(TxPacket* out);
+    [[nodiscard]] bool tx_next(TxPacket* out);
     void tx_done(const TxPacket& p);  // the packet left the port (or failed locally)
     // Encode the whole frame of p (headers, payload, ICRC); returns bytes, 0 if cap too small.
     size_t tx_encode(const TxPacket& p, uint8_t* out, size_t cap) const;
@@ -251,15 +251,15 @@ public:
     static constexpr uint32_t kCtrlMaxBytes = 4096;
     static constexpr uint32_t kCtrlRingDepth = 256;  // received, not yet read by the host
     static constexpr uint32_t kCtrlSqDepth = 64;     // queued for the wire, per NIC
-    uint32_t ctrl_qp_create();  // handle (kNoHandle if 8192 live), random QPN and Q_Key
+    [[nodiscard]] uint32_t ctrl_qp_create();  // handle (kNoHandle if 8192 live), random QPN and Q_Key
     void ctrl_qp_destroy(uint32_t handle);
     uint32_t ctrl_qpn(uint32_t handle) const { return handle < ctrl_qps_.size() ? ctrl_qps_[handle].qpn : 0; }
     uint32_t ctrl_qkey(uint32_t handle) const { return handle < ctrl_qps_.size() ? ctrl_qps_[handle].qkey : 0; }
     // Datagrams are taken only once connected, and then only from the remote control QP: its
     // QPN in the DETH, its MAC, IP and UDP source port.
-    bool ctrl_qp_connect(uint32_t handle, const NicAddress& remote, uint32_t remote_qpn);
+    [[nodiscard]] bool ctrl_qp_connect(uint32_t handle, const NicAddress& remote, uint32_t remote_qpn);
     // false if the control send queue is full (or len > kCtrlMaxBytes, or no such QP).
-    bool ctrl_send(uint32_t handle, const NicAddress& dst, uint32_t dst_qpn, uint32_t dst_qkey,
+    [[nodiscard]] bool ctrl_send(uint32_t handle, const NicAddress& dst, uint32_t dst_qpn, uint32_t dst_qkey,
                    const void* data, uint32_t len);
     // Oldest received datagram: its length (copied into buf), 0 if none, -1 if cap is smaller
     // than the datagram (which stays queued).
@@ -289,44 +289,44 @@ public:
     static constexpr uint32_t kRcAckReqEvery = 64;  // AckReq on every 64th packet of a long message
     static constexpr uint32_t kRcRespDepth = 64;    // queued ACKs/NAKs and READ responses per RC QP
     static constexpr uint32_t kRcMaxRdAtomic = 16;  // max_rd_atomic / max_dest_rd_atomic
-    uint32_t verbs_pd_alloc();  // kNoHandle if none left
-    int verbs_pd_dealloc(uint32_t pd);  // EBUSY while a region, AH or QP uses it
+    [[nodiscard]] uint32_t verbs_pd_alloc();  // kNoHandle if none left
+    [[nodiscard]] int verbs_pd_dealloc(uint32_t pd);  // EBUSY while a region, AH or QP uses it
     // A region of `pd` with IBV_ACCESS_* flags: its key serves as lkey and rkey (random, ids.hpp);
     // 0 on failure (remote write without local write is refused, as verbs does).
-    uint32_t verbs_mr_reg(uint32_t pd, void* addr, size_t len, uint32_t access);
-    int verbs_mr_dereg(uint32_t key);
+    [[nodiscard]] uint32_t verbs_mr_reg(uint32_t pd, void* addr, size_t len, uint32_t access);
+    [[nodiscard]] int verbs_mr_dereg(uint32_t key);
     // An address handle: the destination GID resolved once to MAC and IP (resolve_gid).
-    uint32_t verbs_ah_create(uint32_t pd, const verbs::Gid& gid);
-    int verbs_ah_destroy(uint32_t ah);
+    [[nodiscard]] uint32_t verbs_ah_create(uint32_t pd, const verbs::Gid& gid);
+    [[nodiscard]] int verbs_ah_destroy(uint32_t ah);
     // A completion queue of `depth` entries. Overflow: the completion is lost and the CQ is in
     // error from then on (IBV_EVENT_CQ_ERR): cq_poll returns -1 (verbs_cq_overflowed).
-    uint32_t verbs_cq_create(uint32_t depth);
-    int verbs_cq_destroy(uint32_t cq);  // EBUSY while a QP uses it
-    int verbs_cq_poll(uint32_t cq, verbs::Wc* wc, int n);  // completions taken, -1: CQ in error
+    [[nodiscard]] uint32_t verbs_cq_create(uint32_t depth);
+    [[nodiscard]] int verbs_cq_destroy(uint32_t cq);  // EBUSY while a QP uses it
+    [[nodiscard]] int verbs_cq_poll(uint32_t cq, verbs::Wc* wc, int n);  // completions taken, -1: CQ in error
     bool verbs_cq_overflowed(uint32_t cq) const;
     // srq: a shared receive queue the QP takes its receives from (kNoHandle: its own receive
     // queue of rq_depth; with an SRQ rq_depth is ignored and verbs_post_recv is EINVAL).
-    uint32_t verbs_qp_create(verbs::QpType type, uint32_t pd, uint32_t send_cq, uint32_t recv_cq,
+    [[nodiscard]] uint32_t verbs_qp_create(verbs::QpType type, uint32_t pd, uint32_t send_cq, uint32_t recv_cq,
                              uint32_t sq_depth, uint32_t rq_depth, uint32_t srq = kNoHandle);
-    int verbs_qp_destroy(uint32_t qp);
+    [[nodiscard]] int verbs_qp_destroy(uint32_t qp);
     uint32_t verbs_qpn(uint32_t qp) const;
     // ibv_modify_qp: RESET->INIT->RTR->RTS, *->ERR (flushes both queues), *->RESET; the
     // attributes each transition needs (README), EINVAL otherwise.
-    int verbs_qp_modify(uint32_t qp, const verbs::QpAttr& attr, uint32_t mask);
+    [[nodiscard]] int verbs_qp_modify(uint32_t qp, const verbs::QpAttr& attr, uint32_t mask);
     verbs::QpState verbs_qp_state(uint32_t qp) const;
-    int verbs_post_send(uint32_t qp, const verbs::SendWr& wr);  // ENOMEM: send queue full
-    int verbs_post_recv(uint32_t qp, const verbs::RecvWr& wr);  // ENOMEM: receive queue full
+    [[nodiscard]] int verbs_post_send(uint32_t qp, const verbs::SendWr& wr);  // ENOMEM: send queue full
+    [[nodiscard]] int verbs_post_recv(uint32_t qp, const verbs::RecvWr& wr);  // ENOMEM: receive queue full
     const verbs::QpCountersVerbs* verbs_qp_counters(uint32_t qp) const;
     // Shared receive queues (nic_verbs_srq.cpp): receive WQEs of `pd` that any QP attached to
     // the SRQ consumes, one per message, bound to that QP at the message's first packet. The
     // limit, when armed (non-zero), raises SrqLimitReached once when a QP takes a WQE and fewer
     // than `limit` stay posted, then disarms (reads 0) until armed again (IBTA 10.2.9.4).
-    uint32_t verbs_srq_create(uint32_t pd, uint32_t depth, uint32_t limit);  // kNoHandle on failure
-    int verbs_srq_destroy(uint32_t srq);                      // EBUSY while a QP uses it
-    int verbs_srq_arm(uint32_t srq, uint32_t limit);          // EINVAL above the depth
+    [[nodiscard]] uint32_t verbs_srq_create(uint32_t pd, uint32_t depth, uint32_t limit);  // kNoHandle on failure
+    [[nodiscard]] int verbs_srq_destroy(uint32_t srq);                      // EBUSY while a QP uses it
+    [[nodiscard]] int verbs_srq_arm(uint32_t srq, uint32_t limit);          // EINVAL above the depth
     uint32_t verbs_srq_limit(uint32_t srq) const;             // 0: disarmed
     uint32_t verbs_srq_posted(uint32_t srq) const;            // WQEs waiting in it
-    int verbs_post_srq_recv(uint32_t srq, const verbs::RecvWr& wr);  // ENOMEM: full
+    [[nodiscard]] int verbs_post_srq_recv(uint32_t srq, const verbs::RecvWr& wr);  // ENOMEM: full
     uint64_t verbs_cq_errors() const { return verbs_cq_errors_; }
     // IPv4-mapped GID -> the peer's MAC and IP, through the executor's resolve_mac.
     bool resolve_gid(const verbs::Gid& gid, NicAddress* out) const;
@@ -347,7 +347,7 @@ public:
     void cq_overflow() { drop(RxDrop::CqOverflow, nullptr); }
 
     // HAL entry points (hal_emu.cpp forwards here).
-    bool hal_tx_post(hal_worker* w, const hal_tx_wqe& wqe);
+    [[nodiscard]] bool hal_tx_post(hal_worker* w, const hal_tx_wqe& wqe);
 
     const PortCounters& counters() const { return port_; }
     const QpCounters* qp_counters(uint32_t handle) const;

@@ -32,8 +32,8 @@ public:
 
     // Creates (truncates) path in the format its name asks for. On failure returns false and,
     // if err is not null, says why. Opening an open writer closes the old file first.
-    bool open(const std::string& path, std::string* err) { return open(path, format_of(path), err); }
-    bool open(const std::string& path, Format format, std::string* err);
+    [[nodiscard]] bool open(const std::string& path, std::string* err) { return open(path, format_of(path), err); }
+    [[nodiscard]] bool open(const std::string& path, Format format, std::string* err);
     // The file records decisions (pcapng): callers write dropped frames and notes only then.
     bool pcapng() const { return ng_ != nullptr; }
     // pcapng: the id of the named interface (pcapng::Writer::interface); classic pcap: 0.

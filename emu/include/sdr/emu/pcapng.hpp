@@ -44,7 +44,7 @@ public:
     ~Writer() { close(); }
 
     // Creates (truncates) path and writes the section header; false + *err if it cannot.
-    bool open(const std::string& path, std::string* err);
+    [[nodiscard]] bool open(const std::string& path, std::string* err);
     // The id of the interface named `name` (Ethernet, nanosecond stamps); its description
     // block is written on first use.
     uint32_t interface(const std::string& name);

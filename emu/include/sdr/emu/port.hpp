@@ -75,7 +75,7 @@ public:
     // ring is full. tx_commit(len) queues it; tx_flush() hands queued frames to the kernel (one
     // system call per batch). At most one tx_alloc is outstanding: a buffer not committed is
     // abandoned by the next tx_alloc (which may return it again).
-    virtual uint8_t* tx_alloc() = 0;
+    [[nodiscard]] virtual uint8_t* tx_alloc() = 0;
     virtual void tx_commit(size_t len) = 0;
     virtual void tx_flush() = 0;
     // Frames committed that the kernel has not taken yet: a flush met a full socket buffer or
@@ -99,14 +99,14 @@ protected:
 // Opens kind "xdp" or "raw" on interface ifname; nullptr and *err (what failed and why, with
 // the errno text and a hint such as "needs root" or "frame larger than the page without
 // multi-buffer") if it cannot.
-std::unique_ptr<Port> open_port(const std::string& kind, const std::string& ifname, const PortOptions& opt,
+[[nodiscard]] std::unique_ptr<Port> open_port(const std::string& kind, const std::string& ifname, const PortOptions& opt,
                                 std::string* err);
 
 // The pieces open_port dispatches to (each in its own file).
-std::unique_ptr<Port> open_packet_port(const std::string& ifname, const PortOptions& opt, std::string* err);
-std::unique_ptr<Port> open_xdp_port(const std::string& ifname, const PortOptions& opt, std::string* err);
+[[nodiscard]] std::unique_ptr<Port> open_packet_port(const std::string& ifname, const PortOptions& opt, std::string* err);
+[[nodiscard]] std::unique_ptr<Port> open_xdp_port(const std::string& ifname, const PortOptions& opt, std::string* err);
 
 // The interface's MAC, first IPv4 address and MTU; false + *err if it has none.
-bool interface_info(const std::string& ifname, PortInfo* out, std::string* err);
+[[nodiscard]] bool interface_info(const std::string& ifname, PortInfo* out, std::string* err);
 
 }  // namespace sdr::emu

@@ -38,7 +38,7 @@ struct RtParams {
     uint32_t pcap_snaplen = 0;  // bytes kept per data frame; 0 = whole frames
 
     // Defaults overridden by SDR_RT_* environment variables (README); false + err if malformed.
-    static bool from_env(RtParams* out, std::string* err);
+    [[nodiscard]] static bool from_env(RtParams* out, std::string* err);
 };
 
 struct RtCounters {
@@ -49,7 +49,7 @@ struct RtCounters {
 class RtNic final : public NicExecutor {
 public:
     // Opens the port and starts the polling thread; nullptr + *err if the port cannot open.
-    static std::unique_ptr<RtNic> open(const std::string& kind, const std::string& ifname, uint32_t num_workers,
+    [[nodiscard]] static std::unique_ptr<RtNic> open(const std::string& kind, const std::string& ifname, uint32_t num_workers,
                                        const RtParams& p, std::string* err);
     ~RtNic();
     RtNic(const RtNic&) = delete;

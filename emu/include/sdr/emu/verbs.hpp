@@ -35,7 +35,7 @@ using Gid = std::array<uint8_t, 16>;
 // ::ffff:a.b.c.d, the RoCEv2 GID of an IPv4 address (host order in, network order in the GID).
 Gid gid_from_ipv4(uint32_t ip);
 // The IPv4 address of an IPv4-mapped GID; false for any other GID.
-bool ipv4_from_gid(const Gid& gid, uint32_t* ip);
+[[nodiscard]] bool ipv4_from_gid(const Gid& gid, uint32_t* ip);
 
 inline constexpr uint32_t kMaxSge = 4;  // scatter/gather entries per work request
 inline constexpr uint32_t kGrhBytes = 40;
@@ -122,7 +122,7 @@ public:
     }
     uint32_t depth() const { return depth_; }
     // Producer: false if depth entries are queued.
-    bool push(const T& v)
+    [[nodiscard]] bool push(const T& v)
     {
         uint64_t h = head_.load(std::memory_order_relaxed);
         if (h - tail_.load(std::memory_order_acquire) >= depth_) return false;

@@ -112,12 +112,12 @@ struct Headers {
 // UDP length come from payload_len; UDP checksum 0. h.dma_len is written as given (tests build
 // hostile frames with a wrong one). Returns bytes written, 0 if cap is too small or the opcode
 // unsupported.
-size_t encode(const Headers& h, const uint8_t* payload, uint32_t payload_len, uint8_t* out, size_t cap);
+[[nodiscard]] size_t encode(const Headers& h, const uint8_t* payload, uint32_t payload_len, uint8_t* out, size_t cap);
 
 // Headers only (no payload, no ICRC) exactly as they would precede a payload of payload_len
 // bytes: payload-free simulation records them as a truncated pcap capture. Returns header bytes
 // written, 0 if cap is too small or the opcode unsupported.
-size_t encode_headers(const Headers& h, uint32_t payload_len, uint8_t* out, size_t cap);
+[[nodiscard]] size_t encode_headers(const Headers& h, uint32_t payload_len, uint8_t* out, size_t cap);
 
 enum class Verdict : uint8_t { Ok, Truncated, NotIpv4, NotRoce, BadIpHeader, BadLength, BadOpcode, BadIcrc };
 const char* to_string(Verdict v);
@@ -142,7 +142,7 @@ struct Parsed {
 //                dma_len counts as BadIcrc and a well-formed lie as BadLength. (A WRITE FIRST's
 //                and a READ request's dma_len is the whole message: the responder checks it.)
 // On Ok, *out holds the headers (UDP checksum, TVer, BTH reserved bits are not reported).
-Verdict decode(const uint8_t* frame, size_t len, Parsed* out, bool verify_icrc = true);
+[[nodiscard]] Verdict decode(const uint8_t* frame, size_t len, Parsed* out, bool verify_icrc = true);
 
 // RoCEv2 ICRC (IPv4): reflected IEEE CRC32 over 8 bytes of 0xFF (standing in for the LRH),
 // the IP header with TOS, TTL and header checksum set to ones, the UDP header with its checksum

@@ -17,7 +17,7 @@ class Codec {
 public:
     // false + err if ISA-L (or XOR) cannot do (k, m): MDS needs 1 <= m, 1 <= k, k + m <= 255;
     // XOR needs 1 <= m <= k <= 255.
-    static bool valid(CodeKind kind, uint32_t k, uint32_t m, std::string* err);
+    [[nodiscard]] static bool valid(CodeKind kind, uint32_t k, uint32_t m, std::string* err);
     Codec(CodeKind kind, uint32_t k, uint32_t m);
 
     CodeKind kind() const { return kind_; }
@@ -33,7 +33,7 @@ public:
     bool decodable(const bool* present) const;
     // Rebuild every missing data chunk in place: frag[0..k+m) point at data then parity chunks
     // (missing ones are written). false if not decodable.
-    bool decode(const bool* present, uint8_t* const* frag, size_t len);
+    [[nodiscard]] bool decode(const bool* present, uint8_t* const* frag, size_t len);
 
 private:
     CodeKind kind_;

@@ -50,9 +50,9 @@ inline Code fixed_code(const Config& c)
 
 // A registered scheme's name or "auto", optionally ":k,m" after those that take parameters
 // ("ec-mds:32,8").
-bool parse_scheme(const std::string& text, Config* cfg, std::string* err);
+[[nodiscard]] bool parse_scheme(const std::string& text, Config* cfg, std::string* err);
 // Every field in range (EC codes ISA-L supports, positive times); false + err otherwise.
-bool validate(const Config& cfg, std::string* err);
+[[nodiscard]] bool validate(const Config& cfg, std::string* err);
 
 struct MessageStats {
     uint64_t id = 0, bytes = 0;

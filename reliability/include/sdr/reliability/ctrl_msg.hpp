@@ -64,6 +64,6 @@ struct CtrlMsg {
 
 std::vector<uint8_t> encode(const CtrlMsg& m);
 // false if the datagram is not a well-formed control message (hostile input: ignored).
-bool decode(const uint8_t* p, size_t len, CtrlMsg* out);
+[[nodiscard]] bool decode(const uint8_t* p, size_t len, CtrlMsg* out);
 
 }  // namespace sdr::rel

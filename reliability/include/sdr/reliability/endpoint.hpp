@@ -29,7 +29,7 @@ class Endpoint {
 public:
     // qp must be connected and created with send_enable and recv_enable; attr is what it was
     // created with (chunk size, MTU and slot size come from it). nullptr + err on bad config.
-    static std::unique_ptr<Endpoint> create(sdr_context* ctx, sdr_qp* qp, const sdr_qp_attr& attr,
+    [[nodiscard]] static std::unique_ptr<Endpoint> create(sdr_context* ctx, sdr_qp* qp, const sdr_qp_attr& attr,
                                             const Config& cfg, std::string* err);
     ~Endpoint();
     Endpoint(const Endpoint&) = delete;
@@ -38,12 +38,12 @@ public:
     // Post a reliable send / receive of len bytes in [buf, buf + len) registered as lkey. The
     // n-th send of one side lands in the n-th receive of the other; lengths must match.
     // SDR_SUCCESS + *id, or SDR_ERROR (last_error() says why) and nothing posted.
-    int send(const void* buf, uint64_t len, uint32_t lkey, uint64_t* id);
-    int recv(void* buf, uint64_t len, uint32_t lkey, uint64_t* id);
+    [[nodiscard]] int send(const void* buf, uint64_t len, uint32_t lkey, uint64_t* id);
+    [[nodiscard]] int recv(void* buf, uint64_t len, uint32_t lkey, uint64_t* id);
     // SDR_SUCCESS and *out once the message is over (out->ok says how), SDR_RETRY while it
     // is in progress, SDR_ERROR for an unknown id. A finished id is forgotten after this.
-    int send_result(uint64_t id, MessageStats* out);
-    int recv_result(uint64_t id, MessageStats* out);
+    [[nodiscard]] int send_result(uint64_t id, MessageStats* out);
+    [[nodiscard]] int recv_result(uint64_t id, MessageStats* out);
 
     // Do everything due now; returns the next deadline (sdr_now_ns clock), kNever if none.
     uint64_t progress();
@@ -84,11 +84,11 @@ private:
     Endpoint(sdr_context* ctx, sdr_qp* qp, const Config& cfg, const Geometry& g);
     int check_post(const char* what, const void* buf, uint64_t len, const uint64_t* id, const Code& code) const;
     void execute(Action& a);
-    bool try_start(Action& a, std::string* error);
-    bool try_data(Action& a);
-    bool try_parity(Action& a);
-    bool try_close(TxState& t);
-    bool try_post(uint64_t seq);
+    [[nodiscard]] bool try_start(Action& a, std::string* error);
+    [[nodiscard]] bool try_data(Action& a);
+    [[nodiscard]] bool try_parity(Action& a);
+    [[nodiscard]] bool try_close(TxState& t);
+    [[nodiscard]] bool try_post(uint64_t seq);
     void rebuild(uint64_t seq, uint32_t sub);
     void deliver(const Action& a);
     void drain_actions(uint64_t now);
@@ -118,7 +118,7 @@ const char* last_error();
 // virtual time (sdr_sim_wait) until the earliest deadline or host-visible event. false if
 // nothing can happen any more (no deadline, no event pending) or virtual time passes
 // limit_ns before done().
-bool drive(sdr_context* ctx, std::initializer_list<Endpoint*> eps, const std::function<bool()>& done,
+[[nodiscard]] bool drive(sdr_context* ctx, std::initializer_list<Endpoint*> eps, const std::function<bool()>& done,
            uint64_t limit_ns = kNever);
 
 }  // namespace sdr::rel

@@ -64,7 +64,7 @@ public:
         a.ctrl = encode(m);
         q_.push_back(std::move(a));
     }
-    bool poll(Action* out)
+    [[nodiscard]] bool poll(Action* out)
     {
         if (q_.empty()) return false;
         *out = std::move(q_.front());
@@ -104,7 +104,7 @@ public:
     uint32_t streams(uint64_t seq) const;
     void on_timer(uint64_t now);
     uint64_t next_deadline() const;
-    bool poll_action(Action* out) { return out_.poll(out); }
+    [[nodiscard]] bool poll_action(Action* out) { return out_.poll(out); }
     const MessageStats* stats(uint64_t seq) const;  // kept until forget()
     void forget(uint64_t seq);
     double srtt_ns() const { return srtt_; }
@@ -184,7 +184,7 @@ public:
     void on_ctrl(uint64_t now, const CtrlMsg& m);
     void on_timer(uint64_t now);
     uint64_t next_deadline() const;
-    bool poll_action(Action* out) { return out_.poll(out); }
+    [[nodiscard]] bool poll_action(Action* out) { return out_.poll(out); }
     const MessageStats* stats(uint64_t seq) const;
     void forget(uint64_t seq);
     // Messages whose bitmaps the binding should read (posted, not over).

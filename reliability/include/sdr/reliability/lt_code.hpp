@@ -29,10 +29,10 @@ public:
                 size_t len) const;
     // present: k data flags, then `repair` flags for repair symbols 0..repair-1. True if peeling
     // recovers every missing data chunk.
-    bool decodable(uint32_t sub, const bool* present, uint32_t repair) const;
+    [[nodiscard]] bool decodable(uint32_t sub, const bool* present, uint32_t repair) const;
     // Peels in place: frag[0..k) the data chunks (missing ones are written), frag[k + i] repair
     // symbol i. false (data partly written) if peeling stalls.
-    bool decode(uint32_t sub, const bool* present, uint32_t repair, uint8_t* const* frag, size_t len) const;
+    [[nodiscard]] bool decode(uint32_t sub, const bool* present, uint32_t repair, uint8_t* const* frag, size_t len) const;
 
 private:
     // The peeling schedule: (recovered chunk, repair symbol it comes from) in order, or false.

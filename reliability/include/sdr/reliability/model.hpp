@@ -78,6 +78,6 @@ Result evaluate(const Params&);
 // false + err ("<field>: ...", naming the Params member and its allowed range) unless: sizes > 0,
 // mtu a power of two in 256..4096, chunk >= mtu, 0 <= drop < 1, bw > 0, rtt >= 0, rto_rtts > 0,
 // k >= 1, m >= 1, k + m <= 255, beta >= 0, header_bytes >= 0 (all finite).
-bool validate(const Params&, std::string* err);
+[[nodiscard]] bool validate(const Params&, std::string* err);
 
 }  // namespace sdr::rel::model

@@ -27,7 +27,7 @@ public:
     Region& operator=(const Region&) = delete;
 
     // Maps `bytes` zeroed bytes in place of what was held; false if the kernel refuses.
-    bool map(uint64_t bytes);
+    [[nodiscard]] bool map(uint64_t bytes);
     uint8_t* data() const { return data_; }
     uint64_t size() const { return size_; }
 

@@ -36,7 +36,7 @@ public:
                         uint32_t count, size_t len) = 0;
     // present: k + parity_slots flags (data, then parity); frag the chunks in the same order.
     // Rebuilds every missing data chunk of submessage `sub` in place; false if it cannot.
-    virtual bool decode(uint32_t sub, const bool* present, uint8_t* const* frag, size_t len) = 0;
+    [[nodiscard]] virtual bool decode(uint32_t sub, const bool* present, uint8_t* const* frag, size_t len) = 0;
 };
 
 // What the receiver holds of one submessage (the engines' bit-per-chunk words).
