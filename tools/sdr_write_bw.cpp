@@ -415,9 +415,10 @@ void serve(const Options& o, sdr_oob* oob, const RunParams& rp)
     r.chunks_expected = nchunks * rp.iters;
     r.chunks_received = chunks_received;
     r.bytes_received = bytes_received;
-    r.seconds = last_done - first_arrival;
+    // Nothing measured arrived: no interval (first_arrival is still 0 on the steady clock's scale).
+    r.seconds = first_arrival > 0 ? last_done - first_arrival : 0.0;
     if (sdr_oob_send(oob, &r, sizeof r) != SDR_SUCCESS) die_sdr("sending the result");
-    double gbps = r.bytes_received * 8.0 / r.seconds / 1e9;
+    double gbps = r.seconds > 0 ? r.bytes_received * 8.0 / r.seconds / 1e9 : 0.0;
     if (o.json) {
         sdr::tools::Json j{{"role", "server"},
                            {"device", o.device},
@@ -542,13 +543,13 @@ void client_run(const Options& o, sdr_oob* oob, uint64_t size, bool first, bool 
     double secs = t_end - t_start;
     uint64_t packets = (rp.size + rp.mtu - 1) / rp.mtu * uint64_t{rp.iters};
     double gbps = rp.size * 8.0 * rp.iters / secs / 1e9, mpps = packets / secs / 1e6, mps = rp.iters / secs;
-    double good = r.bytes_received * 8.0 / r.seconds / 1e9;
+    double good = r.seconds > 0 ? r.bytes_received * 8.0 / r.seconds / 1e9 : 0.0;
     double lost = 100.0 * double(r.chunks_expected - r.chunks_received) / double(r.chunks_expected);
     const auto* rt = sdr::host::rt_of(s.ctx);
     if (o.json) {
         sdr::tools::Json j{{"role", "client"},
                            {"device", o.device},
-                           {"port_mode", rt ? rt->port_info().mode : "simulator"},
+                           {"port_mode", rt ? rt->port_info().mode : o.device.rfind("verbs:", 0) == 0 ? "rdma-core" : "simulator"},
                            {"size", rp.size},
                            {"mtu", rp.mtu},
                            {"chunk", rp.chunk},

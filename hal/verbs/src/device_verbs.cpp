@@ -13,6 +13,7 @@
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -41,8 +42,10 @@ constexpr uint32_t kCtrlSendDepth = 64;
 constexpr uint32_t kGrhBytes = 40;
 constexpr uint64_t kLifetimeMarginNs = 5'000'000;  // queues and scheduling, as on raw:
 
-// Each side starts its send PSN from its QPN, so the peer derives it from the QP-info blob.
-uint32_t psn_of(uint32_t qpn) { return (qpn * 0x9E3779B1u) & 0xFFFFFFu; }
+// Every transport QP starts at PSN 0, as the emulated NIC's (raw:, sim:) do: the QP-info blob
+// has no PSN field, and a verbs: receiver must accept a raw: sender's first packet (UC counts a
+// PSN behind the expected one as a duplicate and drops it).
+constexpr uint32_t kFirstPsn = 0;
 
 uint64_t mono_ns()
 {
@@ -75,6 +78,7 @@ bool env_u32(const char* name, uint32_t lo, uint32_t hi, uint32_t* out, std::str
 
 struct CtrlQp {
     ibv_qp* qp = nullptr;
+    ibv_comp_channel* channel = nullptr;  // wakes a host in wait_event when a datagram arrives
     ibv_cq* cq = nullptr;
     ibv_mr* mr = nullptr;
     ibv_ah* ah = nullptr;
@@ -115,10 +119,18 @@ public:
         if (!(pd_ = ibv_alloc_pd(ctx_))) return *err = std::string("ibv_alloc_pd: ") + std::strerror(errno), false;
         if (!query_port(err)) return false;
         keys_ = make_sdrdv_root_keys(ctx_, pd_, err);
+#ifdef SDR_HAL_VERBS_MLX5
+        if (!keys_) {
+            std::string mlx5_why;
+            keys_ = make_mlx5_root_keys(ctx_, pd_, kPort, gid_index_, &mlx5_why);
+            if (!keys_) *err += "; mlx5: " + mlx5_why;
+        }
+        constexpr const char* kMissing = "the portable fallback is not in this build";
+#else
+        constexpr const char* kMissing = "the mlx5 indirect-key path and the portable fallback are not in this build";
+#endif
         if (!keys_)
-            return *err = "device '" + ibdev + "' offers no root key SDR can use (" + *err +
-                          "; the mlx5 indirect-key path and the portable fallback are not in this build)",
-                   false;
+            return *err = "device '" + ibdev + "' offers no root key SDR can use (" + *err + "; " + kMissing + ")", false;
         ExecutorParams p;
         p.workers = 1;
         if (!env_u32("SDR_RT_WORKER_THREADS", 0, 64, &p.workers, err)) return false;
@@ -286,7 +298,7 @@ public:
         a.qp_state = IBV_QPS_RTR;
         a.path_mtu = mtu_;
         a.dest_qp_num = remote_qpn;
-        a.rq_psn = psn_of(remote_qpn);
+        a.rq_psn = kFirstPsn;
         a.ah_attr.is_global = 1;
         a.ah_attr.grh.dgid = gid_of(peer.ip);
         a.ah_attr.grh.sgid_index = gid_index_;
@@ -301,7 +313,7 @@ public:
         if (ibv_modify_qp(qp, &a, mask)) return fail("ibv_modify_qp(RTR)"), false;
         a = ibv_qp_attr{};
         a.qp_state = IBV_QPS_RTS;
-        a.sq_psn = psn_of(qp->qp_num);
+        a.sq_psn = kFirstPsn;
         mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
         if (rc_) {
             a.timeout = 14;
@@ -345,7 +357,9 @@ public:
         uint32_t k = 0;
         while (!(k & 0x7FFFFFFF)) k = static_cast<uint32_t>(std::rand()) ^ static_cast<uint32_t>(mono_ns());
         c->qkey = k & 0x7FFFFFFF;  // the high bit marks controlled Q_Keys (IBTA)
-        c->cq = ibv_create_cq(ctx_, kCtrlRecvDepth + kCtrlSendDepth, nullptr, nullptr, 0);
+        c->channel = ibv_create_comp_channel(ctx_);
+        // The channel's fd is valid once a CQ uses it (emu/verbs/README.md): made in that order.
+        if (c->channel) c->cq = ibv_create_cq(ctx_, kCtrlRecvDepth + kCtrlSendDepth, nullptr, c->channel, 0);
         c->mr = ibv_reg_mr(pd_, c->buf.data(), c->buf.size(), IBV_ACCESS_LOCAL_WRITE);
         ibv_qp_init_attr ia{};
         ia.send_cq = ia.recv_cq = c->cq;
@@ -448,9 +462,25 @@ public:
 
     bool progress() override { return true; }  // the workers run on their own
     uint64_t now_ns() override { return mono_ns(); }
+    // Sleeps until a window write, a control completion or t_ns: the control CQs are armed
+    // first and looked at once more (a datagram that came before the arm is already there).
     bool wait_event(uint64_t t_ns) override
     {
-        ex_->wait_event(t_ns);
+        std::vector<int> fds;
+        for (auto& [h, c] : ctrls_) {
+            if (ibv_req_notify_cq(c->cq, 0)) return fail("ibv_req_notify_cq (control)"), false;
+            const size_t before = c->ready.size();
+            reap_ctrl(c.get());
+            if (c->ready.size() != before) return true;
+            fds.push_back(c->channel->fd);
+        }
+        ex_->wait_event(t_ns, fds);
+        for (auto& [h, c] : ctrls_) {
+            pollfd p{c->channel->fd, POLLIN, 0};
+            ibv_cq* cq = nullptr;
+            void* cq_ctx = nullptr;
+            if (poll(&p, 1, 0) == 1 && ibv_get_cq_event(c->channel, &cq, &cq_ctx) == 0) ibv_ack_cq_events(cq, 1);
+        }
         return true;
     }
     bool pending() override { return true; }
@@ -536,7 +566,11 @@ private:
         if (c->qp) ibv_destroy_qp(c->qp);
         if (c->ah) ibv_destroy_ah(c->ah);
         if (c->mr) ibv_dereg_mr(c->mr);
-        if (c->cq) ibv_destroy_cq(c->cq);
+        // A channel that never had a CQ has no fd of its own yet (emu/verbs/README.md): left as is.
+        if (c->cq) {
+            ibv_destroy_cq(c->cq);
+            if (c->channel) ibv_destroy_comp_channel(c->channel);
+        }
         *c = CtrlQp{};
     }
     void fail(const char* what) const { failure(std::string(what) + ": " + std::strerror(errno)); }

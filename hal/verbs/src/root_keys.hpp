@@ -27,4 +27,11 @@ public:
 // device is not one of that provider's.
 std::unique_ptr<RootKeys> make_sdrdv_root_keys(ibv_context* ctx, ibv_pd* pd, std::string* why);
 
+#ifdef SDR_HAL_VERBS_MLX5
+// ConnectX (mlx5): indirect mkeys re-listed by UMR through a private RC QP on port/gid_index.
+// nullptr + *why when the device is not mlx5 or the UMR QP cannot be set up.
+std::unique_ptr<RootKeys> make_mlx5_root_keys(ibv_context* ctx, ibv_pd* pd, uint8_t port, uint8_t gid_index,
+                                              std::string* why);
+#endif
+
 }  // namespace sdr::hal_verbs

@@ -3,12 +3,10 @@
 #include "worker.hpp"
 
 #include <arpa/inet.h>
-#include <linux/futex.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <sys/eventfd.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -32,11 +30,6 @@ uint64_t now_ns()
     return uint64_t(ts.tv_sec) * 1'000'000'000u + uint64_t(ts.tv_nsec);
 }
 
-long futex(std::atomic<uint32_t>* a, int op, uint32_t val, const timespec* ts)
-{
-    return syscall(SYS_futex, reinterpret_cast<uint32_t*>(a), op, val, ts, nullptr, 0);
-}
-
 void wake(hal_worker* w)
 {
     uint64_t one = 1;
@@ -52,6 +45,10 @@ Executor::Executor(ibv_context* ctx, fw_device* fw, const ExecutorParams& p, std
     ibv_device_attr da{};
     if (ibv_query_device(ctx, &da)) {
         *err = std::string("ibv_query_device: ") + std::strerror(errno);
+        return;
+    }
+    if ((host_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0) {
+        *err = std::string("eventfd: ") + std::strerror(errno);
         return;
     }
     const uint32_t depth = std::min<uint32_t>(kMaxCqe, static_cast<uint32_t>(da.max_cqe));
@@ -86,6 +83,7 @@ Executor::~Executor()
         if (w->channel) ibv_destroy_comp_channel(w->channel);
         if (w->event_fd >= 0) close(w->event_fd);
     }
+    if (host_fd_ >= 0) close(host_fd_);
 }
 
 void Executor::start()
@@ -155,19 +153,33 @@ void Executor::checkpoint()
 void Executor::notify_host()
 {
     host_events_.fetch_add(1);
-    if (host_waiters_.load()) futex(&host_events_, FUTEX_WAKE_PRIVATE, INT32_MAX, nullptr);
+    if (host_waiters_.load()) {
+        uint64_t one = 1;
+        ssize_t n = write(host_fd_, &one, sizeof one);
+        (void)n;  // a full counter still leaves the fd readable
+    }
 }
 
-void Executor::wait_event(uint64_t t_ns)
+void Executor::wait_event(uint64_t t_ns, const std::vector<int>& fds)
 {
     const uint32_t v = host_events_.load();
     const uint64_t now = now_ns();
     if (t_ns <= now) return;
     const uint64_t d = t_ns - now;
     timespec ts{static_cast<time_t>(d / 1'000'000'000u), static_cast<long>(d % 1'000'000'000u)};
+    std::vector<pollfd> p{{host_fd_, POLLIN, 0}};
+    for (int fd : fds) p.push_back({fd, POLLIN, 0});
+    // Counted as a waiter before the second look: a worker that bumps host_events_ after it
+    // either is seen here or sees the waiter and writes the eventfd.
     host_waiters_.fetch_add(1);
-    futex(&host_events_, FUTEX_WAIT_PRIVATE, v, &ts);
-    host_waiters_.fetch_sub(1);
+    if (host_events_.load() == v) ppoll(p.data(), p.size(), t_ns == UINT64_MAX ? nullptr : &ts, nullptr);
+    // The last waiter out empties the eventfd; a waiter that comes later and finds it still
+    // readable returns at once (early, which wait_event allows).
+    if (host_waiters_.fetch_sub(1) == 1) {
+        uint64_t n;
+        ssize_t r = read(host_fd_, &n, sizeof n);
+        (void)r;
+    }
 }
 
 uint64_t Executor::counter(uint32_t c) const

@@ -109,8 +109,9 @@ public:
     hal_worker* rx_worker(uint32_t channel) { return workers_[channel % workers_.size()].get(); }
     // Wait until every worker finished the loop iteration it was in (or sleeps).
     void checkpoint();
-    // Block until a worker wrote host memory (a window) or t_ns passed.
-    void wait_event(uint64_t t_ns);
+    // Block until a worker wrote host memory (a window), one of fds is readable (the control
+    // QPs' completion channels) or t_ns passed. May return early.
+    void wait_event(uint64_t t_ns, const std::vector<int>& fds);
     void notify_host();
     // Post a channel QP's chained WRs (worker of q->tx only).
     void flush(hal_worker* w, ChannelQp* q);
@@ -132,8 +133,9 @@ private:
     bool ok_ = false;
     std::vector<std::unique_ptr<hal_worker>> workers_;
     std::vector<std::atomic<ChannelQp*>> tags_;
-    std::atomic<uint32_t> host_events_{0};  // futex word: bumped when the firmware wrote a window
+    std::atomic<uint32_t> host_events_{0};  // bumped when the firmware wrote a window
     std::atomic<uint32_t> host_waiters_{0};
+    int host_fd_ = -1;  // eventfd a waiting host polls with its other fds; written while it waits
 };
 
 }  // namespace sdr::hal_verbs
