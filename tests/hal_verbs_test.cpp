@@ -94,7 +94,8 @@ protected:
         EXPECT_EQ(json_number(sj, "chunks_received"), json_number(sj, "chunks_expected")) << sj;
         EXPECT_EQ(json_number(sj, "corrupt_chunks"), 0.0) << sj;
         // The first measured arrival to the last completion, on the server's own clock: within the
-        // run's timeout (a verbs: server once reported the steady clock's epoch here).
+        // run's timeout (a verbs: server that measured nothing once reported the
+        // steady clock's reading).
         EXPECT_GT(json_number(sj, "seconds"), 0.0) << sj;
         EXPECT_LT(json_number(sj, "seconds"), 120.0) << sj;
     }
@@ -132,22 +133,19 @@ TEST_F(HalVerbs, RawSenderToVerbsReceiverByteExact)
 // behind every loss, and ec-mds gives up (hal/verbs/README.md, "Limits").
 TEST_F(HalVerbs, ReliableSrAndEcUnderOnePercentLoss)
 {
-    const std::string schemes = "sr ec-mds:16,4";
-    for (const char* transport : {"SDR_USE_UC_QP=1"}) {
-        const std::string port = std::to_string(19900 + getpid() % 97);
-        const std::string env = std::string(transport) + " SDR_RT_LOSS=0.01 SDR_RT_SEED=";
-        Child server(in(1, "timeout 60 " + std::string(SDR_REL_PEER_APP) + " server verbs:" + dev(1) + " " + port + " " +
-                              schemes, env + "11"));
-        Result client = run(in(0, "timeout 60 " + std::string(SDR_REL_PEER_APP) + " client verbs:" + dev(0) + " " + port +
-                                      " " + sdr::test::Testbed::ip(1) + " " + schemes, env + "12"));
-        int sst = -1;
-        const std::string sout = server.finish(&sst);
-        std::printf("%s\n  server: %s  client: %s", transport, sout.c_str(), client.out.c_str());
-        EXPECT_EQ(client.status, 0) << client.out;
-        EXPECT_EQ(sst, 0) << sout;
-        EXPECT_NE(sout.find("sr: delivered byte-exact"), std::string::npos) << sout;
-        EXPECT_NE(sout.find("ec-mds:16,4: delivered byte-exact"), std::string::npos) << sout;
-    }
+    const std::string schemes = "sr ec-mds:16,4", port = std::to_string(19900 + getpid() % 97);
+    const std::string env = "SDR_USE_UC_QP=1 SDR_RT_LOSS=0.01 SDR_RT_SEED=";
+    Child server(in(1, "timeout 60 " + std::string(SDR_REL_PEER_APP) + " server verbs:" + dev(1) + " " + port + " " +
+                          schemes, env + "11"));
+    Result client = run(in(0, "timeout 60 " + std::string(SDR_REL_PEER_APP) + " client verbs:" + dev(0) + " " + port +
+                                  " " + sdr::test::Testbed::ip(1) + " " + schemes, env + "12"));
+    int sst = -1;
+    const std::string sout = server.finish(&sst);
+    std::printf("server:\n%sclient:\n%s", sout.c_str(), client.out.c_str());
+    EXPECT_EQ(client.status, 0) << client.out;
+    EXPECT_EQ(sst, 0) << sout;
+    EXPECT_NE(sout.find("sr: delivered byte-exact"), std::string::npos) << sout;
+    EXPECT_NE(sout.find("ec-mds:16,4: delivered byte-exact"), std::string::npos) << sout;
 }
 
 }  // namespace

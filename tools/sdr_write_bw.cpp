@@ -84,7 +84,7 @@ Options parse(int argc, char** argv)
                             "the server. The client sets the run's parameters (size .. channels) for both.");
     app.footer("BYTES take K/M/G (also KiB/MiB/GiB) suffixes, binary: 64K = 65536. A bad option exits 1.");
     app.add_option("SERVER_ADDRESS", o.server, "the server to connect to (the client)");
-    app.add_option("-d,--device", o.device, "raw:IFNAME (AF_PACKET) or xdp:IFNAME (AF_XDP)")->type_name("NAME")->required();
+    app.add_option("-d,--device", o.device, "raw:IFNAME (AF_PACKET), xdp:IFNAME (AF_XDP) or verbs:IBDEV (an rdma-core device)")->type_name("NAME")->required();
     add_count(app, "-p,--port", &o.port, 1, 65535, "TCP bootstrap port")->default_str("18515");
     add_size(app, "-s,--size", &o.size, 1, (1ull << 32) - 1, "message size")->default_str("1M");
     app.add_flag("-a,--all", o.all_sizes, "client: every size 2^k from 2 B to 8 MiB, one run each (one table row, one JSON object)");
