@@ -168,18 +168,9 @@ void Nic::rc_request(VerbsQp& q, uint32_t h, const PacketMeta& m, const uint8_t*
         const uint32_t write_va_len = first ? hd.dma_len : q.write_len;
         const uint64_t write_va = first ? m.va : q.write_va;
         const uint32_t write_key = first ? m.rkey : q.write_key;
-        const VerbsMr* mr = verbs_mr(write_key);
-        const uint64_t base = mr ? reinterpret_cast<uint64_t>(mr->addr) : 0;
         const uint32_t off = first ? 0 : q.msg_off;
-        RxDrop bad = RxDrop::Count;
-        if (!mr) {
-            bad = RxDrop::UnknownKey;
-        } else if (mr->pd != q.pd || !(mr->access & verbs::kRemoteWrite) || !(q.access & verbs::kRemoteWrite)) {
-            bad = RxDrop::AccessDenied;
-        } else if (write_va < base || write_va_len > mr->len || write_va - base > mr->len - write_va_len) {
-            bad = RxDrop::OutOfBounds;
-        }
-        if (bad != RxDrop::Count) {
+        uint8_t* dst = nullptr;
+        if (RxDrop bad = verbs_write_target(q, write_key, write_va, write_va_len, &dst); bad != RxDrop::Count) {
             verbs_drop(bad, &q);
             return rc_responder_error(q, h, m.psn, wire::kNakRemoteAccess);
         }
@@ -197,7 +188,8 @@ void Nic::rc_request(VerbsQp& q, uint32_t h, const PacketMeta& m, const uint8_t*
             q.write_key = write_key;
             q.msg_off = 0;
         }
-        if (len) std::memcpy(mr->addr + (write_va - base) + off, payload, len);  // the DMA
+        if (len && dst) std::memcpy(dst + off, payload, len);  // the DMA (none on a root key's NULL entry)
+        if (len && !dst) port_.rx_null_key++;
         q.msg_off += len;
         if (last && wire::has_imm(op)) {
             verbs::Wc wc{verbs_rq_head(q)->wr_id, WcStatus::Success, WcOpcode::RecvRdmaWithImm, true, false,

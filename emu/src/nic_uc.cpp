@@ -1,7 +1,7 @@
 // UC responder rules (IBTA vol. 1, ch. 9 for UC): PSN sequence checking, where a gap silently
 // abandons the message in progress and only a FIRST or ONLY starts the next; SEND scattered into
 // the receive WQE it consumes; RDMA WRITE checked against its rkey's region (PD, access,
-// bounds); SEND and WRITE-with-immediate complete a receive WQE. Every rule that refuses a
+// bounds) or root key (an indirect key: slot, entry, NULL entry); SEND and WRITE-with-immediate complete a receive WQE. Every rule that refuses a
 // packet counts a drop and writes nothing of it.
 
 #include <sdr/emu/nic.hpp>
@@ -108,18 +108,12 @@ void Nic::uc_receive(VerbsQp& q, const PacketMeta& m, const uint8_t* payload, co
         q.write_len = reth_len;  // FIRST: the whole message; ONLY: its payload (decode checked)
         q.write_key = m.rkey;
     }
-    const VerbsMr* mr = verbs_mr(q.write_key);
-    if (!mr) {
+    uint8_t* dst = nullptr;
+    if (RxDrop bad = verbs_write_target(q, q.write_key, q.write_va, q.write_len, &dst); bad != RxDrop::Count) {
         abandon();
-        return verbs_drop(RxDrop::UnknownKey, &q);
+        return verbs_drop(bad, &q);
     }
-    if (mr->pd != q.pd || !(mr->access & verbs::kRemoteWrite) || !(q.access & verbs::kRemoteWrite)) {
-        abandon();
-        return verbs_drop(RxDrop::AccessDenied, &q);
-    }
-    const uint64_t base = reinterpret_cast<uint64_t>(mr->addr);
-    if (q.write_va < base || q.write_len > mr->len || q.write_va - base > mr->len - q.write_len ||
-        q.msg_off + len > q.write_len || (last && q.msg_off + len != q.write_len)) {
+    if (q.msg_off + len > q.write_len || (last && q.msg_off + len != q.write_len)) {
         abandon();
         return verbs_drop(RxDrop::OutOfBounds, &q);
     }
@@ -128,7 +122,8 @@ void Nic::uc_receive(VerbsQp& q, const PacketMeta& m, const uint8_t* payload, co
         abandon();
         return verbs_drop(RxDrop::NoRecvWqe, &q);
     }
-    if (len) std::memcpy(mr->addr + (q.write_va - base) + q.msg_off, payload, len);  // the DMA
+    if (len && dst) std::memcpy(dst + q.msg_off, payload, len);  // the DMA (none on a NULL entry)
+    if (len && !dst) port_.rx_null_key++;
     q.msg_off += len;
     q.in_msg = !last;
     q.counters.rx_packets++;

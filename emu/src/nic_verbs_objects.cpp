@@ -61,7 +61,7 @@ uint32_t Nic::verbs_mr_reg(uint32_t pd, void* addr, size_t len, uint32_t access)
     if (i >> NicIds::kLkeyIndexBits) return 0;
     if (i == vmrs_.size()) vmrs_.emplace_back();
     VerbsMr& r = vmrs_[i];
-    r = VerbsMr{true, ids_.lkey(static_cast<uint32_t>(i), r.key), pd, access, static_cast<uint8_t*>(addr), len};
+    r = VerbsMr{true, ids_.lkey(static_cast<uint32_t>(i), r.key), pd, access, static_cast<uint8_t*>(addr), len, 0, {}};
     vpds_[pd].users++;
     return r.key;
 }
@@ -74,7 +74,74 @@ int Nic::verbs_mr_dereg(uint32_t key)
     r->live = false;  // keeps its key: the next region of this entry draws another
     r->addr = nullptr;
     r->len = 0;
+    r->slot_bytes = 0;
+    r->entries.clear();
     return 0;
+}
+
+uint32_t Nic::verbs_root_key_create(uint32_t pd, uint32_t nslots, uint64_t slot_bytes)
+{
+    if (pd >= vpds_.size() || !vpds_[pd].live || nslots == 0 || slot_bytes == 0) return 0;
+    if (slot_bytes > (UINT64_MAX / nslots)) return 0;
+    size_t i = 0;
+    while (i < vmrs_.size() && vmrs_[i].live) i++;
+    if (i >> NicIds::kLkeyIndexBits) return 0;
+    if (i == vmrs_.size()) vmrs_.emplace_back();
+    VerbsMr& r = vmrs_[i];
+    r = VerbsMr{true, ids_.lkey(static_cast<uint32_t>(i), r.key), pd, verbs::kRemoteWrite, nullptr, 0, 0, {}};
+    r.slot_bytes = slot_bytes;
+    r.entries.assign(nslots, VerbsRootEntry{});
+    vpds_[pd].users++;
+    return r.key;
+}
+
+int Nic::verbs_root_key_set(uint32_t key, uint32_t slot, uint32_t mr_key, uint64_t addr, uint64_t len)
+{
+    VerbsMr* rk = verbs_mr(key);
+    const VerbsMr* mr = verbs_mr(mr_key);
+    if (!rk || !rk->slot_bytes || slot >= rk->entries.size() || !mr || mr->slot_bytes || mr->pd != rk->pd ||
+        !(mr->access & verbs::kRemoteWrite) || len > rk->slot_bytes)
+        return EINVAL;
+    const uint64_t base = reinterpret_cast<uint64_t>(mr->addr);
+    if (addr < base || len > mr->len || addr - base > mr->len - len) return EINVAL;
+    rk->entries[slot] = VerbsRootEntry{mr_key, addr, len};
+    return 0;
+}
+
+int Nic::verbs_root_key_null(uint32_t key, uint32_t slot)
+{
+    VerbsMr* rk = verbs_mr(key);
+    if (!rk || !rk->slot_bytes || slot >= rk->entries.size()) return EINVAL;
+    rk->entries[slot] = VerbsRootEntry{};
+    return 0;
+}
+
+RxDrop Nic::verbs_write_target(const VerbsQp& q, uint32_t key, uint64_t va, uint64_t write_len, uint8_t** dst)
+{
+    const VerbsMr* mr = verbs_mr(key);
+    if (!mr) return RxDrop::UnknownKey;
+    if (mr->pd != q.pd || !(mr->access & verbs::kRemoteWrite) || !(q.access & verbs::kRemoteWrite))
+        return RxDrop::AccessDenied;
+    if (!mr->slot_bytes) {
+        const uint64_t base = reinterpret_cast<uint64_t>(mr->addr);
+        if (va < base || write_len > mr->len || va - base > mr->len - write_len) return RxDrop::OutOfBounds;
+        *dst = mr->addr + (va - base);
+        return RxDrop::Count;
+    }
+    // A root key: the write stays inside one slot; its entry is looked up on every packet, as
+    // the host may re-point it between packets (a NULL entry discards what still arrives).
+    const uint64_t slot = va / mr->slot_bytes, off = va % mr->slot_bytes;
+    if (slot >= mr->entries.size() || write_len > mr->slot_bytes - off) return RxDrop::OutOfBounds;
+    const VerbsRootEntry& e = mr->entries[slot];
+    if (!e.key) {
+        *dst = nullptr;
+        return RxDrop::Count;
+    }
+    const VerbsMr* target = verbs_mr(e.key);
+    if (!target || target->slot_bytes) return RxDrop::UnknownKey;  // its region was deregistered
+    if (write_len && (off > e.len || write_len > e.len - off)) return RxDrop::OutOfBounds;
+    *dst = reinterpret_cast<uint8_t*>(e.addr) + off;
+    return RxDrop::Count;
 }
 
 bool Nic::verbs_sges_ok(uint32_t pd, const verbs::Sge* sg, uint32_t n, uint32_t access, uint32_t* total)

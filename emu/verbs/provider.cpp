@@ -147,4 +147,9 @@ __attribute__((constructor)) void register_driver()
 }
 
 }  // namespace
+
+bool is_provider_device(const ibv_device* d)
+{
+    return d && reinterpret_cast<const verbs_device*>(d)->ops == &kDeviceOps;
+}
 }  // namespace sdr::verbs

@@ -215,4 +215,7 @@ void wait_async_acks(pthread_mutex_t* mu, pthread_cond_t* cond, const uint32_t* 
 int post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr);
 int poll_cq(ibv_cq* cq, int num_entries, ibv_wc* wc);
 
+// Whether libibverbs' device d is one of this provider's (sdrdv.cpp checks the objects it is given).
+bool is_provider_device(const ibv_device* d);
+
 }  // namespace sdr::verbs

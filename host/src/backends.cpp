@@ -18,7 +18,7 @@ constexpr Backend kBackends[] = {
     {"sim", open_sim_device, nullptr},
     {"raw", open_raw_device, nullptr},
     {"xdp", open_xdp_device, nullptr},
-    {"verbs", nullptr, "the rdma-core backend is not part of this build yet; use sim:N, raw:IF or xdp:IF"},
+    {"verbs", open_verbs_device, nullptr},
 };
 
 }  // namespace
@@ -36,7 +36,7 @@ std::unique_ptr<Device> open_device(const char* name, uint32_t num_channels, std
         }
         return b.open(n, bare ? std::string() : n.substr(p.size() + 1), num_channels, err);
     }
-    *err = "unknown device '" + n + "': expected sim:N (simulated NIC N), raw:IFNAME (AF_PACKET) or xdp:IFNAME (AF_XDP), see README";
+    *err = "unknown device '" + n + "': expected sim:N (simulated NIC N), raw:IFNAME (AF_PACKET), xdp:IFNAME (AF_XDP) or verbs:IBDEV (rdma-core), see README";
     return nullptr;
 }
 

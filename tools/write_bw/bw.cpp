@@ -80,7 +80,7 @@ public:
                       goodput_gbps(), lost_pct());
         return b;
     }
-    double goodput_gbps() const override { return r_.bytes_received * 8.0 / r_.seconds / 1e9; }
+    double goodput_gbps() const override { return r_.seconds > 0 ? r_.bytes_received * 8.0 / r_.seconds / 1e9 : 0.0; }
 
 private:
     uint32_t total() const { return rp_.warmup + rp_.iters; }
@@ -178,7 +178,7 @@ public:
                       goodput_gbps());
         return b + (o_.verify ? "\nverified every complete chunk: " + std::to_string(corrupt_) + " corrupt" : std::string());
     }
-    double goodput_gbps() const override { return r_.bytes_received * 8.0 / r_.seconds / 1e9; }
+    double goodput_gbps() const override { return r_.seconds > 0 ? r_.bytes_received * 8.0 / r_.seconds / 1e9 : 0.0; }
 
 private:
     uint32_t total() const { return rp_.warmup + rp_.iters; }
@@ -245,7 +245,8 @@ private:
         r_.chunks_expected = nchunks_ * rp_.iters;
         r_.chunks_received = chunks_received_;
         r_.bytes_received = bytes_received_;
-        r_.seconds = last_done_ - first_arrival_;
+        // Nothing measured arrived: no interval (first_arrival_ is still 0 on the clock's scale).
+        r_.seconds = first_arrival_ > 0 ? last_done_ - first_arrival_ : 0.0;
         r_.corrupt = static_cast<uint32_t>(corrupt_);
         peer_.send(r_);
         result_sent_ = true;

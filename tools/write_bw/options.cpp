@@ -37,7 +37,7 @@ Options parse(int argc, char** argv)
                 "-d sim: server and client in this process on the simulated fabric (no root needed).");
     app.footer("BYTES take K/M/G (also KiB/MiB/GiB) suffixes, binary: 64K = 65536. A bad option exits 1.");
     app.add_option("SERVER_ADDRESS", o.server, "the server to connect to (the client)");
-    app.add_option("-d,--device", o.device, "raw:IFNAME (AF_PACKET), xdp:IFNAME (AF_XDP) or sim (both sides here)")
+    app.add_option("-d,--device", o.device, "raw:IFNAME (AF_PACKET), xdp:IFNAME (AF_XDP), verbs:IBDEV (an rdma-core device) or sim (both sides here)")
         ->type_name("NAME")
         ->required();
     add_count(app, "-p,--port", &o.port, 1, 65535, "TCP bootstrap port")->default_str("18515");

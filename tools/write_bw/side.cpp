@@ -166,7 +166,8 @@ void Side::wait(double dt) const { sdr_sim_wait(ctx, sdr_now_ns(ctx) + static_ca
 std::string Side::port_mode() const
 {
     const auto* rt = sdr::host::rt_of(ctx);
-    return rt ? rt->port_info().mode : "simulator";
+    if (rt) return rt->port_info().mode;
+    return device.rfind("verbs:", 0) == 0 ? "rdma-core" : "simulator";
 }
 
 Side::~Side()

@@ -294,7 +294,16 @@ public:
     // A region of `pd` with IBV_ACCESS_* flags: its key serves as lkey and rkey (random, ids.hpp);
     // 0 on failure (remote write without local write is refused, as verbs does).
     [[nodiscard]] uint32_t verbs_mr_reg(uint32_t pd, void* addr, size_t len, uint32_t access);
-    [[nodiscard]] int verbs_mr_dereg(uint32_t key);
+    [[nodiscard]] int verbs_mr_dereg(uint32_t key);  // also destroys a root key
+    // The equivalent of mlx5's indirect mkey, for SDR over verbs (emu/verbs/README.md, "SDR's
+    // root keys"): a remote-write key of `pd` over nslots zero-based slots of slot_bytes, each
+    // the NULL key (writes discarded, a WRITE-with-immediate still completes its receive WQE)
+    // until set to a range of a region of the same PD. 0 on failure.
+    [[nodiscard]] uint32_t verbs_root_key_create(uint32_t pd, uint32_t nslots, uint64_t slot_bytes);
+    // Point slot at [addr, addr + len) of region mr_key (len <= slot_bytes, inside the region,
+    // remote write allowed); EINVAL otherwise. verbs_root_key_null: back to the NULL key.
+    [[nodiscard]] int verbs_root_key_set(uint32_t key, uint32_t slot, uint32_t mr_key, uint64_t addr, uint64_t len);
+    [[nodiscard]] int verbs_root_key_null(uint32_t key, uint32_t slot);
     // An address handle: the destination GID resolved once to MAC and IP (resolve_gid).
     [[nodiscard]] uint32_t verbs_ah_create(uint32_t pd, const verbs::Gid& gid);
     [[nodiscard]] int verbs_ah_destroy(uint32_t ah);
@@ -436,11 +445,21 @@ private:
         bool live = false;
         uint32_t users = 0;
     };
+    // A root-key entry of an indirect region: a range of a direct region of the same PD, by
+    // key (a region deregistered since no longer resolves); key 0 is the NULL key.
+    struct VerbsRootEntry {
+        uint32_t key = 0;
+        uint64_t addr = 0, len = 0;
+    };
     struct VerbsMr {
         bool live = false;
         uint32_t key = 0, pd = 0, access = 0;
         uint8_t* addr = nullptr;
         uint64_t len = 0;
+        // Indirect (a root key, verbs_root_key_create): slot_bytes != 0, addr/len unused. A
+        // write at zero-based va lands in entry va / slot_bytes, offset va % slot_bytes.
+        uint64_t slot_bytes = 0;
+        std::vector<VerbsRootEntry> entries;
     };
     struct VerbsAh {
         bool live = false;
@@ -521,6 +540,10 @@ private:
         if (i >= vmrs_.size() || !vmrs_[i].live || vmrs_[i].key != key) return nullptr;
         return &vmrs_[i];
     }
+    // Where a WRITE of write_len bytes at va through key lands, for QP q: *dst is byte 0 of the
+    // write in host memory, nullptr for a root key's NULL entry (discard). Drop reason, or
+    // RxDrop::Count when the write is allowed.
+    RxDrop verbs_write_target(const VerbsQp& q, uint32_t key, uint64_t va, uint64_t write_len, uint8_t** dst);
     VerbsQp* vqp(uint32_t h) const { return h < vqps_.size() ? vqps_[h].get() : nullptr; }
     // Every SGE of a WQE inside a live region of pd (with `access`); its bytes in *total.
     bool verbs_sges_ok(uint32_t pd, const verbs::Sge* sg, uint32_t n, uint32_t access, uint32_t* total);

@@ -167,6 +167,8 @@ public:
 protected:
     // Record, for take_failure(), that this backend does not provide op.
     void unfilled(const char* op) const;
+    // Record, for take_failure(), why an operation the backend provides failed.
+    void failed(std::string why) const { failure_ = std::move(why); }
 
 private:
     std::string backend_, name_;
