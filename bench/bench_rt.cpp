@@ -18,7 +18,9 @@
 // 2 s) over the emulated verbs device (sdr-rdma, the provider emu/verbs), once on a clean link
 // and once with 1e-3 i.i.d. loss on every frame either side sends (SDR_RT_LOSS), its NIC threads
 // and applications on the cores sdr_write_bw uses. Each is set against the same ceilings around
-// it, and the RC goodput against SDR's (inline) of the same round.
+// it, and the RC goodput against SDR's (inline) of the same round. Each round also runs
+// sdr_write_bw over those devices (verbs:, SDR's firmware on host threads over rdma-core), set
+// against sdr_write_bw over the port (the emulated DPA) of the same round.
 #include "report.hpp"
 
 #include "../tests/child_util.hpp"
@@ -255,6 +257,34 @@ private:
     bool ok_ = false;
 };
 
+// One sdr_write_bw run over the verbs devices (verbs:: SDR's firmware on host threads over
+// rdma-core, hal/verbs), as sdr_run over the port: UC, 1 MiB messages; NIC threads on the cores
+// of sdr_run's polling threads, the programs on core 1.
+Sdr sdr_verbs_run(const VerbsDevices& v, uint32_t iters, int port)
+{
+    const bool two = std::thread::hardware_concurrency() >= 2;
+    const std::string tool = SDR_WRITE_BW, pin = two ? "taskset -c 1 " : "";
+    const std::string common = " -p " + std::to_string(port) + " --connection UC --json";
+    Child server(v.in(1, two ? "SDR_RT_CORE=1" : "", pin + tool + " -d verbs:" + VerbsDevices::dev(1) + common));
+    if (!v.listening(1, static_cast<unsigned>(port))) {
+        Sdr r;
+        r.error = "sdr_write_bw verbs: server did not listen: " + server.finish();
+        return r;
+    }
+    Child client(v.in(0, two ? "SDR_RT_CORE=0" : "",
+                      pin + tool + " -d verbs:" + VerbsDevices::dev(0) + common + " -s 1M -w 100 -n " +
+                          std::to_string(iters) + " " + Testbed::ip(1)));
+    int cs, ss;
+    std::string cout = client.finish(&cs), sout = server.finish(&ss);
+    Sdr r;
+    if (cs != 0 || ss != 0) {
+        r.error = "sdr_write_bw over verbs: failed:\nclient: " + cout + "\nserver: " + sout;
+        return r;
+    }
+    r.goodput_gbps = json_number(cout, "goodput_gbps");
+    return r;
+}
+
 // One ib_write_bw RC run (64 KiB messages, 2 s), server in B and client in A; `loss` on both
 // sides' transmissions. Goodput: the client's average bandwidth (payload), Gbit/s.
 Sdr write_bw_run(const VerbsDevices& v, double loss, int port)
@@ -389,7 +419,7 @@ int main(int argc, char** argv)
         // --verbs: ib_write_bw RC clean and at 1e-3 loss: goodput, ratio to the ceiling, and (clean
         // only) ratio to SDR inline of the same round.
         constexpr double kLoss = 1e-3;
-        std::vector<double> rc_gbps, rc_ratio, rc_vs_sdr, rcl_gbps, rcl_ratio;
+        std::vector<double> rc_gbps, rc_ratio, rc_vs_sdr, rcl_gbps, rcl_ratio, sv_gbps, sv_vs_sdr;
         std::unique_ptr<VerbsDevices> vdev;
         if (verbs) {
             vdev = std::make_unique<VerbsDevices>(tb, kind);
@@ -420,16 +450,18 @@ int main(int argc, char** argv)
                 }
                 g[i] = s.goodput_gbps;
             }
-            double rc = 0, rcl = 0;
+            double rc = 0, rcl = 0, sv = 0;
             if (vdev) {
                 Sdr a = write_bw_run(*vdev, 0, port++), b = write_bw_run(*vdev, kLoss, port++);
-                for (const Sdr* s : {&a, &b})
+                Sdr c = sdr_verbs_run(*vdev, iters, port++);
+                for (const Sdr* s : {&a, &b, &c})
                     if (!s->error.empty()) {
                         std::fprintf(stderr, "bench_rt: %s\n", s->error.c_str());
                         return 1;
                     }
                 rc = a.goodput_gbps;
                 rcl = b.goodput_gbps;
+                sv = c.goodput_gbps;
             }
             if (!ceiling()) return 1;
             const double around = (ceil_pps[round] + ceil_pps[round + 1]) / 2 * kPayload * 8 / 1e9;
@@ -443,6 +475,8 @@ int main(int argc, char** argv)
                 rc_vs_sdr.push_back(g[0] > 0 ? rc / g[0] : 0);
                 rcl_gbps.push_back(rcl);
                 rcl_ratio.push_back(rcl / around);
+                sv_gbps.push_back(sv);
+                sv_vs_sdr.push_back(g[0] > 0 ? sv / g[0] : 0);
             }
         }
         const double pps = median(ceil_pps), ceil_gbps = pps * kPayload * 8 / 1e9;
@@ -487,6 +521,15 @@ int main(int argc, char** argv)
             bench::Result l = result(rcname + ln, median(rcl_gbps), "Gbit/s", ceil_gbps, base + " ceiling");
             l.paired_ratio = median(rcl_ratio);
             rs.push_back(l);
+            // SDR's own firmware over the verbs device (hal/verbs on host threads) against SDR on the
+            // emulated DPA over the same port: the cost of verbs plus host-core firmware.
+            const std::string svname = kind + " sdr_write_bw over verbs:";
+            if (!json)
+                std::printf("%s: rounds %s Gbit/s, ratios to sdr_write_bw inline over %s: %s\n", svname.c_str(),
+                            list(sv_gbps, 1).c_str(), kind.c_str(), list(sv_vs_sdr, 1).c_str());
+            bench::Result sv = result(svname, median(sv_gbps), "Gbit/s", median(gbps[0]), kind + " sdr_write_bw, inline");
+            sv.paired_ratio = median(sv_vs_sdr);
+            rs.push_back(sv);
         }
     }
     return bench::finish(rs, json);
