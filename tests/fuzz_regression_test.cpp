@@ -63,11 +63,11 @@ TEST(FuzzRegression, QpInfoWithImpossibleGeometryIsRefused)
     ASSERT_EQ(sdr_qp_info_size_get(w.qp(1), &n), SDR_SUCCESS);
     std::vector<uint8_t> good(n);
     ASSERT_EQ(sdr_qp_info_get(w.qp(1), good.data()), SDR_SUCCESS);
-    // bytes 8..11: log2 of MTU (12), chunk (12), slot (16), slot count (4); 16: packet-offset
+    // bytes 8..11: log2 of MTU (12), chunk (12), slot (16), slot count (4); 17: packet-offset
     // bits (18)
     ASSERT_EQ(good[8], 12);
     ASSERT_EQ(good[10], 16);
-    ASSERT_EQ(good[16], 18);
+    ASSERT_EQ(good[17], 18);
     struct Bad {
         const char* what;
         size_t byte;
@@ -80,7 +80,10 @@ TEST(FuzzRegression, QpInfoWithImpossibleGeometryIsRefused)
         std::vector<uint8_t> blob = good;
         blob[b.byte] = b.value;
         sdr_qp_attr a = c.qp;
-        sdr_qp* qp = sdr_qp_create(w.ctx(0), &a);
+        sdr_qp_attr_ext uc;  // the world's QPs are UC
+        sdr_qp_attr_ext_init(&uc);
+        uc.transport = SDR_TRANSPORT_UC;
+        sdr_qp* qp = sdr_qp_create_ext(w.ctx(0), &a, &uc);
         ASSERT_NE(qp, nullptr) << sdr_last_error();
         EXPECT_EQ(sdr_qp_connect(qp, blob.data()), SDR_ERROR);
         EXPECT_NE(std::string(sdr_last_error()).find("inconsistent"), std::string::npos) << sdr_last_error();
