@@ -230,13 +230,14 @@ public:
         return "ip netns exec " + tb_.ns(side) + " env SDR_RDMA_DIR=" + dir_ + " SYSFS_PATH=" + dir_ +
                " RDMAV_DRIVERS=" + SDR_VERBS_PROVIDER + " " + env + " " + cmd;
     }
-    // Bounded wait until a TCP socket listens on `port` in namespace `side`.
+    // Bounded wait until a TCP socket (IPv4 or IPv6: sdr_oob listens on both) listens on `port`
+    // in namespace `side`.
     bool listening(int side, unsigned port) const
     {
         char want[16];
         std::snprintf(want, sizeof want, ":%04X ", port);
         for (double deadline = now_s() + 20; now_s() < deadline;) {
-            Child c("ip netns exec " + tb_.ns(side) + " cat /proc/net/tcp");
+            Child c("ip netns exec " + tb_.ns(side) + " cat /proc/net/tcp /proc/net/tcp6");
             std::istringstream lines(c.finish());
             for (std::string line; std::getline(lines, line);)
                 if (line.find(want) != std::string::npos && line.find(" 0A ") != std::string::npos) return true;

@@ -6,7 +6,8 @@
  * Semantics worth knowing (details in the README):
  * - Order-based matching: the n-th send of a QP lands in the n-th receive posted on the peer.
  * - remote_offset is counted in chunks (2^bitmap_chunk_size_log_bytes bytes) of the receive.
- * - sdr_send_poll completes when every packet of the send left the NIC (local completion).
+ * - sdr_send_poll completes when every packet of the send left the NIC (UC transport QPs,
+ *   local completion) or was acknowledged by the peer's NIC (RC, the default; sdr_ext.h).
  * - sdr_recv_bitmap_get returns the live chunk bitmap: chunk i is bit (i % 8) of byte i / 8.
  *   The NIC sets bits while the application reads them (from another thread on a real-time
  *   device): read each byte with an atomic acquire load (__atomic_load_n(p, __ATOMIC_ACQUIRE)
