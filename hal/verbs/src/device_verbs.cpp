@@ -95,7 +95,8 @@ public:
     ~VerbsDevice() override
     {
         for (auto& [h, c] : ctrls_) destroy_ctrl(c.get());
-        ex_.reset();  // threads stop before their QPs and CQs go
+        ex_.reset();  // threads stop before their QPs and CQs go, and before the firmware's table
+        std::free(fw_);
         for (auto& [tag, q] : qps_) ibv_destroy_qp(q->qp);
         keys_.reset();
         for (auto& [k, mr] : mrs_) ibv_dereg_mr(mr);
