@@ -91,7 +91,9 @@ void Endpoint::rebuild(uint64_t seq, uint32_t sub)
         present[k + i] = (__atomic_load_n(&r.parity_bits[p >> 3], __ATOMIC_ACQUIRE) >> (p & 7)) & 1;
         frag[k + i] = r.parity_buf.data() + uint64_t{p} * C;
     }
-    coder(r.code).decode(sub, present, frag, C);
+    // The engine asks only for submessages its scheme calls decodable (SchemeOps::decodable); a
+    // decode that still fails leaves the missing chunks as they are, unrebuilt.
+    if (!coder(r.code).decode(sub, present, frag, C)) return;
     if (short_chunk >= 0 && !present[short_chunk]) {
         uint32_t c = sub * k + static_cast<uint32_t>(short_chunk);
         std::memcpy(r.buf + uint64_t{c} * C, scratch_.data(), chunk_len(r.len, c));
