@@ -188,10 +188,12 @@ TEST(SdrRc, TheTransportComesFromTheAttributeOrSdrUseUcQpAndMustMatch)
     EXPECT_EQ(sdr_qp_destroy(uc), SDR_SUCCESS);
 }
 
-// Over RC a packet is placed at most once, so a complete receive's pair waits the lifetime L as
-// over UC; a receive completed with chunks missing may still get them, resent, for as long as
-// the sender's NIC retries (8 sends x the RC timeout), and its pair waits that much more.
-TEST(SdrRc, AnIncompleteReceiveWaitsOutTheResendHorizon)
+// The emulated NIC's RC responder places a packet at most once, so a complete receive's pair
+// re-arms at once (a program reposting into the slot it just completed, as the published SDK's
+// benchmark does with one generation, is not held to one message per lifetime); a receive
+// completed with chunks missing may still get them, resent, for as long as the sender's NIC
+// retries (8 sends x the RC timeout), and its pair waits L and that much more.
+TEST(SdrRc, ACompleteReceiveReArmsAtOnceAnIncompleteOneWaitsOutTheResendHorizon)
 {
     WorldConfig c = config(16, 20, 0);  // one slot of 1 MiB
     c.ext = sdr_qp_attr_ext{1, SDR_LIFETIME_FROM_PATH, SDR_TRANSPORT_RC};  // one generation
@@ -207,7 +209,7 @@ TEST(SdrRc, AnIncompleteReceiveWaitsOutTheResendHorizon)
         sdr_recv_wr rw{1u << 20, w.lkey(1, dst.data(), dst.size()), reinterpret_cast<uint64_t>(dst.data())};
         return sdr_recv_post(w.qp(1), &rw, h);
     };
-    // A complete receive (the whole 64 KiB posted as 64 KiB): L.
+    // A complete receive (the whole 64 KiB posted as 64 KiB): at once.
     sdr_recv_handle* h;
     sdr_recv_wr small{64u << 10, w.lkey(1, dst.data(), dst.size()), reinterpret_cast<uint64_t>(dst.data())};
     ASSERT_EQ(sdr_recv_post(w.qp(1), &small, &h), SDR_SUCCESS);
@@ -220,12 +222,10 @@ TEST(SdrRc, AnIncompleteReceiveWaitsOutTheResendHorizon)
     size_t nb;
     ASSERT_EQ(sdr_recv_bitmap_get(h, &bm, &nb), SDR_SUCCESS);
     ASSERT_EQ(bm[0], 1);
-    uint64_t t0 = w.now_ns();
     ASSERT_EQ(sdr_recv_complete(h), SDR_SUCCESS);
-    w.advance_to(t0 + L + 1);
     ASSERT_EQ(post(&h), SDR_SUCCESS) << sdr_last_error();
     // An incomplete one (nothing arrived of its 16 chunks): L + the resend horizon.
-    t0 = w.now_ns();
+    const uint64_t t0 = w.now_ns();
     ASSERT_EQ(sdr_recv_complete(h), SDR_SUCCESS);
     w.advance_to(t0 + L + 1);
     EXPECT_EQ(post(&h), SDR_RETRY);

@@ -63,6 +63,9 @@ public:
         return s.delay_ns + reorder + dup + kLifetimeMarginNs;
     }
 
+    // The emulated NIC's RC responder drops a duplicate unplaced (emu/src/nic_sdr_rc.cpp).
+    bool rc_places_once() const override { return true; }
+
     uint32_t mr_reg(void* addr, size_t len) override { return locked([&] { return nic_.mr_reg(addr, len); }); }
     bool mr_dereg(uint32_t lkey) override { return locked([&] { return nic_.mr_dereg(lkey); }); }
     bool mr_covers(uint32_t lkey, uint64_t addr, uint64_t len) const override

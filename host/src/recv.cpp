@@ -134,12 +134,17 @@ int sdr_recv_complete(sdr_recv_handle* h)
     sdr::host::Device& dev = *qp->ctx->dev;
     if (!dev.root_key_null(qp->root_rkey[h->generation], h->slot))
         return sdr::host::device_error(dev, "sdr_recv_complete: the device did not NULL the root-key entry");
-    // Over RC a packet placed once is never placed again (a resent one is a duplicate), so a
-    // complete receive needs L; one completed with chunks missing may still get them, resent,
-    // for as long as the sender's NIC retries.
-    if (qp->lifetime_ns)
-        qp->quiet_until[size_t{h->slot} * qp->generations + h->generation] =
-            dev.now_ns() + qp->lifetime_ns + (all_chunks(h) ? 0 : qp->rc_resend_horizon_ns);
+    // Over RC on a responder that places a packet once (a resent one is a duplicate), a
+    // complete receive has nothing late to wait for: the pair re-arms at once, and a program
+    // that reposts into the slot it just completed (the published SDK's benchmark, with one
+    // generation) is not held to one message per lifetime. A receive completed with chunks
+    // missing may still get them, resent, for as long as the sender's NIC retries.
+    const bool all = all_chunks(h);
+    uint64_t& until = qp->quiet_until[size_t{h->slot} * qp->generations + h->generation];
+    if (qp->rc && all && dev.rc_places_once())
+        until = 0;
+    else if (qp->lifetime_ns)
+        until = dev.now_ns() + qp->lifetime_ns + (all ? 0 : qp->rc_resend_horizon_ns);
     if (!dev.rx_slot_disarm(qp->rx, h->slot))
         return sdr::host::device_error(dev, "sdr_recv_complete: the device did not disarm the slot");
     h->active = false;

@@ -68,6 +68,10 @@ public:
     // by the peer's NIC, margin included: the default maximum packet lifetime of its QPs
     // (sdr_ext.h), advertised to the peer in the QP-info blob.
     virtual uint64_t max_packet_lifetime_ns() const { return unfilled("max_packet_lifetime_ns"), 0; }
+    // Its RC responder never places a packet twice: one at a PSN already passed is dropped (and
+    // acknowledged again), so a receive complete over RC has no late packet to wait out. Not
+    // every responder promises this for RDMA WRITEs, so a backend says it only when it knows.
+    virtual bool rc_places_once() const { return false; }
     // Handle what is already due (a wall-clock simulator runs behind its clock), so a packet
     // that arrived before now is placed or dropped before a receive slot is re-armed.
     virtual void run_due() {}
