@@ -124,7 +124,9 @@ TEST(SdrRc, ACleanLinkSendsNothingTwice)
 
 // A link that loses everything: after the timeout and kSdrRcRetries retries the QP fails and
 // every WQE completes in error, so the send completes rather than hanging.
-TEST(SdrRc, RetriesExhaustedCompleteTheSendInError)
+// Retries exhausted: the send completes with SDR_ERROR and SDR_SEND_STATUS_FAILED, its handle
+// released, and the QP is in the error state (a later send is refused, saying why).
+TEST(SdrRc, RetriesExhaustedFailTheSendAndTheQp)
 {
     WorldConfig c = config(16, 30, 7);
     c.ext.transport = SDR_TRANSPORT_RC;
@@ -137,9 +139,19 @@ TEST(SdrRc, RetriesExhaustedCompleteTheSendInError)
     sdr_send_wr sw{SDR_WR_WRITE, 0, 64u << 10, w.lkey(0, src.data(), src.size()), reinterpret_cast<uint64_t>(src.data()), 0};
     sdr_send_handle* sh;
     ASSERT_EQ(sdr_send_post(w.qp(0), &sw, &sh), SDR_SUCCESS);
-    wait_send(sh);
+    int done = 0, rc;
+    sdr_send_status st{};
+    while ((rc = sdr_send_poll(sh, &done, &st)) == SDR_RETRY) {
+    }
+    EXPECT_EQ(rc, SDR_ERROR);
+    EXPECT_EQ(done, 1);
+    EXPECT_EQ(st.flags, SDR_SEND_STATUS_FAILED);
+    EXPECT_NE(std::string(sdr_last_error()).find("not delivered"), std::string::npos) << sdr_last_error();
+    EXPECT_EQ(sdr_send_poll(sh, &done, &st), SDR_ERROR) << "the handle is released";
     EXPECT_GT(w.nic(0).fw_counter(FW_CNT_TX_CQE_ERROR), 0u);
     EXPECT_EQ(retransmits(w.nic(0)), uint64_t{16} * emu::Nic::kSdrRcRetries) << "16 packets, each sent 1 + retries times";
+    EXPECT_EQ(sdr_send_post(w.qp(0), &sw, &sh), SDR_ERROR);
+    EXPECT_NE(std::string(sdr_last_error()).find("error state"), std::string::npos) << sdr_last_error();
 }
 
 TEST(SdrRc, TheTransportComesFromTheAttributeOrSdrUseUcQpAndMustMatch)

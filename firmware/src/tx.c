@@ -61,6 +61,10 @@ static void retire(struct fw_tx_qp *qp, struct hal_worker *w)
     while (done != qp->post_cursor) {
         struct fw_send_wr *wr = &qp->ring[done & qp->ring_mask];
         if (!wr->posted_all || wr->pending) break;
+        if (wr->failed && !qp->failed) {
+            qp->failed = 1;
+            hal_window_write64(w, &qp->window, 1, FW_TX_FAILED | done);
+        }
         done++;
         hal_counter_add(w, FW_CNT_TX_WR_DONE, 1);
     }
@@ -148,8 +152,11 @@ void fw_handle_timer(struct fw_device *dev, struct hal_worker *w, uint32_t timer
 
 static void tx_completion(struct fw_tx_qp *qp, struct hal_worker *w, const struct hal_cqe *cqe)
 {
-    if (cqe->status != HAL_CQE_OK) hal_counter_add(w, FW_CNT_TX_CQE_ERROR, 1);
     struct fw_send_wr *wr = &qp->ring[cqe->wr_cookie & qp->ring_mask];
+    if (cqe->status != HAL_CQE_OK) {
+        hal_counter_add(w, FW_CNT_TX_CQE_ERROR, 1);
+        wr->failed = 1;
+    }
     if (wr->pending) wr->pending--;
     retire(qp, w);
 }

@@ -8,6 +8,10 @@
  * - remote_offset is counted in chunks (2^bitmap_chunk_size_log_bytes bytes) of the receive.
  * - sdr_send_poll completes when every packet of the send left the NIC (UC transport QPs,
  *   local completion) or was acknowledged by the peer's NIC (RC, the default; sdr_ext.h).
+ *   A send a packet of which completed in error (RC retries exhausted, the peer refusing it)
+ *   completes with SDR_ERROR, *completed_flag 1 and SDR_SEND_STATUS_FAILED in status->flags,
+ *   and releases its handle; the QP is then in the error state, as a verbs QP: every later
+ *   send on it fails too (extension).
  * - sdr_recv_bitmap_get returns the live chunk bitmap: chunk i is bit (i % 8) of byte i / 8.
  *   The NIC sets bits while the application reads them (from another thread on a real-time
  *   device): read each byte with an atomic acquire load (__atomic_load_n(p, __ATOMIC_ACQUIRE)
@@ -94,6 +98,8 @@ struct sdr_recv_wr {
 struct sdr_send_status {
     uint32_t flags;
 };
+/* extension: sdr_send_status.flags bit, the send was not delivered (see above) */
+#define SDR_SEND_STATUS_FAILED 1u
 
 struct sdr_context *sdr_context_create(const char *dev_name, struct sdr_dev_attr *dev_attr);
 int sdr_context_destroy(struct sdr_context *context);

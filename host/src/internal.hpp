@@ -95,7 +95,9 @@ struct sdr_qp {
     QpInfo remote;
     fw_tx_qp* tx = nullptr;     // NIC memory: reached only through the device's operations
     fw_send_wr* ring = nullptr;  // NIC memory
-    uint64_t tx_window = 0;  // host word the firmware writes: requests fully injected
+    // Host words the firmware writes: [0] requests fully injected, [1] FW_TX_FAILED and the
+    // ring position of the first request that failed (0: none).
+    uint64_t tx_window[2] = {};
     std::vector<sdr_send_handle> sends;
     uint64_t sends_posted = 0;
     uint32_t wr_head = 0;

@@ -173,7 +173,7 @@ sdr_qp* sdr_qp_create_ext(sdr_context* ctx, sdr_qp_attr* attr, const sdr_qp_attr
         tx.rate_mbps = attr->rate_limit;
         tx.ring = qp->ring;
         tx.ring_mask = sdr::host::kSendRingSize - 1;
-        tx.window = hal_window{reinterpret_cast<uint64_t>(&qp->tx_window), 1};
+        tx.window = hal_window{reinterpret_cast<uint64_t>(qp->tx_window), 2};
         tx.num_generations = qp->generations;
         for (uint32_t g = 0; g < qp->generations; g++)
             for (uint32_t c = 0; c < qp->channels; c++) tx.channel_qp[g][c] = qp->tq[g][c];

@@ -19,7 +19,7 @@ uint32_t frags_of(const sdr_qp* qp, uint64_t first, uint64_t n)
 
 uint32_t ring_free(const sdr_qp* qp)
 {
-    uint32_t done = static_cast<uint32_t>(__atomic_load_n(&qp->tx_window, __ATOMIC_ACQUIRE));
+    uint32_t done = static_cast<uint32_t>(__atomic_load_n(&qp->tx_window[0], __ATOMIC_ACQUIRE));
     return sdr::host::kSendRingSize - (qp->wr_head - done);
 }
 
@@ -68,10 +68,21 @@ int check_data(sdr_qp* qp, const char* fn, uint64_t local_addr, uint32_t lkey, u
     return SDR_SUCCESS;
 }
 
+// The firmware's error word: the ring position of the first request that failed, if one did.
+bool failed_at(const sdr_qp* qp, uint32_t* position)
+{
+    const uint64_t v = __atomic_load_n(&qp->tx_window[1], __ATOMIC_ACQUIRE);
+    *position = static_cast<uint32_t>(v);
+    return v & FW_TX_FAILED;
+}
+
 int check_qp(sdr_qp* qp, const char* fn)
 {
     if (!qp->tx) return set_error(std::string(fn) + ": the QP was created with send_enable = 0");
     if (!qp->connected) return set_error(std::string(fn) + ": the QP is not connected");
+    if (uint32_t at; failed_at(qp, &at))
+        return set_error(std::string(fn) + ": the QP is in the error state: send request " + std::to_string(at) +
+                         " failed (sdr_send_poll said so); destroy the QP and connect a new one");
     return SDR_SUCCESS;
 }
 
@@ -104,7 +115,7 @@ bool opcode_ok(const enum sdr_wr_opcode& op)
 // Release the bytes of requests the firmware has fully injected.
 void retire(sdr_qp* qp)
 {
-    uint32_t done = static_cast<uint32_t>(__atomic_load_n(&qp->tx_window, __ATOMIC_ACQUIRE));
+    uint32_t done = static_cast<uint32_t>(__atomic_load_n(&qp->tx_window[0], __ATOMIC_ACQUIRE));
     for (; qp->wr_retired != done; qp->wr_retired++)
         qp->bytes_in_flight -= qp->wr_bytes[qp->wr_retired & (sdr::host::kSendRingSize - 1)];
 }
@@ -201,13 +212,21 @@ int sdr_send_poll(sdr_send_handle* h, int* completed, sdr_send_status* status)
     if (!h || !h->active) return set_error("sdr_send_poll: handle is NULL or already completed");
     sdr_qp* qp = h->qp;
     for (int attempt = 0; attempt < 2; attempt++) {
-        uint32_t done = static_cast<uint32_t>(__atomic_load_n(&qp->tx_window, __ATOMIC_ACQUIRE));
+        uint32_t done = static_cast<uint32_t>(__atomic_load_n(&qp->tx_window[0], __ATOMIC_ACQUIRE));
         // ring positions wrap at 2^32: compare by signed distance
         if (h->ended && static_cast<int32_t>(done - h->last_wr) >= 0) {
             retire(qp);
             h->active = false;
             *completed = 1;
-            if (status) status->flags = 0;
+            // Word 1 is written before word 0 passes the failed request: read after it, it is
+            // current. The handle failed if its last request is at or after the first failed.
+            uint32_t at;
+            const bool failed = failed_at(qp, &at) && static_cast<int32_t>(h->last_wr - at) > 0;
+            if (status) status->flags = failed ? SDR_SEND_STATUS_FAILED : 0;
+            if (failed)
+                return set_error("sdr_send_poll: the send was not delivered: a packet of it completed in error "
+                                 "(RC retries exhausted, or the peer refused it; the NIC counters say which); the "
+                                 "QP is in the error state");
             return SDR_SUCCESS;
         }
         if (attempt == 0) qp->ctx->dev->progress();

@@ -264,11 +264,13 @@ bool Endpoint::try_close(TxState& t)
         }
         t.ended = true;
     }
+    // A send that completed in error (SDR_ERROR with done set) is over too: what it did not
+    // deliver is the scheme's to repair, as any loss.
     int done = 0;
-    if (!t.data_done && t.data && sdr_send_poll(t.data, &done, nullptr) == SDR_SUCCESS && done) t.data_done = true;
+    if (!t.data_done && t.data && sdr_send_poll(t.data, &done, nullptr) != SDR_RETRY && done) t.data_done = true;
     if (!t.data) t.data_done = true;
     done = 0;
-    if (!t.parity_done && t.parity && sdr_send_poll(t.parity, &done, nullptr) == SDR_SUCCESS && done)
+    if (!t.parity_done && t.parity && sdr_send_poll(t.parity, &done, nullptr) != SDR_RETRY && done)
         t.parity_done = true;
     return t.data_done && t.parity_done;
 }

@@ -81,7 +81,7 @@ struct World {
     RxQp rxq[kRxQps];
     fw_tx_qp tx{};
     std::vector<fw_send_wr> ring = std::vector<fw_send_wr>(kRingSize);
-    uint64_t tx_window = 0;
+    uint64_t tx_window[2] = {};  // [0] done cursor, [1] FW_TX_FAILED | first failed request
     // the NIC: transport QP handles h = (qp * gens + g) * channels + c, send queues in post order
     std::vector<Wqe> sq;  // queued WQEs from sq_head on (a vector: a deque allocated per 9 WQEs)
     size_t sq_head = 0;
@@ -121,7 +121,7 @@ struct World {
             q.posted = 0;
         }
         tx = fw_tx_qp{};
-        tx_window = 0;
+        tx_window[0] = tx_window[1] = 0;
         sq.clear();
         sq_head = 0;
         timers.clear();
@@ -165,7 +165,13 @@ void hal_window_write64(hal_worker*, const hal_window* win, uint64_t word, uint6
 {
     SDR_FUZZ_CHECK(word < win->nwords, "window write of word %llu, window of %llu words",
                    (unsigned long long)word, (unsigned long long)win->nwords);
-    if (win->host_addr == reinterpret_cast<uint64_t>(&W->tx_window)) {
+    if (win->host_addr == reinterpret_cast<uint64_t>(W->tx_window) && word == 1) {
+        SDR_FUZZ_CHECK(W->tx_window[1] == 0, "the failed-request word written twice");
+        SDR_FUZZ_CHECK(value & FW_TX_FAILED, "the failed-request word written without FW_TX_FAILED");
+        const uint32_t at = static_cast<uint32_t>(value);
+        SDR_FUZZ_CHECK(static_cast<int32_t>(at - W->last_done) >= 0 && static_cast<int32_t>(W->wr_head - at) > 0,
+                       "failed request %u outside [%u, %u)", at, W->last_done, W->wr_head);
+    } else if (win->host_addr == reinterpret_cast<uint64_t>(W->tx_window)) {
         uint32_t done = static_cast<uint32_t>(value);
         SDR_FUZZ_CHECK(static_cast<int32_t>(done - W->last_done) >= 0, "done_cursor went back from %u to %u",
                        W->last_done, done);
@@ -334,7 +340,7 @@ void layout(World& w)
     t.index = 0;
     t.ring = w.ring.data();
     t.ring_mask = kRingSize - 1;
-    t.window = hal_window{reinterpret_cast<uint64_t>(&w.tx_window), 1};
+    t.window = hal_window{reinterpret_cast<uint64_t>(w.tx_window), 2};
     for (uint32_t g = 0; g < w.gens; g++)
         for (uint32_t c = 0; c < w.channels; c++) t.channel_qp[g][c] = w.handle(0, g, c);
     // connected to a peer of the same geometry (sdr_qp_connect)
@@ -459,10 +465,10 @@ void host_send(uint32_t length, uint32_t chunk_offset, bool with_imm, uint32_t u
     uint64_t n = w.sends_posted;
     uint32_t s = static_cast<uint32_t>(n & (w.nslots() - 1));
     if (w.send_active[s]) {  // sdr_send_poll: done once its last request retired
-        if (static_cast<int32_t>(static_cast<uint32_t>(w.tx_window) - w.send_last_wr[s]) < 0) return;
+        if (static_cast<int32_t>(static_cast<uint32_t>(w.tx_window[0]) - w.send_last_wr[s]) < 0) return;
         w.send_active[s] = 0;
     }
-    if (kRingSize - (w.wr_head - static_cast<uint32_t>(w.tx_window)) < 2) return;
+    if (kRingSize - (w.wr_head - static_cast<uint32_t>(w.tx_window[0])) < 2) return;
     uint32_t slot_chunks = 1u << (w.slot_log - w.chunk_log);
     chunk_offset %= slot_chunks;
     uint64_t room = w.slot_bytes() - (uint64_t{chunk_offset} << w.chunk_log);
@@ -642,8 +648,8 @@ void finish()
         else if (!fire_timer()) break;
     }
     SDR_FUZZ_CHECK(w.sq_head == w.sq.size() && w.timers.empty(), "the NIC did not drain");
-    SDR_FUZZ_CHECK(static_cast<uint32_t>(w.tx_window) == w.wr_head,
-                   "drained NIC, yet %u of %u requests retired (post cursor %u)", static_cast<uint32_t>(w.tx_window),
+    SDR_FUZZ_CHECK(static_cast<uint32_t>(w.tx_window[0]) == w.wr_head,
+                   "drained NIC, yet %u of %u requests retired (post cursor %u)", static_cast<uint32_t>(w.tx_window[0]),
                    w.wr_head, w.tx.post_cursor);
 }
 

@@ -119,6 +119,7 @@ struct fw_send_wr {
     uint32_t next_packet;   /* packets (data, then padding) already posted */
     uint32_t pending;       /* signalled WQEs not yet completed */
     uint32_t posted_all;
+    uint32_t failed;        /* a WQE of it completed in error */
 };
 
 struct fw_tx_qp {
@@ -138,8 +139,14 @@ struct fw_tx_qp {
     uint32_t head;          /* written by the host (release): requests posted */
     uint32_t post_cursor;   /* firmware: requests whose packets are all posted */
     uint32_t done_cursor;   /* firmware: requests fully injected, in order */
-    struct hal_window window; /* host word 0: done_cursor */
+    uint32_t failed;        /* firmware: a request was retired in error (written once) */
+    struct hal_window window; /* host word 0: done_cursor; word 1: FW_TX_FAILED | its position */
 };
+
+/* Send window word 1: set, with the ring position of the first request a WQE of which completed
+ * in error (a transport QP out of retries, the peer refusing it), before word 0 passes that
+ * request. Like a verbs QP in the error state, the SDR QP fails every request from it on. */
+#define FW_TX_FAILED (1ull << 63)
 
 struct fw_qp {
     struct fw_rx_qp *rx; /* NULL if receive is disabled */
