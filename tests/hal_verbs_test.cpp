@@ -2,7 +2,7 @@
 // own rdma-core provider (emu/verbs) in two network namespaces joined by a veth. sdr_write_bw
 // (server in b, client in a) moves messages verbs: -> verbs: over 8 channels with UC and with
 // RC transport QPs, 4 KiB to 64 MiB, and the server checks every chunk's bytes (--verify):
-// every chunk arrives and none is corrupt. Cross-backend interop: a verbs: client to a raw:
+// every chunk arrives and none is corrupt, also with the portable staged root keys. Cross-backend interop: a verbs: client to a raw:
 // server (the emulated DPA) and a raw: client to a verbs: server, byte-exact: the same frames
 // from two stacks.
 #include "child_util.hpp"
@@ -115,6 +115,23 @@ TEST_F(HalVerbs, VerbsToVerbsByteExactUcAndRc)
             if (std::string(transport) == "SDR_USE_UC_QP=1") a += " --rate_limit 1";
             expect_byte_exact(write_bw("verbs", "verbs", a, transport));
         }
+}
+
+// The portable root keys (SDR_VERBS_ROOT_KEYS=staging: zero-based staging regions registered
+// with ibv_reg_mr_iova, each chunk copied into the receive's buffer before its bit is set), as on
+// a device with neither the sdrdv extension nor mlx5's indirect mkeys: byte-exact over RC and UC,
+// from a verbs: and from a raw: sender. Without the copy the buffers would stay as the server
+// cleared them and every chunk would count as corrupt.
+TEST_F(HalVerbs, StagedRootKeysByteExact)
+{
+    for (const char* transport : {"SDR_USE_UC_QP=0", "SDR_USE_UC_QP=1"})
+        for (const char* args : {"-s 4K -n 64 -w 4 -q 8", "-s 1M -n 16 -w 2 -q 4"}) {
+            std::string a = std::string("-c 8 ") + args;
+            if (std::string(transport) == "SDR_USE_UC_QP=1") a += " --rate_limit 1";
+            expect_byte_exact(write_bw("verbs", "verbs", a, std::string("SDR_VERBS_ROOT_KEYS=staging ") + transport));
+        }
+    expect_byte_exact(write_bw("verbs", "raw", "-c 8 -s 1M -n 16 -w 2 -q 4 --rate_limit 1",
+                               "SDR_VERBS_ROOT_KEYS=staging SDR_USE_UC_QP=1"));
 }
 
 // The same frames from two stacks: host-core firmware over verbs sends, the emulated DPA (raw:)

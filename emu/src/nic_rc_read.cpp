@@ -34,13 +34,12 @@ void Nic::rc_read_request(VerbsQp& q, uint32_t h, const PacketMeta& m, const wir
         return rc_responder_error(q, h, m.psn, wire::kNakInvalidRequest);
     }
     const VerbsMr* mr = verbs_mr(m.rkey);
-    const uint64_t base = mr ? reinterpret_cast<uint64_t>(mr->addr) : 0;
     RxDrop bad = RxDrop::Count;
     if (!mr) {
         bad = RxDrop::UnknownKey;
     } else if (mr->pd != q.pd || !(mr->access & verbs::kRemoteRead) || !(q.access & verbs::kRemoteRead)) {
         bad = RxDrop::AccessDenied;
-    } else if (m.va < base || len > mr->len || m.va - base > mr->len - len) {
+    } else if (!mr->remote(m.va, len)) {
         bad = RxDrop::OutOfBounds;
     }
     if (bad != RxDrop::Count) {

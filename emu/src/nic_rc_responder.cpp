@@ -226,9 +226,8 @@ bool Nic::rc_resp_next(VerbsQp& q, uint32_t h, TxPacket* out)
         // One READ response per MTU, each read from the region as it is now (checked again: it
         // may have been deregistered since the request).
         const VerbsMr* mr = verbs_mr(r.key);
-        const uint64_t base = mr ? reinterpret_cast<uint64_t>(mr->addr) : 0;
-        if (!mr || mr->pd != q.pd || !(mr->access & verbs::kRemoteRead) || r.va < base || r.len > mr->len ||
-            r.va - base > mr->len - r.len) {
+        const uint8_t* at = mr ? mr->remote(r.va, r.len) : nullptr;
+        if (!mr || mr->pd != q.pd || !(mr->access & verbs::kRemoteRead) || !at) {
             rc_responder_error(q, h, (r.psn + r.off / q.pmtu) & kPsnMask, wire::kNakRemoteAccess);
             return rc_resp_next(q, h, out);
         }
@@ -241,7 +240,7 @@ bool Nic::rc_resp_next(VerbsQp& q, uint32_t h, TxPacket* out)
         out->meta.psn = (r.psn + r.off / q.pmtu) & kPsnMask;
         out->meta.dma_len = n;
         out->meta.imm = wire::aeth(wire::kAethAck, q.msn);  // the AETH (verbs_encode)
-        out->payload = n ? mr->addr + (r.va - base) + r.off : nullptr;
+        out->payload = n ? at + r.off : nullptr;
         q.counters.tx_read_responses++;
         r.off += n;
         if (!last) return true;

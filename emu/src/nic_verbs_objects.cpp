@@ -53,6 +53,11 @@ int Nic::verbs_pd_dealloc(uint32_t pd)
 
 uint32_t Nic::verbs_mr_reg(uint32_t pd, void* addr, size_t len, uint32_t access)
 {
+    return verbs_mr_reg(pd, addr, len, access, reinterpret_cast<uint64_t>(addr));
+}
+
+uint32_t Nic::verbs_mr_reg(uint32_t pd, void* addr, size_t len, uint32_t access, uint64_t iova)
+{
     if (pd >= vpds_.size() || !vpds_[pd].live || !addr || len == 0) return 0;
     // IBTA: remote write (and atomics) need local write too; verbs refuses the region otherwise.
     if ((access & verbs::kRemoteWrite) && !(access & verbs::kLocalWrite)) return 0;
@@ -61,7 +66,8 @@ uint32_t Nic::verbs_mr_reg(uint32_t pd, void* addr, size_t len, uint32_t access)
     if (i >> NicIds::kLkeyIndexBits) return 0;
     if (i == vmrs_.size()) vmrs_.emplace_back();
     VerbsMr& r = vmrs_[i];
-    r = VerbsMr{true, ids_.lkey(static_cast<uint32_t>(i), r.key), pd, access, static_cast<uint8_t*>(addr), len, 0, {}};
+    if (iova + len < iova) return 0;
+    r = VerbsMr{true, ids_.lkey(static_cast<uint32_t>(i), r.key), pd, access, static_cast<uint8_t*>(addr), len, iova, 0, {}};
     vpds_[pd].users++;
     return r.key;
 }
@@ -88,7 +94,7 @@ uint32_t Nic::verbs_root_key_create(uint32_t pd, uint32_t nslots, uint64_t slot_
     if (i >> NicIds::kLkeyIndexBits) return 0;
     if (i == vmrs_.size()) vmrs_.emplace_back();
     VerbsMr& r = vmrs_[i];
-    r = VerbsMr{true, ids_.lkey(static_cast<uint32_t>(i), r.key), pd, verbs::kRemoteWrite, nullptr, 0, 0, {}};
+    r = VerbsMr{true, ids_.lkey(static_cast<uint32_t>(i), r.key), pd, verbs::kRemoteWrite, nullptr, 0, 0, 0, {}};
     r.slot_bytes = slot_bytes;
     r.entries.assign(nslots, VerbsRootEntry{});
     vpds_[pd].users++;
@@ -100,7 +106,7 @@ int Nic::verbs_root_key_set(uint32_t key, uint32_t slot, uint32_t mr_key, uint64
     VerbsMr* rk = verbs_mr(key);
     const VerbsMr* mr = verbs_mr(mr_key);
     if (!rk || !rk->slot_bytes || slot >= rk->entries.size() || !mr || mr->slot_bytes || mr->pd != rk->pd ||
-        !(mr->access & verbs::kRemoteWrite) || len > rk->slot_bytes)
+        !(mr->access & verbs::kRemoteWrite) || len > rk->slot_bytes || mr->iova != reinterpret_cast<uint64_t>(mr->addr))
         return EINVAL;
     const uint64_t base = reinterpret_cast<uint64_t>(mr->addr);
     if (addr < base || len > mr->len || addr - base > mr->len - len) return EINVAL;
@@ -123,9 +129,9 @@ RxDrop Nic::verbs_write_target(const VerbsQp& q, uint32_t key, uint64_t va, uint
     if (mr->pd != q.pd || !(mr->access & verbs::kRemoteWrite) || !(q.access & verbs::kRemoteWrite))
         return RxDrop::AccessDenied;
     if (!mr->slot_bytes) {
-        const uint64_t base = reinterpret_cast<uint64_t>(mr->addr);
-        if (va < base || write_len > mr->len || va - base > mr->len - write_len) return RxDrop::OutOfBounds;
-        *dst = mr->addr + (va - base);
+        uint8_t* p = mr->remote(va, write_len);
+        if (!p) return RxDrop::OutOfBounds;
+        *dst = p;
         return RxDrop::Count;
     }
     // A root key: the write stays inside one slot; its entry is looked up on every packet, as
@@ -152,6 +158,7 @@ bool Nic::verbs_sges_ok(uint32_t pd, const verbs::Sge* sg, uint32_t n, uint32_t 
         if (!sg[i].length) continue;
         const VerbsMr* r = verbs_mr(sg[i].lkey);
         if (!r || r->pd != pd || (r->access & access) != access) return false;
+        if (r->iova != reinterpret_cast<uint64_t>(r->addr)) return false;  // remote-only (verbs_mr_reg)
         uint64_t base = reinterpret_cast<uint64_t>(r->addr);
         if (sg[i].addr < base || sg[i].length > r->len || sg[i].addr - base > r->len - sg[i].length) return false;
     }

@@ -66,12 +66,6 @@ ibv_mr* reg_mr(ibv_pd* ibpd, void* addr, size_t length, uint64_t hca_va, int acc
         errno = EOPNOTSUPP;
         return nullptr;
     }
-    // The model addresses regions by virtual address: an IOVA other than the address is a
-    // zero-based or remapped region, which it does not have.
-    if (hca_va != reinterpret_cast<uintptr_t>(addr)) {
-        errno = EOPNOTSUPP;
-        return nullptr;
-    }
     if (length == 0 || length > Limits::kMaxMrSize || reinterpret_cast<uintptr_t>(addr) + length < length) {
         errno = EINVAL;
         return nullptr;
@@ -85,7 +79,9 @@ ibv_mr* reg_mr(ibv_pd* ibpd, void* addr, size_t length, uint64_t hca_va, int acc
     uint32_t key;
     {
         std::lock_guard lock(pd->engine->lock());
-        key = pd->engine->nic().verbs_mr_reg(pd->h, addr, length, static_cast<uint32_t>(access));
+        // An iova other than the address (ibv_reg_mr_iova: a zero-based region, say) is where
+        // remote requests address it; local SGEs cannot name such a region (Nic::verbs_mr_reg).
+        key = pd->engine->nic().verbs_mr_reg(pd->h, addr, length, static_cast<uint32_t>(access), hca_va);
     }
     if (key == 0) {  // all 2^16 keys live
         delete mr;

@@ -119,19 +119,9 @@ public:
             return *err = "no RDMA device '" + ibdev + "' (devices: " + (names.empty() ? "none" : names) + ")", false;
         if (!(pd_ = ibv_alloc_pd(ctx_))) return *err = std::string("ibv_alloc_pd: ") + std::strerror(errno), false;
         if (!query_port(err)) return false;
-        keys_ = make_sdrdv_root_keys(ctx_, pd_, err);
-#ifdef SDR_HAL_VERBS_MLX5
-        if (!keys_) {
-            std::string mlx5_why;
-            keys_ = make_mlx5_root_keys(ctx_, pd_, kPort, gid_index_, &mlx5_why);
-            if (!keys_) *err += "; mlx5: " + mlx5_why;
-        }
-        constexpr const char* kMissing = "the portable fallback is not in this build";
-#else
-        constexpr const char* kMissing = "the mlx5 indirect-key path and the portable fallback are not in this build";
-#endif
-        if (!keys_)
-            return *err = "device '" + ibdev + "' offers no root key SDR can use (" + *err + "; " + kMissing + ")", false;
+        fw_ = static_cast<fw_device*>(std::calloc(1, sizeof(fw_device)));
+        if (!fw_) return *err = "out of memory for the firmware's QP table", false;
+        if (!choose_root_keys(ibdev, err)) return false;
         ExecutorParams p;
         p.workers = 1;
         if (!env_u32("SDR_RT_WORKER_THREADS", 0, 64, &p.workers, err)) return false;
@@ -146,10 +136,9 @@ public:
             }
         if (!env_u32("SDR_SEND_CTX_SWR_BATCH_SIZE", 1, 256, &p.post_batch, err)) return false;
         if (const char* s = std::getenv("SDR_RT_DELAY_MS")) lifetime_ns_ += static_cast<uint64_t>(std::atof(s) * 1e6);
-        fw_ = static_cast<fw_device*>(std::calloc(1, sizeof(fw_device)));
-        if (!fw_) return *err = "out of memory for the firmware's QP table", false;
         ex_ = std::make_unique<Executor>(ctx_, fw_, p, err);
         if (!ex_->ok()) return false;
+        ex_->set_copier(staging_);
         ex_->start();
         return true;
     }
@@ -223,6 +212,7 @@ public:
     }
     bool fw_qp_attach(uint32_t index, const fw_qp& q) override
     {
+        if (staging_ && q.rx) staging_->attach(index, q.rx->window.host_addr);
         __atomic_store_n(&fw_->qps[index].rx, q.rx, __ATOMIC_RELEASE);
         __atomic_store_n(&fw_->qps[index].tx, q.tx, __ATOMIC_RELEASE);
         return true;
@@ -331,8 +321,13 @@ public:
         if (ibv_modify_qp(qp, &a, mask)) return fail("ibv_modify_qp(RTS)"), false;
         return true;
     }
-    // The root key lives in the PD: every QP of the PD resolves it, nothing to bind.
-    bool qp_bind_root_key(uint32_t, uint32_t) override { return true; }
+    // The root key lives in the PD: every QP of the PD resolves it, nothing to bind; staged keys
+    // learn which generation of which SDR QP it serves (the transport QP handle is its tag).
+    bool qp_bind_root_key(uint32_t handle, uint32_t rkey) override
+    {
+        if (staging_) staging_->bind(fw_tag_qp(handle), fw_tag_generation(handle), rkey);
+        return true;
+    }
     uint32_t root_key_create(uint32_t nslots, uint64_t slot_bytes) override
     {
         std::string why;
@@ -579,6 +574,37 @@ private:
         }
         *c = CtrlQp{};
     }
+    // SDR_VERBS_ROOT_KEYS: auto (default: the first the device offers, in this order), sdrdv,
+    // mlx5 or staging (README, "Root and NULL keys").
+    bool choose_root_keys(const std::string& ibdev, std::string* err)
+    {
+        const std::string want = std::getenv("SDR_VERBS_ROOT_KEYS") ? std::getenv("SDR_VERBS_ROOT_KEYS") : "auto";
+        if (want != "auto" && want != "sdrdv" && want != "mlx5" && want != "staging")
+            return *err = "SDR_VERBS_ROOT_KEYS='" + want + "': expected auto, sdrdv, mlx5 or staging", false;
+        auto tried = [&](const char* kind) { return want == "auto" || want == kind; };
+        std::string why;
+        if (tried("sdrdv")) keys_ = make_sdrdv_root_keys(ctx_, pd_, &why);
+#ifdef SDR_HAL_VERBS_MLX5
+        if (!keys_ && tried("mlx5")) {
+            std::string mlx5_why;
+            keys_ = make_mlx5_root_keys(ctx_, pd_, kPort, gid_index_, &mlx5_why);
+            if (!keys_) why += (why.empty() ? "mlx5: " : "; mlx5: ") + mlx5_why;
+        }
+#else
+        if (want == "mlx5") why = "the mlx5 indirect-key path is not in this build (no libmlx5 at build time)";
+#endif
+        if (!keys_ && tried("staging")) {
+            std::string staging_why;
+            if (auto s = StagingRootKeys::make(pd_, fw_, &staging_why)) {
+                staging_ = s.get();
+                keys_ = std::move(s);
+            } else {
+                why += (why.empty() ? "" : "; ") + staging_why;
+            }
+        }
+        if (!keys_) return *err = "device '" + ibdev + "' offers no root key SDR can use (" + why + ")", false;
+        return true;
+    }
     void fail(const char* what) const { failure(std::string(what) + ": " + std::strerror(errno)); }
     void say(const std::string& why) const { failure(why); }
     void failure(const std::string& s) const { failed(s); }
@@ -593,6 +619,7 @@ private:
     uint64_t lifetime_ns_ = kLifetimeMarginNs;
     fw_device* fw_ = nullptr;
     std::unique_ptr<RootKeys> keys_;
+    StagingRootKeys* staging_ = nullptr;  // keys_, when they are the portable fallback
     std::unique_ptr<Executor> ex_;
     std::map<uint32_t, std::unique_ptr<ChannelQp>> qps_;
     std::map<uint32_t, ibv_mr*> mrs_;

@@ -27,6 +27,9 @@ void hal_window_add64(hal_worker* w, const hal_window* win, uint64_t word, uint6
         w->window_refused.fetch_add(1, std::memory_order_relaxed);
         return;
     }
+    // The firmware adds only chunk bits: with staged root keys the chunk's bytes go to the user's
+    // buffer first, so a host that sees the bit sees them.
+    if (sdr::hal_verbs::ChunkCopier* c = w->ex->copier()) c->before_chunk_bit(win, word, value);
     __atomic_fetch_add(reinterpret_cast<uint64_t*>(win->host_addr) + word, value, __ATOMIC_ACQ_REL);
     w->window_writes.store(w->window_writes.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     w->wrote_host = true;

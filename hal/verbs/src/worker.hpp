@@ -49,6 +49,15 @@ struct ChannelQp {
     static constexpr uint32_t kNoCookie = 0xFFFFFFFFu;
 };
 
+// The portable root keys' copy (root_keys_staging.cpp): a chunk's bytes from where they landed
+// into the user's buffer, before hal_window_add64 publishes the chunk's bit. Set once, before
+// the workers start; none on devices whose root keys place payloads directly.
+class ChunkCopier {
+public:
+    virtual ~ChunkCopier() = default;
+    virtual void before_chunk_bit(const hal_window* win, uint64_t word, uint64_t bit) = 0;
+};
+
 // Knobs (README): worker count and cores, post batch size.
 struct ExecutorParams {
     uint32_t workers = 1;
@@ -98,6 +107,8 @@ public:
     hal_worker* worker(uint32_t i) { return workers_[i].get(); }
     const ExecutorParams& params() const { return params_; }
     fw_device* firmware() { return fw_; }
+    void set_copier(ChunkCopier* c) { copier_ = c; }  // before start()
+    ChunkCopier* copier() const { return copier_; }
 
     // Register a transport QP (its tag names it in CQEs); fill its receive queue.
     bool attach(ChannelQp* q, std::string* err);
@@ -130,6 +141,7 @@ private:
 
     ibv_context* ctx_;
     fw_device* fw_;
+    ChunkCopier* copier_ = nullptr;
     ExecutorParams params_;
     bool ok_ = false;
     std::vector<std::unique_ptr<hal_worker>> workers_;

@@ -292,8 +292,11 @@ public:
     [[nodiscard]] uint32_t verbs_pd_alloc();  // kNoHandle if none left
     [[nodiscard]] int verbs_pd_dealloc(uint32_t pd);  // EBUSY while a region, AH or QP uses it
     // A region of `pd` with IBV_ACCESS_* flags: its key serves as lkey and rkey (random, ids.hpp);
-    // 0 on failure (remote write without local write is refused, as verbs does).
+    // 0 on failure (remote write without local write is refused, as verbs does). Remote
+    // requests address it from iova (ibv_reg_mr_iova; the address itself by default); a region
+    // with another iova serves remote requests only, a local SGE naming it is refused.
     [[nodiscard]] uint32_t verbs_mr_reg(uint32_t pd, void* addr, size_t len, uint32_t access);
+    [[nodiscard]] uint32_t verbs_mr_reg(uint32_t pd, void* addr, size_t len, uint32_t access, uint64_t iova);
     [[nodiscard]] int verbs_mr_dereg(uint32_t key);  // also destroys a root key
     // The equivalent of mlx5's indirect mkey, for SDR over verbs (emu/verbs/README.md, "SDR's
     // root keys"): a remote-write key of `pd` over nslots zero-based slots of slot_bytes, each
@@ -456,6 +459,12 @@ private:
         uint32_t key = 0, pd = 0, access = 0;
         uint8_t* addr = nullptr;
         uint64_t len = 0;
+        uint64_t iova = 0;  // where remote requests address addr
+        // [va, va + n) of a remote request inside the region: where it lands, else nullptr.
+        uint8_t* remote(uint64_t va, uint64_t n) const
+        {
+            return va < iova || n > len || va - iova > len - n ? nullptr : addr + (va - iova);
+        }
         // Indirect (a root key, verbs_root_key_create): slot_bytes != 0, addr/len unused. A
         // write at zero-based va lands in entry va / slot_bytes, offset va % slot_bytes.
         uint64_t slot_bytes = 0;
