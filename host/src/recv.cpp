@@ -139,12 +139,13 @@ int sdr_recv_complete(sdr_recv_handle* h)
     // that reposts into the slot it just completed (the published SDK's benchmark, with one
     // generation) is not held to one message per lifetime. A receive completed with chunks
     // missing may still get them, resent, for as long as the sender's NIC retries.
-    const bool all = all_chunks(h);
+    // Only RC asks whether every chunk is in: over UC the bitmap is not scanned.
+    const bool rc_whole = qp->rc && all_chunks(h);
     uint64_t& until = qp->quiet_until[size_t{h->slot} * qp->generations + h->generation];
-    if (qp->rc && all && dev.rc_places_once())
+    if (rc_whole && dev.rc_places_once())
         until = 0;
     else if (qp->lifetime_ns)
-        until = dev.now_ns() + qp->lifetime_ns + (all ? 0 : qp->rc_resend_horizon_ns);
+        until = dev.now_ns() + qp->lifetime_ns + (qp->rc && !rc_whole ? qp->rc_resend_horizon_ns : 0);
     if (!dev.rx_slot_disarm(qp->rx, h->slot))
         return sdr::host::device_error(dev, "sdr_recv_complete: the device did not disarm the slot");
     h->active = false;
