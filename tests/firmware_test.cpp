@@ -83,11 +83,12 @@ struct RxRig {
     uint64_t imm_word(uint32_t s) { return slot_words(s)[qp.bitmap_words]; }
 };
 
-void check_exactly_once(uint32_t log_ppc, uint64_t length)
+void check_exactly_once(uint32_t log_ppc, uint64_t length, bool one_thread)
 {
-    SCOPED_TRACE(log_ppc);
+    SCOPED_TRACE(testing::Message() << "log_ppc " << log_ppc << (one_thread ? ", one thread" : ", atomics"));
     const uint32_t max_packets = 4096;
     RxRig r(4, max_packets, log_ppc);
+    r.qp.one_thread = one_thread;
     fw_rx_slot_arm(&r.qp, 2, 1, 6, length);
     uint32_t npk = static_cast<uint32_t>((length + 4095) / 4096);
     uint32_t ppc = 1u << log_ppc, nchunks = (npk + ppc - 1) / ppc;
@@ -126,10 +127,13 @@ void check_exactly_once(uint32_t log_ppc, uint64_t length)
 
 TEST(FirmwareRx, ChunkBitWrittenExactlyOncePerChunk)
 {
-    check_exactly_once(0, 4096 * 100);            // 1-packet chunks
-    check_exactly_once(4, 4096 * 1000 + 17);      // 16-packet chunks, partial last packet and chunk
-    check_exactly_once(6, 4096 * 4096);           // 64-packet chunks, full words
-    check_exactly_once(8, 4096 * 1500 - 1);       // 256-packet chunks: per-chunk counters
+    // Both ways of updating NIC memory: atomics, and the simulator's plain read-modify-writes.
+    for (bool one_thread : {false, true}) {
+        check_exactly_once(0, 4096 * 100, one_thread);        // 1-packet chunks
+        check_exactly_once(4, 4096 * 1000 + 17, one_thread);  // 16-packet chunks, partial last packet and chunk
+        check_exactly_once(6, 4096 * 4096, one_thread);       // 64-packet chunks, full words
+        check_exactly_once(8, 4096 * 1500 - 1, one_thread);   // 256-packet chunks: per-chunk counters
+    }
 }
 
 TEST(FirmwareRx, StaleMessageGenerationAndOffsetAreDropped)

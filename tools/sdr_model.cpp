@@ -74,6 +74,20 @@ Params parse(int argc, char** argv, bool* json)
     return P;
 }
 
+// The 99.9th percentiles: SR's from the model's distribution of max_i X_i (RTO = X RTT and 1 RTT),
+// EC-MDS's only where at most 1 message in 1000 falls back (then it is the lossless EC time; the
+// model has no distribution for the fallback's share). NaN where not defined.
+struct Tail {
+    double sr_ms, sr_nack_ms, ec_mds_ms;
+};
+Tail tail(const Params& P, const Result& r)
+{
+    Params nack = P;
+    nack.rto_rtts = 1;
+    return Tail{t_sr_quantile_s(P, 0.999) * 1e3, t_sr_quantile_s(nack, 0.999) * 1e3,
+                r.p_fallback_mds <= 1e-3 ? r.ideal_ec_ms : NAN};
+}
+
 void print(const Params& P, const Result& r)
 {
     Json j;
@@ -107,6 +121,11 @@ void print(const Params& P, const Result& r)
     j["ideal_ms"] = json_real(r.ideal_ms);
     j["ideal_ec_ms"] = json_real(r.ideal_ec_ms);
     j["sr_ec_ratio"] = json_real(r.e_t_sr_ms / r.e_t_ec_mds_ms);
+    Tail t = tail(P, r);
+    j["p999_sr_ms"] = json_real(t.sr_ms);
+    j["p999_sr_nack_ms"] = json_real(t.sr_nack_ms);
+    j["p999_ec_mds_ms"] = std::isnan(t.ec_mds_ms) ? Json(nullptr) : json_real(t.ec_mds_ms);
+    j["p999_sr_ec_ratio"] = std::isnan(t.ec_mds_ms) ? Json(nullptr) : json_real(t.sr_ms / t.ec_mds_ms);
     print_json(j);
 }
 
@@ -149,6 +168,14 @@ void print_table(const Params& P, const Result& r)
     std::printf("%-16s >= %10.3f ms   %s ideal EC (lower bound)\n", "E[T_EC] XOR", r.e_t_ec_xor_ms,
                 ratio(r.e_t_ec_xor_ms, r.ideal_ec_ms).c_str());
     std::printf("%-16s %16s   E[T_SR] / E[T_EC MDS]\n", "SR / EC-MDS", ratio(r.e_t_sr_ms, r.e_t_ec_mds_ms).c_str());
+    Tail t = tail(P, r);
+    std::printf("%-16s %13.3f ms   RTO = %g RTT\n", "p99.9 SR", t.sr_ms, P.rto_rtts);
+    std::printf("%-16s %13.3f ms   RTO = 1 RTT\n", "p99.9 SR-NACK", t.sr_nack_ms);
+    if (std::isnan(t.ec_mds_ms))
+        std::printf("%-16s %16s   more than 1 in 1000 messages fall back\n", "p99.9 EC MDS", "n/a");
+    else
+        std::printf("%-16s %13.3f ms   ideal EC: at most 1 in 1000 messages falls back\n", "p99.9 EC MDS", t.ec_mds_ms);
+    std::printf("%-16s %16s   p99.9 SR / p99.9 EC MDS\n", "SR / EC-MDS p99.9", ratio(t.sr_ms, t.ec_mds_ms).c_str());
 }
 
 }  // namespace

@@ -32,35 +32,47 @@ public:
             wire_free_ = now;
             wire_frac_ = 0;
         }
+        // Two passes: first take the batch from the send engine and time it on the wire, then
+        // hand it to the links. The NIC writes each packet field by field; a link reading it
+        // right away with wider loads waits for those stores to retire (store-to-load
+        // forwarding fails); perf put a fifth of the payload-free simulator's samples on such waits.
         SimTime wire_free = now;
         while (n_ < max_batch_ && wire_free < now + kTxBatchPs && nic_.tx_next(&batch_[n_])) {
-            TxPacket& p = batch_[n_++];
+            TxPacket& p = batch_[n_];
+            leaves_[n_++] = wire_free;
             if (p.local_error) continue;
-            const bool sdr = p.kind == TxPacket::Kind::Sdr;
-            uint32_t frame_len = static_cast<uint32_t>(sdr ? wire::frame_bytes_write_imm(p.meta.dma_len)
-                                                           : Nic::other_frame_bytes(p));
-            uint64_t t = wire_frac_ + (frame_len + kWireOverheadBytes) * ps_per_byte_fp_;
+            uint64_t t = wire_frac_ + (frame_bytes(p) + kWireOverheadBytes) * ps_per_byte_fp_;
             if ((t >> kFracBits) < tx_spacing_ps_) t = tx_spacing_ps_ << kFracBits;  // DPA TX thread
             wire_free_ += t >> kFracBits;
             wire_frac_ = t & ((1u << kFracBits) - 1);
-            wire_free = wire_free_;
-            SimLink* link = route(p.remote_ip);
-            if (!link) continue;
-            uint8_t* frame = nullptr;
-            if (!sdr || nic_.payload()) {  // control and verbs frames always carry their bytes
-                frame = f_.frame_alloc();
-                frame_len = static_cast<uint32_t>(nic_.tx_encode(p, frame, kFrameCap));
-            }
-            link->send(wire_free, p.meta, frame, frame_len);
+            wire_free = leaves_[n_ - 1] = wire_free_;
         }
         if (n_ == 0) {
             busy_ = false;
             return;
         }
+        for (uint32_t i = 0; i < n_; i++) {
+            const TxPacket& p = batch_[i];
+            if (p.local_error) continue;
+            SimLink* link = route(p.remote_ip);
+            if (!link) continue;
+            uint8_t* frame = nullptr;
+            uint32_t frame_len = frame_bytes(p);
+            if (p.kind != TxPacket::Kind::Sdr || nic_.payload()) {  // control and verbs frames always carry their bytes
+                frame = f_.frame_alloc();
+                frame_len = static_cast<uint32_t>(nic_.tx_encode(p, frame, kFrameCap));
+            }
+            link->send(leaves_[i], p.meta, frame, frame_len);
+        }
         f_.sim_.at(wire_free, this);
     }
 
 private:
+    static uint32_t frame_bytes(const TxPacket& p)
+    {
+        return static_cast<uint32_t>(p.kind == TxPacket::Kind::Sdr ? wire::frame_bytes_write_imm(p.meta.dma_len)
+                                                                  : Nic::other_frame_bytes(p));
+    }
     // The link towards the NIC with this IP (cached: one lookup per destination).
     SimLink* route(uint32_t ip)
     {
@@ -78,6 +90,7 @@ private:
     bool busy_ = false;
     uint32_t n_ = 0;
     TxPacket batch_[kMaxBatch];
+    SimTime leaves_[kMaxBatch];  // when each packet of the batch has left the wire
     // Wire time: whole picoseconds plus a 16-bit fraction, so no float per packet and no drift
     // (declared after f_: initialised from it).
     static constexpr int kFracBits = 16;
@@ -169,7 +182,7 @@ SimLink::SimLink(SimFabric& fabric, Nic& dst, uint32_t src_index, const LinkPara
           ip.seed = seed;
           return ip;
       }()),
-      fifo_(1024), max_run_ahead_(fabric.params_.per_packet_events ? 1 : kMaxRunAhead)
+      max_run_ahead_(fabric.params_.per_packet_events ? 1 : kMaxRunAhead)
 {
 }
 
@@ -182,7 +195,13 @@ void SimLink::push_late(const InFlight& f)
 
 void SimLink::send(SimTime leaves, const PacketMeta& m, uint8_t* frame, uint32_t frame_len)
 {
-    ImpairmentVerdict v = imp_.none() ? ImpairmentVerdict{} : imp_.decide();
+    if (imp_.none()) return push_fifo(leaves + prop_ps_, m, frame, frame_len, 0);
+    send_impaired(leaves, m, frame, frame_len);
+}
+
+void SimLink::send_impaired(SimTime leaves, const PacketMeta& m, uint8_t* frame, uint32_t frame_len)
+{
+    ImpairmentVerdict v = imp_.decide();
     if (v.drop) {
         dropped_++;
         dropped_burst_ += v.burst;
@@ -212,14 +231,21 @@ void SimLink::send(SimTime leaves, const PacketMeta& m, uint8_t* frame, uint32_t
         push_late(f);
         return;
     }
-    if (count_ == fifo_.size()) {  // grow the ring, keeping order
-        std::vector<InFlight> bigger(fifo_.size() * 2);
-        for (size_t i = 0; i < count_; i++) bigger[i] = fifo_[(head_ + i) & (fifo_.size() - 1)];
-        fifo_ = std::move(bigger);
-        head_ = 0;
-    }
-    fifo_[(head_ + count_) & (fifo_.size() - 1)] = f;
-    if (count_++ == 0) fabric_.sim_.at(f.arrival, this, 0);
+    push_fifo(f.arrival, m, frame, frame_len, f.note);
+}
+
+// Written in place: an InFlight built on the stack and then copied was read back with wider
+// loads than its stores, which waits for the stores to retire (store-to-load forwarding
+// fails); perf put half of send's samples on that wait.
+void SimLink::push_fifo(SimTime arrival, const PacketMeta& m, uint8_t* frame, uint32_t frame_len, uint8_t note)
+{
+    InFlight& f = fifo_.push_slot();
+    f.arrival = arrival;
+    f.meta = m;
+    f.frame = frame;
+    f.frame_len = frame_len;
+    f.note = note;
+    if (fifo_.size() == 1) fabric_.sim_.at(arrival, this, 0);
 }
 
 void SimLink::fire(SimTime now, uint64_t arg)
@@ -230,15 +256,14 @@ void SimLink::fire(SimTime now, uint64_t arg)
         // host waiting for an event must wake at it, not at the end of the run (ACKs arriving
         // 0.4 ms apart were all seen at the last one's time).
         const uint64_t seen = dst_.host_events();
-        for (int n = 0; count_ && n < max_run_ahead_ && dst_.host_events() == seen; n++) {
-            if (fifo_[head_].arrival > now && !fabric_.sim_.run_ahead_to(fifo_[head_].arrival)) break;
+        for (int n = 0; !fifo_.empty() && n < max_run_ahead_ && dst_.host_events() == seen; n++) {
+            if (fifo_.front().arrival > now && !fabric_.sim_.run_ahead_to(fifo_.front().arrival)) break;
             now = fabric_.sim_.now();
-            InFlight f = fifo_[head_];
-            head_ = (head_ + 1) & (fifo_.size() - 1);
-            count_--;
+            InFlight f = fifo_.front();
+            fifo_.pop();
             deliver(f);
         }
-        if (count_) fabric_.sim_.at(fifo_[head_].arrival, this, 0);
+        if (!fifo_.empty()) fabric_.sim_.at(fifo_.front().arrival, this, 0);
     } else {
         while (!late_.empty() && late_.front().arrival <= now) {
             std::pop_heap(late_.begin(), late_.end(), later);

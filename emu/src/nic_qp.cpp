@@ -12,10 +12,7 @@ uint32_t Nic::qp_create(uint32_t tag, uint32_t channel, bool rc)
     size_t h = 0;
     while (h < qps_.size() && (qps_[h].live || qps_[h].sq_used || qps_[h].in_port)) h++;
     if (h >> NicIds::kQpnIndexBits) return kNoHandle;
-    if (h == qps_.size()) {
-        qps_.emplace_back();
-        grow_sq_ring();
-    }
+    if (h == qps_.size()) qps_.emplace_back();
     TransportQp q;
     q.live = true;
     q.qpn = ids_.data_qpn(static_cast<uint32_t>(h), qps_[h].qpn);

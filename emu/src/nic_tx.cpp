@@ -15,19 +15,6 @@ namespace sdr::emu {
 // The simulator's port and the real-time loop keep arrays of these: 80 bytes is a cheap stride.
 static_assert(sizeof(TxPacket) == 80, "a TxPacket that grows costs SDR's per-packet path");
 
-void Nic::grow_sq_ring()
-{
-    size_t need = qps_.size() * kSqDepth;
-    if (need <= sq_ring_.size()) return;
-    size_t cap = sq_ring_.size();
-    while (cap < need) cap *= 2;
-    std::vector<SqEntry> ring(cap);
-    for (uint32_t i = 0; i < sq_count_; i++) ring[i] = sq_ring_[(sq_tail_ + i) & (sq_ring_.size() - 1)];
-    sq_ring_ = std::move(ring);
-    sq_tail_ = 0;
-    sq_head_ = sq_count_;
-}
-
 bool Nic::hal_tx_post(hal_worker*, const hal_tx_wqe& wqe)
 {
     if (wqe.qp >= qps_.size() || !qps_[wqe.qp].live) {
@@ -40,8 +27,8 @@ bool Nic::hal_tx_post(hal_worker*, const hal_tx_wqe& wqe)
         return false;
     }
     q.sq_used++;
-    sq_ring_[sq_head_++ & (sq_ring_.size() - 1)] = SqEntry{wqe.qp, wqe};
-    if (sq_count_++ == 0) exec_->tx_ready(*this);
+    sq_ring_.push_slot() = SqEntry{wqe.qp, wqe};
+    if (sq_ring_.size() == 1) exec_->tx_ready(*this);
     return true;
 }
 
@@ -75,13 +62,12 @@ bool Nic::tx_next(TxPacket* out)
     if (!rc_acks_.empty() || !rc_resends_.empty()) [[unlikely]]
         if (sdr_rc_tx_next(out)) return true;
     // Only a NIC with verbs work pays for the turn: SDR alone tests one counter.
-    if (verbs_active_n_ && (!sq_count_ || (verbs_turn_ = !verbs_turn_)))
+    if (verbs_active_n_ && (sq_ring_.empty() || (verbs_turn_ = !verbs_turn_)))
         if (verbs_tx_next(out)) return true;
-    if (!sq_count_) return false;
-    const size_t mask = sq_ring_.size() - 1;
-    const SqEntry& e = sq_ring_[sq_tail_++ & mask];  // stays put: nothing posts until tx_done
-    sq_count_--;
-    if (tx_prefetch_ && sq_count_) prefetch_payload(sq_ring_[sq_tail_ & mask].wqe);
+    if (sq_ring_.empty()) return false;
+    const SqEntry& e = sq_ring_.front();  // stays put: nothing posts while this runs
+    sq_ring_.pop();
+    if (tx_prefetch_ && !sq_ring_.empty()) prefetch_payload(sq_ring_.front().wqe);
     TransportQp& q = qps_[e.qp];
     const hal_tx_wqe& w = e.wqe;
     // Every field is written here (no zeroing of the whole packet first): this runs per packet.
@@ -145,7 +131,7 @@ void Nic::tx_done(const TxPacket& p)
         q.counters.tx_packets++;
         q.counters.tx_bytes += p.meta.dma_len;
     }
-    complete_send(q, p.cookie, p.signaled, p.local_error);
+    if (p.signaled || q.sq_blocked) complete_send(q, p.cookie, p.signaled, p.local_error);  // else it has nothing to do
 }
 
 // A WQE left (UC) or was acknowledged (RC), or failed: its CQE to the firmware if signalled.

@@ -19,6 +19,23 @@ static inline uint64_t chunk_word_mask(const struct fw_slot *slot, uint32_t c, u
     return ones << ((p & 63u) & ~((1u << log_ppc) - 1u));
 }
 
+/* Fetch-or on NIC memory: atomic when handlers may run concurrently, else a plain
+ * read-modify-write (qp->one_thread; a predicted branch instead of a locked instruction). */
+static inline uint64_t fetch_or64(const struct fw_rx_qp *qp, uint64_t *p, uint64_t v)
+{
+    if (!qp->one_thread) return hal_atomic_fetch_or64(p, v);
+    uint64_t old = *p;
+    *p = old | v;
+    return old;
+}
+static inline uint32_t fetch_add32(const struct fw_rx_qp *qp, uint32_t *p, uint32_t v)
+{
+    if (!qp->one_thread) return hal_atomic_fetch_add32(p, v);
+    uint32_t old = *p;
+    *p = old + v;
+    return old;
+}
+
 /* The worker whose packet completes a chunk writes its bit to the host: exactly once. */
 static inline void chunk_done(struct fw_rx_qp *qp, struct hal_worker *w, uint32_t s, uint32_t c)
 {
@@ -34,8 +51,8 @@ static inline void gather_imm(struct fw_rx_qp *qp, struct hal_worker *w, struct 
     uint32_t j = fw_imm_frag_index(qp->imm, packet_offset);
     uint64_t have = 1ull << (32u + j);
     if (hal_load_relaxed64(&slot->imm_acc) & have) return; /* common case: already known */
-    uint64_t old = hal_atomic_fetch_or64(&slot->imm_acc,
-                                         have | ((uint64_t)frag << (j * qp->imm.frag_bits)));
+    uint64_t old = fetch_or64(qp, &slot->imm_acc,
+                              have | ((uint64_t)frag << (j * qp->imm.frag_bits)));
     if (old & have) return;
     uint32_t nfrags = fw_imm_num_frags(qp->imm);
     uint64_t all = ((nfrags >= 32u) ? 0xFFFFFFFFull : ((1ull << nfrags) - 1u)) << 32;
@@ -69,7 +86,7 @@ void fw_rx_cqe(struct fw_rx_qp *qp, uint32_t generation, struct hal_worker *w,
         /* 2. set bit p of the per-packet bitmap in NIC memory */
         uint32_t log_ppc = qp->log_packets_per_chunk;
         uint64_t bit = 1ull << (p & 63u);
-        uint64_t old = hal_atomic_fetch_or64(&slot->packet_bitmap[p >> 6], bit);
+        uint64_t old = fetch_or64(qp, &slot->packet_bitmap[p >> 6], bit);
         if (old & bit) {
             hal_counter_add(w, FW_CNT_RX_DUPLICATE, 1);
         } else {
@@ -78,7 +95,7 @@ void fw_rx_cqe(struct fw_rx_qp *qp, uint32_t generation, struct hal_worker *w,
             if (log_ppc <= 6) {
                 uint64_t mask = chunk_word_mask(slot, c, log_ppc, p);
                 if (((old | bit) & mask) == mask) chunk_done(qp, w, s, c);
-            } else if (hal_atomic_fetch_add32(&slot->chunk_count[c], 1) + 1u ==
+            } else if (fetch_add32(qp, &slot->chunk_count[c], 1) + 1u ==
                        chunk_packets(slot, c, log_ppc)) {
                 chunk_done(qp, w, s, c);
             }

@@ -38,6 +38,7 @@ void fw_rx_qp_init(struct fw_rx_qp *qp, void *mem, struct fw_imm_layout imm, uin
     qp->bitmap_words = (nchunks_max + 63u) / 64u;
     qp->slot_window_words = qp->bitmap_words + 1u;
     qp->window = window;
+    qp->one_thread = 0;
     qp->slots = (struct fw_slot *)p;
     p += align8((uint64_t)nslots * sizeof(struct fw_slot));
     for (uint32_t s = 0; s < nslots; s++) {

@@ -59,6 +59,7 @@ public:
     {
         fw_rx_qp_init(rx, mem, g.imm, g.nslots, g.max_packets, g.log_packets_per_chunk, g.mtu_log, g.generations,
                       g.window);
+        rx->one_thread = 1;  // the simulator runs handlers and the host on the caller's thread
         return true;
     }
     bool rx_slot_arm(fw_rx_qp* rx, uint32_t slot, uint32_t generation, uint32_t msg_id, uint64_t length,

@@ -404,7 +404,8 @@ uint64_t Endpoint::progress()
         else tx_.on_ctrl(now, c);
     }
     uint64_t now = sdr_now_ns(ctx_);
-    for (uint64_t seq : rx_.active()) {
+    rx_.active(&active_);
+    for (uint64_t seq : active_) {
         const RxState& r = rxs_.at(seq);
         if (r.data_bits || r.parity_bits) rx_.on_bitmap(now, seq, r.data_bits ? r.data_bits : zero_.data(), r.parity_bits);
     }

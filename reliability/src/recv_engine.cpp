@@ -12,13 +12,9 @@ namespace sdr::rel {
 
 RecvEngine::RecvEngine(const Config& c, const Geometry& g, uint32_t incarnation)
     : cfg_(c), geo_(g), inc_(incarnation), ns_per_byte_(wire_ns_per_byte(c, g)),
+      rto_ns_(static_cast<uint64_t>(c.rtt_ms * 1e6 * (1 + c.alpha) + c.ack_interval_ns())),
       drops_(c.drop_hint, g.packets_per_chunk())
 {
-}
-
-uint64_t RecvEngine::rto() const
-{
-    return static_cast<uint64_t>(cfg_.rtt_ms * 1e6 * (1 + cfg_.alpha) + cfg_.ack_interval_ns());
 }
 
 // How long a named chunk's repair gets to land before it is named again: 1.25 RTT, since a
@@ -80,12 +76,11 @@ void RecvEngine::forget(uint64_t seq)
     if (it != msgs_.end() && it->second.st == St::Done) msgs_.erase(it);
 }
 
-std::vector<uint64_t> RecvEngine::active() const
+void RecvEngine::active(std::vector<uint64_t>* out) const
 {
-    std::vector<uint64_t> v;
+    out->clear();
     for (const auto& [seq, m] : msgs_)
-        if (m.st == St::Active) v.push_back(seq);
-    return v;
+        if (m.st == St::Active) out->push_back(seq);
 }
 
 uint32_t RecvEngine::peer_of(uint64_t seq)

@@ -205,7 +205,9 @@ struct Conn {
     // Endpoint::progress after an event: bitmaps, timers, actions until none is left.
     void progress()
     {
-        for (uint64_t seq : rx->active()) {
+        std::vector<uint64_t> active;
+        rx->active(&active);
+        for (uint64_t seq : active) {
             RxMsg& m = recvs.at(seq);
             rx->on_bitmap(now, seq, m.data.data(), is_ec(m.code.scheme) ? m.parity.data() : nullptr);
         }

@@ -329,6 +329,7 @@ void layout(World& w)
         r.window.assign(uint64_t{nslots} * ((nchunks_max + 63) / 64 + 1), 0);
         fw_rx_qp_init(&r.rx, r.mem.data(), w.imm, nslots, max_packets, w.log_ppc(), w.mtu_log,
                       w.gens, hal_window{reinterpret_cast<uint64_t>(r.window.data()), r.window.size()});
+        r.rx.one_thread = q % 2;  // both ways of updating NIC memory: atomics, plain (the simulator's)
         r.slots.resize(nslots);
         w.dev.qps[q].rx = &r.rx;
     }

@@ -46,12 +46,16 @@ const SchemeOps* find_scheme(std::string_view name)
     return nullptr;
 }
 
+// By table: the engines ask for a message's scheme several times per progress call.
 const SchemeOps* find_scheme(uint8_t wire_id)
 {
-    if (wire_id == static_cast<uint8_t>(Scheme::Auto)) return &kAutoOps;
-    for (const SchemeOps* s : kSchemes)
-        if (static_cast<uint8_t>(s->id) == wire_id) return s;
-    return nullptr;
+    static const std::array<const SchemeOps*, 256> by_id = [] {
+        std::array<const SchemeOps*, 256> t{};
+        t[static_cast<uint8_t>(Scheme::Auto)] = &kAutoOps;
+        for (const SchemeOps* s : kSchemes) t[static_cast<uint8_t>(s->id)] = s;
+        return t;
+    }();
+    return by_id[wire_id];
 }
 
 const SchemeOps& ops(Scheme s)

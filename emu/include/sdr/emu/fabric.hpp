@@ -6,6 +6,7 @@
 #pragma once
 
 #include <sdr/emu/dpa_model.hpp>
+#include <sdr/emu/fifo_ring.hpp>
 #include <sdr/emu/impairment.hpp>
 #include <sdr/emu/nic.hpp>
 #include <sdr/emu/pcap_writer.hpp>
@@ -89,6 +90,8 @@ private:
     void deliver(const InFlight& f);
     void tap_deliver(const InFlight& f);  // deliver with the pcap tap on
     void push_late(const InFlight& f);
+    void send_impaired(SimTime leaves, const PacketMeta& m, uint8_t* frame, uint32_t frame_len);
+    void push_fifo(SimTime arrival, const PacketMeta& m, uint8_t* frame, uint32_t frame_len, uint8_t note);
     static bool later(const InFlight& a, const InFlight& b) { return a.arrival > b.arrival; }
     static constexpr int kMaxRunAhead = 64;
 
@@ -98,8 +101,7 @@ private:
     NicAddress src_addr_;  // what the source NIC's frames carry (payload-free packets have none)
     SimTime prop_ps_;
     Impairment imp_;
-    std::vector<InFlight> fifo_;  // ring, power-of-two capacity; arrivals in order
-    size_t head_ = 0, count_ = 0;
+    FifoRing<InFlight> fifo_;  // arrivals in order
     std::vector<InFlight> late_;  // reordered and duplicated packets (min-heap on arrival)
     uint64_t delivered_ = 0, dropped_ = 0, dropped_burst_ = 0, duplicated_ = 0, reordered_ = 0;
     const int max_run_ahead_;  // kMaxRunAhead, or 1 with FabricParams::per_packet_events

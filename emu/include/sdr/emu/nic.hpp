@@ -5,6 +5,7 @@
 // Executor-agnostic: the simulator (or a real-time loop) calls rx_*/tx_* and provides time.
 #pragma once
 
+#include <sdr/emu/fifo_ring.hpp>
 #include <sdr/emu/ids.hpp>
 #include <sdr/emu/verbs.hpp>
 #include <sdr/emu/wire.hpp>
@@ -228,7 +229,7 @@ public:
     // the verbs QPs' messages, one packet each in turn while both have work (nic_tx.cpp).
     bool tx_pending() const
     {
-        return sq_count_ != 0 || ctrl_next_ != ctrl_head_ || verbs_active_n_ != 0 || !rc_acks_.empty() ||
+        return !sq_ring_.empty() || ctrl_next_ != ctrl_head_ || verbs_active_n_ != 0 || !rc_acks_.empty() ||
                !rc_resends_.empty();
     }
     [[nodiscard]] bool tx_next(TxPacket* out);
@@ -625,7 +626,6 @@ private:
     void sdr_rc_fail(TransportQp& q);
     void sdr_rc_arm(TransportQp& q, uint32_t h);
     void sdr_rc_timer(uint32_t h);
-    void grow_sq_ring();
     void drop(RxDrop d, TransportQp* qp);
     hal_worker* tx_worker(uint32_t qp_index) { return workers_[qp_index % workers_.size()].get(); }
 
@@ -643,9 +643,7 @@ private:
     std::vector<MemoryRegion> mrs_;
     std::vector<RootKey> root_keys_;
     std::vector<TransportQp> qps_;
-    std::vector<SqEntry> sq_ring_;  // power-of-two capacity
-    uint64_t sq_head_ = 0, sq_tail_ = 0;
-    uint32_t sq_count_ = 0;
+    FifoRing<SqEntry> sq_ring_;  // every transport QP's WQEs, in posting order
     std::deque<uint32_t> rc_acks_, rc_resends_;  // RC transport QPs with an ACK / packets to send again
     std::vector<CtrlQp> ctrl_qps_;
     std::vector<CtrlSend> ctrl_sq_;  // kCtrlSqDepth; entries live until tx_done

@@ -97,6 +97,10 @@ struct fw_rx_qp {
     uint32_t slot_window_words;    /* bitmap_words + 1 (the immediate word) */
     struct fw_slot *slots;
     struct hal_window window;      /* host: S x [chunk bitmap words, immediate word] */
+    /* Nonzero when the backend runs this QP's receive handlers and its host's slot re-arming
+     * on one thread (the simulator): NIC memory is then updated with plain read-modify-writes,
+     * which cost a tenth of an atomic's time. fw_rx_qp_init sets 0 (atomics). */
+    uint32_t one_thread;
 };
 
 /* The immediate word of a slot's window: bit 63 set once all fragments are in. */

@@ -106,6 +106,7 @@ private:
     std::map<std::tuple<Scheme, uint32_t, uint32_t>, std::unique_ptr<Coder>> coders_;  // per code met, made on first use
     std::map<uint64_t, TxState> txs_;
     std::map<uint64_t, RxState> rxs_;
+    std::vector<uint64_t> active_;  // progress(): the receives whose bitmaps it reads
     std::deque<Action> start_q_, data_q_, post_q_, ctrl_q_;
     std::vector<uint64_t> closing_;
     std::vector<uint8_t> zero_, scratch_;

@@ -187,8 +187,9 @@ public:
     [[nodiscard]] bool poll_action(Action* out) { return out_.poll(out); }
     const MessageStats* stats(uint64_t seq) const;
     void forget(uint64_t seq);
-    // Messages whose bitmaps the binding should read (posted, not over).
-    std::vector<uint64_t> active() const;
+    // Messages whose bitmaps the binding should read (posted, not over), into *out (reused by
+    // the caller: this runs on every progress call).
+    void active(std::vector<uint64_t>* out) const;
     const DropMeter& drops() const { return drops_; }
 
 private:
@@ -225,7 +226,7 @@ private:
     void send_cts(uint64_t now, Msg& m);
     void send_ctrl(const CtrlMsg& c) { out_.ctrl(c, inc_, peer_of(c.seq)); }
     uint32_t peer_of(uint64_t seq);
-    uint64_t rto() const;
+    uint64_t rto() const { return rto_ns_; }
     uint64_t renack_ns() const;
     uint32_t fit_bits() const;
     bool sub_decodable(const Msg& m, uint32_t s) const;
@@ -235,6 +236,7 @@ private:
     Geometry geo_;
     uint32_t inc_;
     double ns_per_byte_;
+    uint64_t rto_ns_;  // RTT (1 + alpha) plus the ACK interval: the configuration's, fixed
     uint64_t next_seq_ = 0;
     std::map<uint64_t, Msg> msgs_;
     std::map<uint64_t, bool> history_;  // seq → ok, for REQs about finished messages

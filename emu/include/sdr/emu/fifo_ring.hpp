@@ -1,0 +1,64 @@
+// A first-in first-out ring of trivially copyable items whose capacity doubles when it is full,
+// keeping the order: the NIC's shared send queue and a link's packets in flight. Storage is taken
+// uninitialised, as every slot is written before it is read. A sweep builds fresh fabrics per
+// sample, and zeroing rings sized for a 25 ms path (150 k packets in flight at 400 Gbit/s) was a
+// quarter of a ring Allreduce's time (perf).
+#pragma once
+
+#include <cstddef>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <type_traits>
+
+namespace sdr::emu {
+
+template <class T>
+class FifoRing {
+    static_assert(std::is_trivially_copyable_v<T> && std::is_trivially_destructible_v<T>);
+
+public:
+    explicit FifoRing(size_t capacity = 1024) : buf_(allocate(capacity)), mask_(capacity - 1) {}
+    size_t size() const { return count_; }
+    bool empty() const { return count_ == 0; }
+    // The i-th item from the front.
+    T& operator[](size_t i) { return buf_[(head_ + i) & mask_]; }
+    T& front() { return buf_[head_]; }
+    // A slot at the back for the caller to fill; valid until the next push_slot.
+    T& push_slot()
+    {
+        if (count_ == mask_ + 1) grow();
+        return buf_[(head_ + count_++) & mask_];
+    }
+    void pop()
+    {
+        head_ = (head_ + 1) & mask_;
+        count_--;
+    }
+
+private:
+    struct Free {
+        void operator()(T* p) const { ::operator delete[](p, std::align_val_t{alignof(T)}); }
+    };
+    using Buffer = std::unique_ptr<T[], Free>;
+    // T is an implicit-lifetime type: the allocation itself creates its objects (C++20).
+    static Buffer allocate(size_t n)
+    {
+        return Buffer(static_cast<T*>(::operator new[](n * sizeof(T), std::align_val_t{alignof(T)})));
+    }
+    void grow()
+    {
+        size_t cap = mask_ + 1, first = cap - head_;  // items from head_ to the end, then from 0
+        Buffer bigger = allocate(2 * cap);
+        std::memcpy(bigger.get(), buf_.get() + head_, first * sizeof(T));
+        std::memcpy(bigger.get() + first, buf_.get(), head_ * sizeof(T));
+        buf_ = std::move(bigger);
+        mask_ = 2 * cap - 1;
+        head_ = 0;
+    }
+
+    Buffer buf_;
+    size_t mask_, head_ = 0, count_ = 0;
+};
+
+}  // namespace sdr::emu
