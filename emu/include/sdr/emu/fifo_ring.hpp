@@ -21,8 +21,6 @@ public:
     explicit FifoRing(size_t capacity = 1024) : buf_(allocate(capacity)), mask_(capacity - 1) {}
     size_t size() const { return count_; }
     bool empty() const { return count_ == 0; }
-    // The i-th item from the front.
-    T& operator[](size_t i) { return buf_[(head_ + i) & mask_]; }
     T& front() { return buf_[head_]; }
     // A slot at the back for the caller to fill; valid until the next push_slot.
     T& push_slot()

@@ -99,7 +99,8 @@ struct fw_rx_qp {
     struct hal_window window;      /* host: S x [chunk bitmap words, immediate word] */
     /* Nonzero when the backend runs this QP's receive handlers and its host's slot re-arming
      * on one thread (the simulator): NIC memory is then updated with plain read-modify-writes,
-     * which cost a tenth of an atomic's time. fw_rx_qp_init sets 0 (atomics). */
+     * not locked instructions (their compare-exchange loop was half of fw_rx_cqe's samples in
+     * the simulator, perf). fw_rx_qp_init sets 0 (atomics). */
     uint32_t one_thread;
 };
 
