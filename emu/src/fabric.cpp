@@ -41,7 +41,8 @@ public:
             TxPacket& p = batch_[n_];
             leaves_[n_++] = wire_free;
             if (p.local_error) continue;
-            uint64_t t = wire_frac_ + (frame_bytes(p) + kWireOverheadBytes) * ps_per_byte_fp_;
+            frame_len_[n_ - 1] = frame_bytes(p);
+            uint64_t t = wire_frac_ + (frame_len_[n_ - 1] + kWireOverheadBytes) * ps_per_byte_fp_;
             if ((t >> kFracBits) < tx_spacing_ps_) t = tx_spacing_ps_ << kFracBits;  // DPA TX thread
             wire_free_ += t >> kFracBits;
             wire_frac_ = t & ((1u << kFracBits) - 1);
@@ -57,7 +58,7 @@ public:
             SimLink* link = route(p.remote_ip);
             if (!link) continue;
             uint8_t* frame = nullptr;
-            uint32_t frame_len = frame_bytes(p);
+            uint32_t frame_len = frame_len_[i];
             if (p.kind != TxPacket::Kind::Sdr || nic_.payload()) {  // control and verbs frames always carry their bytes
                 frame = f_.frame_alloc();
                 frame_len = static_cast<uint32_t>(nic_.tx_encode(p, frame, kFrameCap));
@@ -90,7 +91,8 @@ private:
     bool busy_ = false;
     uint32_t n_ = 0;
     TxPacket batch_[kMaxBatch];
-    SimTime leaves_[kMaxBatch];  // when each packet of the batch has left the wire
+    SimTime leaves_[kMaxBatch];      // when each packet of the batch has left the wire
+    uint32_t frame_len_[kMaxBatch];  // and its frame's bytes
     // Wire time: whole picoseconds plus a 16-bit fraction, so no float per packet and no drift
     // (declared after f_: initialised from it).
     static constexpr int kFracBits = 16;

@@ -62,7 +62,7 @@ bool Nic::tx_next(TxPacket* out)
     if (!rc_acks_.empty() || !rc_resends_.empty()) [[unlikely]]
         if (sdr_rc_tx_next(out)) return true;
     // Only a NIC with verbs work pays for the turn: SDR alone tests one counter.
-    if (verbs_active_n_ && (sq_ring_.empty() || (verbs_turn_ = !verbs_turn_)))
+    if (!verbs_active_.empty() && (sq_ring_.empty() || (verbs_turn_ = !verbs_turn_)))
         if (verbs_tx_next(out)) return true;
     if (sq_ring_.empty()) return false;
     const SqEntry& e = sq_ring_.front();  // stays put: nothing posts while this runs

@@ -30,16 +30,7 @@ uint32_t Nic::verbs_qp_create(QpType type, uint32_t pd, uint32_t send_cq, uint32
     size_t h = 0;
     while (h < vqps_.size() && vqps_[h] && vqps_[h]->live) h++;
     if (h >= kMaxVerbsQps) return kNoHandle;
-    if (h == vqps_.size()) {
-        vqps_.emplace_back();
-        if (vqps_.size() > verbs_active_.size()) {  // keep room for every entry, in order
-            std::vector<uint32_t> ring(std::max<size_t>(16, verbs_active_.size() * 2));
-            for (uint32_t i = 0; i < verbs_active_n_; i++)
-                ring[i] = verbs_active_[(verbs_active_head_ + i) & (verbs_active_.size() - 1)];
-            verbs_active_ = std::move(ring);
-            verbs_active_head_ = 0;
-        }
-    }
+    if (h == vqps_.size()) vqps_.emplace_back();
     uint32_t previous = vqps_[h] ? vqps_[h]->qpn : 0;
     auto q = std::make_unique<VerbsQp>(sq_depth, rq_depth);
     q->queued = vqps_[h] && vqps_[h]->queued;  // the handle may still wait in verbs_active_
@@ -253,7 +244,7 @@ void Nic::verbs_doorbell(uint32_t h)
     VerbsQp& q = *vqps_[h];
     if (q.queued || !verbs_has_tx(q)) return;
     q.queued = true;
-    verbs_active_[(verbs_active_head_ + verbs_active_n_++) & (verbs_active_.size() - 1)] = h;
+    verbs_active_.push_slot() = h;
     exec_->tx_ready(*this);
 }
 

@@ -62,10 +62,9 @@ const uint8_t* Nic::verbs_payload(const verbs::SendWr& w, uint32_t off, uint32_t
 // stays valid until the next call: every executor encodes a packet before it asks for another.
 bool Nic::verbs_tx_next(TxPacket* out)
 {
-    while (verbs_active_n_) {
-        const uint32_t h = verbs_active_[verbs_active_head_];
-        verbs_active_head_ = (verbs_active_head_ + 1) & (verbs_active_.size() - 1);
-        verbs_active_n_--;
+    while (!verbs_active_.empty()) {
+        const uint32_t h = verbs_active_.front();
+        verbs_active_.pop();
         VerbsQp& q = *vqps_[h];
         if (!q.live || !verbs_has_tx(q)) {
             q.queued = false;
@@ -74,7 +73,7 @@ bool Nic::verbs_tx_next(TxPacket* out)
         if (q.type == QpType::Rc) {
             const bool sent = rc_tx_next(q, h, out);
             if (q.live && verbs_has_tx(q))  // (a local error put the QP in ERR: it leaves the ring)
-                verbs_active_[(verbs_active_head_ + verbs_active_n_++) & (verbs_active_.size() - 1)] = h;
+                verbs_active_.push_slot() = h;
             else
                 q.queued = false;
             if (sent) return true;
@@ -139,7 +138,7 @@ bool Nic::verbs_tx_next(TxPacket* out)
             q.wqe_off += len;
         }
         if (q.sq_next != q.sq.head()) {
-            verbs_active_[(verbs_active_head_ + verbs_active_n_++) & (verbs_active_.size() - 1)] = h;
+            verbs_active_.push_slot() = h;
         } else {
             q.queued = false;
         }

@@ -1,8 +1,8 @@
 // A first-in first-out ring of trivially copyable items whose capacity doubles when it is full,
-// keeping the order: the NIC's shared send queue and a link's packets in flight. Storage is taken
-// uninitialised, as every slot is written before it is read. A sweep builds fresh fabrics per
-// sample, and zeroing rings sized for a 25 ms path (150 k packets in flight at 400 Gbit/s) was a
-// quarter of a ring Allreduce's time (perf).
+// keeping the order: the NIC's shared send queue, its verbs QPs with send work, and a link's
+// packets in flight. Storage is taken uninitialised, as every slot is written before it is read.
+// A sweep builds fresh fabrics per sample, and zeroing rings sized for a 25 ms path (150 k
+// packets in flight at 400 Gbit/s) was a quarter of a ring Allreduce's time (perf).
 #pragma once
 
 #include <cstddef>

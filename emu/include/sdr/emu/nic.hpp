@@ -229,7 +229,7 @@ public:
     // the verbs QPs' messages, one packet each in turn while both have work (nic_tx.cpp).
     bool tx_pending() const
     {
-        return !sq_ring_.empty() || ctrl_next_ != ctrl_head_ || verbs_active_n_ != 0 || !rc_acks_.empty() ||
+        return !sq_ring_.empty() || ctrl_next_ != ctrl_head_ || !verbs_active_.empty() || !rc_acks_.empty() ||
                !rc_resends_.empty();
     }
     [[nodiscard]] bool tx_next(TxPacket* out);
@@ -662,8 +662,7 @@ private:
     std::vector<std::unique_ptr<VerbsQp>> vqps_;
     // Verbs QPs with packets to send, served in turn: a ring of handles, each at most once (its
     // queued flag), so as many entries as QP entries suffice.
-    std::vector<uint32_t> verbs_active_;
-    uint32_t verbs_active_head_ = 0, verbs_active_n_ = 0;
+    FifoRing<uint32_t> verbs_active_{16};  // verbs QP handles with send work, in turn
     bool verbs_turn_ = false;  // toggled per packet while both SDR and verbs have work
     std::array<uint8_t, 4096> verbs_gather_{};  // a packet spanning SGEs, until it is encoded
     uint64_t verbs_cq_errors_ = 0;
