@@ -68,6 +68,49 @@ TEST(SimTransfer, LosslessSizesArriveByteExactWithEveryBitSet)
     EXPECT_EQ(w.nic(1).counters().rx_drops_total(), 0u);
 }
 
+// sdr_host_events is what lets a poll loop skip a QP (rel::Endpoint::progress): while the count
+// stands still, nothing the host reads may change. Stepped through a 1 MiB message in virtual
+// time, every step where the receiver's count held left its bitmap as it was, and the count
+// moved at least once per chunk.
+TEST(SimTransfer, HostEventCountHoldsOnlyWhileTheHostHasNothingNew)
+{
+    SimWorld w(config(16, 31, 3));
+    const size_t size = size_t{1} << 20;
+    std::vector<uint8_t> src(size, 5), dst(size, 0);
+    uint32_t sk = w.lkey(0, src.data(), size), rk = w.lkey(1, dst.data(), size);
+    sdr_recv_wr rw{static_cast<uint32_t>(size), rk, reinterpret_cast<uint64_t>(dst.data())};
+    sdr_recv_handle* rh = nullptr;
+    ASSERT_EQ(sdr_recv_post(w.qp(1), &rw, &rh), SDR_SUCCESS) << sdr_last_error();
+    uint8_t* bm = nullptr;
+    size_t nb = 0;
+    ASSERT_EQ(sdr_recv_bitmap_get(rh, &bm, &nb), SDR_SUCCESS);
+    EXPECT_EQ(sdr_host_events(nullptr), 0u);
+    const uint64_t idle = sdr_host_events(w.ctx(1));
+    EXPECT_EQ(sdr_host_events(w.ctx(1)), idle) << "nothing happened, yet the count moved";
+    sdr_send_wr sw{SDR_WR_WRITE, 0, static_cast<uint32_t>(size), sk, reinterpret_cast<uint64_t>(src.data()), 0};
+    sdr_send_handle* sh = nullptr;
+    ASSERT_EQ(sdr_send_post(w.qp(0), &sw, &sh), SDR_SUCCESS) << sdr_last_error();
+    uint64_t seen = sdr_host_events(w.ctx(1)), moves = 0, held = 0;
+    std::vector<uint8_t> before(bm, bm + nb);
+    while (sdr_sim_pending(w.ctx(1))) {
+        ASSERT_EQ(sdr_sim_wait(w.ctx(1), sdr_now_ns(w.ctx(1)) + 200), SDR_SUCCESS);
+        const uint64_t now = sdr_host_events(w.ctx(1));
+        if (now == seen) {
+            held++;
+            ASSERT_EQ(std::vector<uint8_t>(bm, bm + nb), before) << "the bitmap changed while the count held";
+        } else {
+            moves++;
+        }
+        seen = now;
+        before.assign(bm, bm + nb);
+    }
+    expect_all_set(before, size / 65536);
+    EXPECT_GE(moves, size / 65536);
+    EXPECT_GT(held, 0u);
+    wait_send(sh);
+    EXPECT_EQ(sdr_recv_complete(rh), SDR_SUCCESS);
+}
+
 TEST(SimTransfer, ChannelCountsGiveIdenticalBitmapsUnderLoss)
 {
     std::vector<uint8_t> ref;

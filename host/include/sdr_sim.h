@@ -23,6 +23,11 @@ int sdr_sim_advance_to(struct sdr_context *ctx, uint64_t t_ns);
  * a control datagram arrived); the clock ends at t_ns if none did. Lets a poll loop sleep in
  * virtual time without missing anything. SDR_ERROR on a non-simulated context. */
 int sdr_sim_wait(struct sdr_context *ctx, uint64_t t_ns);
+/* A count that moves whenever an event sdr_sim_wait wakes for happens on this context's
+ * device (simulated or real-time). Two equal reads mean the host could have noticed nothing new
+ * in between, so a poll loop may skip a QP's work until its next deadline. A device that cannot
+ * tell (rdma-core) returns a new value at every call. 0 for a NULL context. */
+uint64_t sdr_host_events(struct sdr_context *ctx);
 /* Run events until nothing is pending. SDR_ERROR on a non-simulated context. */
 int sdr_sim_run_until_idle(struct sdr_context *ctx);
 /* 1 if the fabric has events pending (packets in flight, timers), else 0. */

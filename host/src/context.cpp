@@ -94,6 +94,8 @@ extern "C" {
 
 uint64_t sdr_now_ns(sdr_context* ctx) { return ctx ? ctx->dev->now_ns() : 0; }
 
+uint64_t sdr_host_events(sdr_context* ctx) { return ctx ? ctx->dev->host_events() : 0; }
+
 int sdr_sim_advance_to(sdr_context* ctx, uint64_t t_ns)
 {
     if (!ctx) return set_error("sdr_sim_advance_to: context is NULL");

@@ -192,6 +192,7 @@ public:
     // The polling thread makes progress on its own; polling calls have nothing to run.
     bool progress() override { return true; }
     uint64_t now_ns() override { return rt_->now_ns(); }
+    uint64_t host_events() override { return nic_.host_events(); }
     bool advance_to(uint64_t) override { return false; }
     bool run_until_idle() override { return false; }
     // Blocks in real time until a host-visible event or t_ns: sdr_sim_wait works here too.

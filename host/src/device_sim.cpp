@@ -151,6 +151,7 @@ public:
 
     bool progress() override { return fabric_.progress(); }
     uint64_t now_ns() override { return fabric_.host_now_ns(); }
+    uint64_t host_events() override { return nic_.host_events(); }
     bool advance_to(uint64_t t_ns) override
     {
         fabric_.advance_to(to_ps(t_ns));

@@ -163,12 +163,16 @@ public:
     // on the simulator; real-time devices block); false if the device cannot wait.
     virtual bool wait_event(uint64_t) { return unfilled("wait_event"), false; }
     virtual bool pending() { return false; }
+    // A count that moves at every event wait_event wakes for. A device that cannot tell
+    // returns a new value at every call, so a caller comparing two reads never skips work.
+    virtual uint64_t host_events() { return ++host_events_unknown_; }
 
     // ---- Extension ---------------------------------------------------------------------------
     // The emulator's controls; nullptr on a device that is not the emulated NIC.
     virtual EmuControls* emu_controls() { return nullptr; }
 
 protected:
+    uint64_t host_events_unknown_ = 0;
     // Record, for take_failure(), that this backend does not provide op.
     void unfilled(const char* op) const;
     // Record, for take_failure(), why an operation the backend provides failed.

@@ -107,6 +107,9 @@ private:
     std::map<uint64_t, TxState> txs_;
     std::map<uint64_t, RxState> rxs_;
     std::vector<uint64_t> active_;  // progress(): the receives whose bitmaps it reads
+    // progress() has nothing to do before quiet_until_ (0: unknown) while the device's host
+    // event count is still seen_events_ (sdr_host_events).
+    uint64_t seen_events_ = 0, quiet_until_ = 0;
     std::deque<Action> start_q_, data_q_, post_q_, ctrl_q_;
     std::vector<uint64_t> closing_;
     std::vector<uint8_t> zero_, scratch_;
