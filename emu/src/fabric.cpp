@@ -26,7 +26,7 @@ public:
     // crosses the link, and when, is exact.
     void fire(SimTime now, uint64_t) override
     {
-        for (uint32_t i = 0; i < n_; i++) nic_.tx_done(batch_[i]);
+        nic_.tx_done(batch_, n_);
         n_ = 0;
         if (wire_free_ < now) {
             wire_free_ = now;
@@ -261,9 +261,9 @@ void SimLink::fire(SimTime now, uint64_t arg)
         for (int n = 0; !fifo_.empty() && n < max_run_ahead_ && dst_.host_events() == seen; n++) {
             if (fifo_.front().arrival > now && !fabric_.sim_.run_ahead_to(fifo_.front().arrival)) break;
             now = fabric_.sim_.now();
-            InFlight f = fifo_.front();
+            // Delivered in place: only the port pushes onto a link, never a receiving NIC.
+            deliver(fifo_.front());
             fifo_.pop();
-            deliver(f);
         }
         if (!fifo_.empty()) fabric_.sim_.at(fifo_.front().arrival, this, 0);
     } else {

@@ -15,22 +15,7 @@ namespace sdr::emu {
 // The simulator's port and the real-time loop keep arrays of these: 80 bytes is a cheap stride.
 static_assert(sizeof(TxPacket) == 80, "a TxPacket that grows costs SDR's per-packet path");
 
-bool Nic::hal_tx_post(hal_worker*, const hal_tx_wqe& wqe)
-{
-    if (wqe.qp >= qps_.size() || !qps_[wqe.qp].live) {
-        port_.tx_local_errors++;
-        return true;  // consumed: a WQE for a dead QP is discarded, not retried forever
-    }
-    TransportQp& q = qps_[wqe.qp];
-    if (q.sq_used >= kSqDepth) {
-        q.sq_blocked = true;
-        return false;
-    }
-    q.sq_used++;
-    sq_ring_.push_slot() = SqEntry{wqe.qp, wqe};
-    if (sq_ring_.size() == 1) exec_->tx_ready(*this);
-    return true;
-}
+bool Nic::hal_tx_post(hal_worker*, const hal_tx_wqe& wqe) { return post_wqe(wqe); }
 
 // Reads the next packet's payload ahead, as a NIC's DMA engine does, while this one is
 // encoded: each payload starts a new page, where the hardware prefetcher loses the stream, and
@@ -97,41 +82,48 @@ bool Nic::tx_next(TxPacket* out)
     return true;
 }
 
-void Nic::tx_done(const TxPacket& p)
+void Nic::tx_done(const TxPacket* batch, size_t n)
 {
-    if (p.kind != TxPacket::Kind::Sdr) {
-        if (p.kind == TxPacket::Kind::Verbs) return verbs_tx_done(p);
-        if (p.kind == TxPacket::Kind::SdrAck) {
-            port_.tx_frames++;
-            port_.tx_bytes += verbs_frame_bytes(p);
-            return;
+    for (const TxPacket* p = batch; p != batch + n; p++) {
+        if (p->kind != TxPacket::Kind::Sdr) [[unlikely]] {
+            tx_done_other(*p);
+            continue;
         }
-        ctrl_done_++;
+        TransportQp& q = qps_[p->qp];
+        if (q.rc && !p->local_error) [[unlikely]] {  // an RC WQE completes at its ACK
+            q.in_port--;
+            port_.tx_frames++;
+            port_.tx_bytes += wire::frame_bytes_write_imm(p->meta.dma_len);
+            q.counters.tx_packets++;
+            q.counters.tx_bytes += p->meta.dma_len;
+            continue;
+        }
+        q.sq_used--;
+        if (!q.live) continue;  // destroyed with WQEs queued: its firmware slot may serve another QP now
+        if (p->local_error) {
+            port_.tx_local_errors++;
+        } else {
+            port_.tx_frames++;
+            port_.tx_bytes += wire::frame_bytes_write_imm(p->meta.dma_len);
+            q.counters.tx_packets++;
+            q.counters.tx_bytes += p->meta.dma_len;
+        }
+        if (p->signaled || q.sq_blocked) complete_send(q, p->cookie, p->signaled, p->local_error);  // else it has nothing to do
+    }
+}
+
+void Nic::tx_done_other(const TxPacket& p)
+{
+    if (p.kind == TxPacket::Kind::Verbs) return verbs_tx_done(p);
+    if (p.kind == TxPacket::Kind::SdrAck) {
         port_.tx_frames++;
-        port_.tx_ctrl++;
-        port_.tx_bytes += wire::frame_bytes_ud_send(p.meta.dma_len);
+        port_.tx_bytes += verbs_frame_bytes(p);
         return;
     }
-    TransportQp& q = qps_[p.qp];
-    if (q.rc && !p.local_error) [[unlikely]] {  // an RC WQE completes at its ACK
-        q.in_port--;
-        port_.tx_frames++;
-        port_.tx_bytes += wire::frame_bytes_write_imm(p.meta.dma_len);
-        q.counters.tx_packets++;
-        q.counters.tx_bytes += p.meta.dma_len;
-        return;
-    }
-    q.sq_used--;
-    if (!q.live) return;  // destroyed with WQEs queued: its firmware slot may serve another QP now
-    if (p.local_error) {
-        port_.tx_local_errors++;
-    } else {
-        port_.tx_frames++;
-        port_.tx_bytes += wire::frame_bytes_write_imm(p.meta.dma_len);
-        q.counters.tx_packets++;
-        q.counters.tx_bytes += p.meta.dma_len;
-    }
-    if (p.signaled || q.sq_blocked) complete_send(q, p.cookie, p.signaled, p.local_error);  // else it has nothing to do
+    ctrl_done_++;
+    port_.tx_frames++;
+    port_.tx_ctrl++;
+    port_.tx_bytes += wire::frame_bytes_ud_send(p.meta.dma_len);
 }
 
 // A WQE left (UC) or was acknowledged (RC), or failed: its CQE to the firmware if signalled.

@@ -70,7 +70,9 @@ class SimFabric;
 class SimLink final : public SimTarget {
 public:
     SimLink(SimFabric& fabric, Nic& dst, uint32_t src_index, const LinkParams& p, uint64_t seed);
-    void send(SimTime leaves, const PacketMeta& m, uint8_t* frame, uint32_t frame_len);
+    // The per-packet steps are hidden (called only inside libsdr, never interposed), so the
+    // compiler may inline them into the port's and the link's events.
+    [[gnu::visibility("hidden")]] void send(SimTime leaves, const PacketMeta& m, uint8_t* frame, uint32_t frame_len);
     void fire(SimTime now, uint64_t arg) override;
     void reseed(uint64_t seed) { imp_.reseed(seed); }
     uint64_t delivered() const { return delivered_; }
@@ -87,11 +89,11 @@ private:
         uint32_t frame_len;
         uint8_t note;  // capture_note bits: what the link did (delayed, duplicated, the copy)
     };
-    void deliver(const InFlight& f);
+    [[gnu::visibility("hidden")]] void deliver(const InFlight& f);
     void tap_deliver(const InFlight& f);  // deliver with the pcap tap on
     void push_late(const InFlight& f);
     void send_impaired(SimTime leaves, const PacketMeta& m, uint8_t* frame, uint32_t frame_len);
-    void push_fifo(SimTime arrival, const PacketMeta& m, uint8_t* frame, uint32_t frame_len, uint8_t note);
+    [[gnu::visibility("hidden")]] void push_fifo(SimTime arrival, const PacketMeta& m, uint8_t* frame, uint32_t frame_len, uint8_t note);
     static bool later(const InFlight& a, const InFlight& b) { return a.arrival > b.arrival; }
     static constexpr int kMaxRunAhead = 64;
 

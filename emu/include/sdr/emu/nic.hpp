@@ -233,7 +233,9 @@ public:
                !rc_resends_.empty();
     }
     [[nodiscard]] bool tx_next(TxPacket* out);
-    void tx_done(const TxPacket& p);  // the packet left the port (or failed locally)
+    // The packets left the port (or failed locally), in the order tx_next gave them.
+    void tx_done(const TxPacket* batch, size_t n);
+    void tx_done(const TxPacket& p) { tx_done(&p, 1); }
     // Encode the whole frame of p (headers, payload, ICRC); returns bytes, 0 if cap too small.
     size_t tx_encode(const TxPacket& p, uint8_t* out, size_t cap) const;
     // Bytes of the frame tx_encode makes of a control or verbs packet (a verbs pad included).
@@ -361,6 +363,23 @@ public:
 
     // HAL entry points (hal_emu.cpp forwards here).
     [[nodiscard]] bool hal_tx_post(hal_worker* w, const hal_tx_wqe& wqe);
+    // Its body, inline: the firmware posts every packet through it (hal_emu.cpp).
+    [[nodiscard]] bool post_wqe(const hal_tx_wqe& wqe)
+    {
+        if (wqe.qp >= qps_.size() || !qps_[wqe.qp].live) {
+            port_.tx_local_errors++;
+            return true;  // consumed: a WQE for a dead QP is discarded, not retried forever
+        }
+        TransportQp& q = qps_[wqe.qp];
+        if (q.sq_used >= kSqDepth) {
+            q.sq_blocked = true;
+            return false;
+        }
+        q.sq_used++;
+        sq_ring_.push_slot() = SqEntry{wqe.qp, wqe};
+        if (sq_ring_.size() == 1) exec_->tx_ready(*this);
+        return true;
+    }
 
     const PortCounters& counters() const { return port_; }
     const QpCounters* qp_counters(uint32_t handle) const;
@@ -611,10 +630,13 @@ private:
         return &root_keys_[i];
     }
     void ctrl_receive(const PacketMeta& m, const uint8_t* payload, const NicAddress& src);
-    void respond(const PacketMeta& m, const uint8_t* payload, const NicAddress& src);  // the UC responder
+    // The receive path's steps are hidden (never called from outside libsdr, so never
+    // interposed): the compiler may then inline them into rx_packet, which it flattens.
+    [[gnu::visibility("hidden")]] void respond(const PacketMeta& m, const uint8_t* payload, const NicAddress& src);  // the UC responder
     // The root key's placement and the receive CQE of one WRITE-with-immediate; false: dropped.
-    bool place(TransportQp& qp, const PacketMeta& m, const uint8_t* payload);
+    [[gnu::visibility("hidden")]] bool place(TransportQp& qp, const PacketMeta& m, const uint8_t* payload);
     void complete_send(TransportQp& q, uint32_t cookie, bool signaled, bool error);
+    void tx_done_other(const TxPacket& p);  // a control, verbs or RC-ACK packet left the port
     // ---- SDR's RC transport QPs (nic_sdr_rc.cpp) ----
     void sdr_rc_sent(TransportQp& q, uint32_t h, const hal_tx_wqe& w, TxPacket* out);
     bool sdr_rc_tx_next(TxPacket* out);  // queued ACKs/NAKs, then packets sent again
