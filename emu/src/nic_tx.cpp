@@ -50,13 +50,12 @@ bool Nic::tx_next(TxPacket* out)
     if (!verbs_active_.empty() && (sq_ring_.empty() || (verbs_turn_ = !verbs_turn_)))
         if (verbs_tx_next(out)) return true;
     if (sq_ring_.empty()) return false;
-    const SqEntry& e = sq_ring_.front();  // stays put: nothing posts while this runs
+    const hal_tx_wqe& w = sq_ring_.front();  // stays put: nothing posts while this runs
     sq_ring_.pop();
-    if (tx_prefetch_ && !sq_ring_.empty()) prefetch_payload(sq_ring_.front().wqe);
-    TransportQp& q = qps_[e.qp];
-    const hal_tx_wqe& w = e.wqe;
+    if (tx_prefetch_ && !sq_ring_.empty()) prefetch_payload(sq_ring_.front());
+    TransportQp& q = qps_[w.qp];
     // Every field is written here (no zeroing of the whole packet first): this runs per packet.
-    out->qp = e.qp;
+    out->qp = w.qp;
     out->cookie = w.cookie;
     out->signaled = w.signaled;
     out->kind = TxPacket::Kind::Sdr;
@@ -78,7 +77,7 @@ bool Nic::tx_next(TxPacket* out)
     out->remote_ip = q.remote_ip;
     out->remote_mac = q.remote_mac;
     out->payload = reinterpret_cast<const uint8_t*>(w.local_addr);
-    if (q.rc) [[unlikely]] sdr_rc_sent(q, e.qp, w, out);
+    if (q.rc) [[unlikely]] sdr_rc_sent(q, w.qp, w, out);
     return true;
 }
 

@@ -376,7 +376,22 @@ public:
             return false;
         }
         q.sq_used++;
-        sq_ring_.push_slot() = SqEntry{wqe.qp, wqe};
+        // Field by field: the firmware has just stored the WQE so, and a wider load spanning
+        // two of its stores waits for them to retire (store-to-load forwarding fails); perf
+        // put half of this function's samples on such a load when the struct was copied
+        // whole. The empty asm keeps the compiler from merging 4-byte loads into 8-byte ones.
+        uint32_t qp = wqe.qp, imm = wqe.imm, lkey = wqe.lkey, length = wqe.length, rkey = wqe.rkey, cookie = wqe.cookie;
+        asm("" : "+r"(qp), "+r"(imm), "+r"(lkey), "+r"(length), "+r"(rkey), "+r"(cookie));
+        hal_tx_wqe& e = sq_ring_.push_slot();
+        e.qp = qp;
+        e.imm = imm;
+        e.local_addr = wqe.local_addr;
+        e.lkey = lkey;
+        e.length = length;
+        e.remote_va = wqe.remote_va;
+        e.rkey = rkey;
+        e.cookie = cookie;
+        e.signaled = wqe.signaled;
         if (sq_ring_.size() == 1) exec_->tx_ready(*this);
         return true;
     }
@@ -441,10 +456,6 @@ private:
         bool ack_queued = false, nak_sent = false;
         uint8_t nak_code = 0;  // 1 + the NAK code the queued response carries, 0: an ACK
         uint32_t epsn = 0, msn = 0, unacked_rx = 0;
-    };
-    struct SqEntry {
-        uint32_t qp;
-        hal_tx_wqe wqe;
     };
 
     struct CtrlQp {
@@ -665,7 +676,7 @@ private:
     std::vector<MemoryRegion> mrs_;
     std::vector<RootKey> root_keys_;
     std::vector<TransportQp> qps_;
-    FifoRing<SqEntry> sq_ring_;  // every transport QP's WQEs, in posting order
+    FifoRing<hal_tx_wqe> sq_ring_;  // every transport QP's WQEs, in posting order
     std::deque<uint32_t> rc_acks_, rc_resends_;  // RC transport QPs with an ACK / packets to send again
     std::vector<CtrlQp> ctrl_qps_;
     std::vector<CtrlSend> ctrl_sq_;  // kCtrlSqDepth; entries live until tx_done
