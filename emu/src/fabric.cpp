@@ -36,18 +36,28 @@ public:
         // hand it to the links. The NIC writes each packet field by field; a link reading it
         // right away with wider loads waits for those stores to retire (store-to-load
         // forwarding fails); perf put a fifth of the payload-free simulator's samples on such waits.
-        SimTime wire_free = now;
-        while (n_ < max_batch_ && wire_free < now + kTxBatchPs && nic_.tx_next(&batch_[n_])) {
-            TxPacket& p = batch_[n_];
-            leaves_[n_++] = wire_free;
-            if (p.local_error) continue;
-            frame_len_[n_ - 1] = frame_bytes(p);
-            uint64_t t = wire_frac_ + (frame_len_[n_ - 1] + kWireOverheadBytes) * ps_per_byte_fp_;
-            if ((t >> kFracBits) < tx_spacing_ps_) t = tx_spacing_ps_ << kFracBits;  // DPA TX thread
-            wire_free_ += t >> kFracBits;
-            wire_frac_ = t & ((1u << kFracBits) - 1);
-            wire_free = leaves_[n_ - 1] = wire_free_;
+        // The wire's clock lives in locals here: as members, each packet's update was stored and
+        // loaded back across the opaque tx_next call, a chain through memory per packet.
+        SimTime wire_free = now, busy_until = wire_free_;
+        uint64_t frac = wire_frac_;
+        uint32_t n = 0;
+        while (n < max_batch_ && wire_free < now + kTxBatchPs && nic_.tx_next(&batch_[n])) {
+            const TxPacket& p = batch_[n];
+            leaves_[n] = wire_free;
+            if (!p.local_error) {
+                const uint32_t len = frame_bytes(p);
+                frame_len_[n] = len;
+                uint64_t t = frac + (len + kWireOverheadBytes) * ps_per_byte_fp_;
+                if ((t >> kFracBits) < tx_spacing_ps_) t = tx_spacing_ps_ << kFracBits;  // DPA TX thread
+                busy_until += t >> kFracBits;
+                frac = t & ((1u << kFracBits) - 1);
+                wire_free = leaves_[n] = busy_until;
+            }
+            n++;
         }
+        n_ = n;
+        wire_free_ = busy_until;
+        wire_frac_ = frac;
         if (n_ == 0) {
             busy_ = false;
             return;
