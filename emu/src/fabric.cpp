@@ -417,6 +417,7 @@ Nic& SimFabric::nic(uint32_t index, uint32_t num_workers)
                                              id_seed(index));
         ports_[index] = std::make_unique<Port>(*this, *nics_[index]);
         if (dpa_) nics_[index]->set_cqe_dispatch(true);
+        nics_[index]->count_host_events_in(&host_events_);
     }
     return *nics_[index];
 }

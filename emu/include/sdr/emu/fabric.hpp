@@ -12,6 +12,7 @@
 #include <sdr/emu/pcap_writer.hpp>
 #include <sdr/emu/simulator.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -92,7 +93,7 @@ private:
     [[gnu::visibility("hidden")]] void deliver(const InFlight& f);
     void tap_deliver(const InFlight& f);  // deliver with the pcap tap on
     void push_late(const InFlight& f);
-    void send_impaired(SimTime leaves, const PacketMeta& m, uint8_t* frame, uint32_t frame_len);
+    [[gnu::visibility("hidden")]] void send_impaired(SimTime leaves, const PacketMeta& m, uint8_t* frame, uint32_t frame_len);
     [[gnu::visibility("hidden")]] void push_fifo(SimTime arrival, const PacketMeta& m, uint8_t* frame, uint32_t frame_len, uint8_t note);
     static bool later(const InFlight& a, const InFlight& b) { return a.arrival > b.arrival; }
     static constexpr int kMaxRunAhead = 64;
@@ -214,6 +215,9 @@ private:
     FabricParams params_;
     std::chrono::steady_clock::time_point wall_zero_ = std::chrono::steady_clock::now();
     Simulator sim_;
+    // Host events of all NICs (each NIC counts its own too): what wait_event watches, one load
+    // per event instead of a sum over the NICs. Declared before nics_, which count into it.
+    std::atomic<uint64_t> host_events_{0};
     std::vector<std::unique_ptr<Nic>> nics_;
     std::vector<std::unique_ptr<Port>> ports_;
     std::map<uint64_t, std::unique_ptr<SimLink>> links_;

@@ -25,11 +25,22 @@ struct ImpairmentParams {
 class Rng {
 public:
     explicit Rng(uint64_t seed);
-    uint64_t next();
+    uint64_t next()  // xoshiro256**; inline: a lossy link draws for every packet
+    {
+        const uint64_t r = rotl(s_[1] * 5, 7) * 9, t = s_[1] << 17;
+        s_[2] ^= s_[0];
+        s_[3] ^= s_[1];
+        s_[1] ^= s_[2];
+        s_[0] ^= s_[3];
+        s_[2] ^= t;
+        s_[3] = rotl(s_[3], 45);
+        return r;
+    }
     double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }  // [0,1)
     bool chance(double p) { return p > 0.0 && uniform() < p; }
 
 private:
+    static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
     uint64_t s_[4];
 };
 
@@ -43,7 +54,20 @@ struct ImpairmentVerdict {
 class Impairment {
 public:
     explicit Impairment(const ImpairmentParams& p);
-    ImpairmentVerdict decide();
+    ImpairmentVerdict decide()  // inline: every packet of a lossy link asks
+    {
+        ImpairmentVerdict v;
+        if (t_good_bad_) {
+            bad_ = bad_ ? !chance(t_bad_good_) : chance(t_good_bad_);
+            if (bad_ && chance(t_loss_bad_)) v.drop = v.burst = true;
+        }
+        // Drawn even after a burst drop, so a run's random stream does not depend on the state.
+        if (chance(t_loss_)) v.drop = true;
+        if (v.drop) return v;
+        if (chance(t_reorder_) && p_.reorder_max_ps) v.extra_delay_ps = 1 + rng_.next() % p_.reorder_max_ps;
+        v.duplicate = chance(t_duplicate_);
+        return v;
+    }
     // No probability is set: every verdict is "deliver as is" and draws nothing from the
     // stream, so a caller may skip decide() and the run stays the same.
     bool none() const { return none_; }

@@ -350,7 +350,13 @@ public:
     // control datagrams. A virtual-time waiter stops when this changes. One counter, read per
     // delivered packet by the simulator's run-ahead, written by whichever thread made the event.
     uint64_t host_events() const { return host_events_.load(std::memory_order_acquire); }
-    void note_host_event() { host_events_.fetch_add(1, std::memory_order_release); }
+    void note_host_event()
+    {
+        host_events_.fetch_add(1, std::memory_order_release);
+        if (event_sink_) event_sink_->fetch_add(1, std::memory_order_release);
+    }
+    // Also count host events in *sink (a fabric's count over all its NICs; nullptr: no more).
+    void count_host_events_in(std::atomic<uint64_t>* sink) { event_sink_ = sink; }
 
     // Host → firmware: a send doorbell for SDR QP qp_index.
     void doorbell(uint32_t qp_index);
@@ -686,6 +692,7 @@ private:
     NicIds ids_;
     PortCounters port_;
     std::atomic<uint64_t> host_events_{0};
+    std::atomic<uint64_t>* event_sink_ = nullptr;
     // The verbs device (after SDR's state, which the per-packet path touches).
     std::vector<VerbsPd> vpds_;
     std::vector<VerbsMr> vmrs_;
