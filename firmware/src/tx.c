@@ -22,35 +22,61 @@ static uint32_t popcount32(uint32_t v)
     return n;
 }
 
+/* What every packet of one request shares, read once: hal_tx_post is a call the compiler cannot
+ * see into, so fields read through qp and wr were loaded again for every packet. */
+struct wr_plan {
+    uint64_t local, remote;       /* the request's source, and its slot's base in the root key */
+    uint32_t length, first, ndata;
+    uint32_t lkey, rkey, user_imm, pad_frags;
+    uint32_t mtu_log, imm_high;   /* imm_high: the message id, shifted into place */
+    struct fw_imm_layout imm;
+    const uint32_t *channel_qp;   /* the generation's transport QPs */
+};
+
+static void plan_wr(const struct fw_tx_qp *qp, const struct fw_send_wr *wr, uint32_t ndata, struct wr_plan *p)
+{
+    p->local = wr->local_addr;
+    p->remote = (uint64_t)wr->slot * qp->slot_bytes;
+    p->length = wr->length;
+    p->first = wr->first_packet;
+    p->ndata = ndata;
+    p->lkey = wr->lkey;
+    p->rkey = qp->rkey[wr->generation];
+    p->user_imm = wr->user_imm;
+    p->pad_frags = wr->pad_frags;
+    p->mtu_log = qp->mtu_log;
+    p->imm = qp->imm;
+    p->imm_high = fw_imm_encode(qp->imm, wr->msg_id, 0, 0);
+    p->channel_qp = qp->channel_qp[wr->generation];
+}
+
 /* Packet i of a request: data packets first, then one zero-length packet per padding
  * fragment (lowest fragment first), each at packet offset = fragment index. */
-static void build_wqe(const struct fw_tx_qp *qp, const struct fw_send_wr *wr, uint32_t i,
-                      uint32_t ndata, struct hal_tx_wqe *wqe)
+static void build_wqe(const struct wr_plan *p, uint32_t i, struct hal_tx_wqe *wqe)
 {
     uint32_t offset, length;
-    uint64_t local = wr->local_addr;
-    if (i < ndata) {
-        uint64_t start = (uint64_t)i << qp->mtu_log;
-        uint64_t rest = wr->length - start;
-        length = rest < (1ull << qp->mtu_log) ? (uint32_t)rest : (1u << qp->mtu_log);
-        offset = wr->first_packet + i;
+    uint64_t local = p->local;
+    if (i < p->ndata) {
+        uint64_t start = (uint64_t)i << p->mtu_log;
+        uint64_t rest = p->length - start;
+        length = rest < (1ull << p->mtu_log) ? (uint32_t)rest : (1u << p->mtu_log);
+        offset = p->first + i;
         local += start;
     } else {
-        uint32_t k = i - ndata, pad = wr->pad_frags;
+        uint32_t k = i - p->ndata, pad = p->pad_frags;
         while (k--) pad &= pad - 1u; /* drop the k lowest padding fragments */
         offset = (uint32_t)__builtin_ctz(pad);
         length = 0;
     }
-    uint32_t j = fw_imm_frag_index(qp->imm, offset);
-    wqe->imm = fw_imm_encode(qp->imm, wr->msg_id, offset,
-                             fw_imm_user_frag(qp->imm, wr->user_imm, j));
+    uint32_t j = fw_imm_frag_index(p->imm, offset);
+    wqe->imm = p->imm_high | fw_imm_encode(p->imm, 0, offset, fw_imm_user_frag(p->imm, p->user_imm, j));
     wqe->local_addr = local;
-    wqe->lkey = wr->lkey;
+    wqe->lkey = p->lkey;
     wqe->length = length;
     /* Padding packets write nothing: they address the slot's base, so a padding offset past a
      * small slot never points into the next slot. */
-    wqe->remote_va = (uint64_t)wr->slot * qp->slot_bytes + (length ? (uint64_t)offset << qp->mtu_log : 0);
-    wqe->rkey = qp->rkey[wr->generation];
+    wqe->remote_va = p->remote + (length ? (uint64_t)offset << p->mtu_log : 0);
+    wqe->rkey = p->rkey;
 }
 
 /* Retire requests in order once all their packets are posted and signalled WQEs completed;
@@ -87,6 +113,8 @@ static bool tx_post(struct fw_tx_qp *qp, struct hal_worker *w, uint32_t *posted)
         /* The last WQE on each channel used is signalled: its completion implies the
          * channel's earlier WQEs left, whatever the order between channels. */
         uint32_t nch = qp->num_channels;
+        struct wr_plan plan;
+        plan_wr(qp, wr, ndata, &plan);
         while (wr->next_packet < total) {
             uint32_t i = wr->next_packet;
             /* Pacing (rate_limit, Mbit/s of frames): wait for the QP's next transmit time on a
@@ -101,9 +129,9 @@ static bool tx_post(struct fw_tx_qp *qp, struct hal_worker *w, uint32_t *posted)
                 }
             }
             struct hal_tx_wqe wqe;
-            build_wqe(qp, wr, i, ndata, &wqe);
+            build_wqe(&plan, i, &wqe);
             uint32_t ch = qp->next_channel;
-            wqe.qp = qp->channel_qp[wr->generation][ch];
+            wqe.qp = plan.channel_qp[ch];
             wqe.cookie = idx;
             wqe.signaled = (total - i <= nch);
             if (!hal_tx_post(w, &wqe)) {
