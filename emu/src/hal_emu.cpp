@@ -30,7 +30,7 @@ void hal_window_add64(hal_worker* w, const hal_window* win, uint64_t word, uint6
     if (w->nic) w->nic->note_host_event();
 }
 
-bool hal_tx_post(hal_worker* w, const hal_tx_wqe* wqe) { return w->nic->post_wqe(*wqe); }
+bool hal_tx_post(hal_worker* w, const hal_tx_wqe* wqe) { return w->nic->hal_tx_post(w, *wqe); }
 
 uint64_t hal_clock_ns(hal_worker* w) { return w->nic->executor()->now_ns(); }
 

@@ -15,8 +15,6 @@ namespace sdr::emu {
 // The simulator's port and the real-time loop keep arrays of these: 80 bytes is a cheap stride.
 static_assert(sizeof(TxPacket) == 80, "a TxPacket that grows costs SDR's per-packet path");
 
-bool Nic::hal_tx_post(hal_worker*, const hal_tx_wqe& wqe) { return post_wqe(wqe); }
-
 // Reads the next packet's payload ahead, as a NIC's DMA engine does, while this one is
 // encoded: each payload starts a new page, where the hardware prefetcher loses the stream, and
 // the kernel's traffic on the sending core has evicted the message by then. perf on AF_XDP: the

@@ -367,10 +367,8 @@ public:
     // A receive CQE the executor could not queue (its DPA thread's CQ was full): counted.
     void cq_overflow() { drop(RxDrop::CqOverflow, nullptr); }
 
-    // HAL entry points (hal_emu.cpp forwards here).
-    [[nodiscard]] bool hal_tx_post(hal_worker* w, const hal_tx_wqe& wqe);
-    // Its body, inline: the firmware posts every packet through it (hal_emu.cpp).
-    [[nodiscard]] bool post_wqe(const hal_tx_wqe& wqe)
+    // HAL entry points (hal_emu.cpp forwards here). Inline: the firmware posts every packet.
+    [[nodiscard]] bool hal_tx_post(hal_worker*, const hal_tx_wqe& wqe)
     {
         if (wqe.qp >= qps_.size() || !qps_[wqe.qp].live) {
             port_.tx_local_errors++;

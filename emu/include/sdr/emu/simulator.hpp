@@ -75,9 +75,8 @@ private:
     // Some pending event is due at or before t.
     bool pending_by(SimTime t) const
     {
-        if (!firing_) return !heap_.empty() && heap_[0].t <= t;
-        const size_t n = heap_.size();
-        return (n > 1 && heap_[1].t <= t) || (n > 2 && heap_[2].t <= t);
+        const Event* e = front();
+        return e && e->t <= t;
     }
     void sift_down(size_t i);
     void retire_fired();  // the fired event scheduled nothing: its root goes
