@@ -2,14 +2,6 @@
  * them round-robin over the channels of the message's generation; report injection. */
 #include <sdr/firmware/fw.h>
 
-/* Round-robin position continues across messages, so short messages spread too. */
-static inline uint32_t next_channel(struct fw_tx_qp *qp)
-{
-    uint32_t ch = qp->next_channel;
-    qp->next_channel = (ch + 1u == qp->num_channels) ? 0u : ch + 1u;
-    return ch;
-}
-
 static uint32_t data_packets(const struct fw_tx_qp *qp, const struct fw_send_wr *wr)
 {
     return (uint32_t)(((uint64_t)wr->length + (1ull << qp->mtu_log) - 1u) >> qp->mtu_log);
@@ -100,6 +92,10 @@ static void retire(struct fw_tx_qp *qp, struct hal_worker *w)
     }
 }
 
+/* Packets posted per HAL call: one call carries a burst, as a doorbell carries a batch of WQEs
+ * (the published SDK posts 8 per doorbell); the WQEs live on the handler's stack. */
+#define FW_TX_BURST 8u
+
 /* Post packets until the ring is drained (true), or the send queue is full or pacing says wait
  * (false); *posted counts the WQEs, added to the counter once per call, not per packet. */
 static bool tx_post(struct fw_tx_qp *qp, struct hal_worker *w, uint32_t *posted)
@@ -117,9 +113,10 @@ static bool tx_post(struct fw_tx_qp *qp, struct hal_worker *w, uint32_t *posted)
         plan_wr(qp, wr, ndata, &plan);
         while (wr->next_packet < total) {
             uint32_t i = wr->next_packet;
-            /* Pacing (rate_limit, Mbit/s of frames): wait for the QP's next transmit time on a
-             * timer rather than holding the worker. */
+            /* Pacing (rate_limit, Mbit/s of frames): one packet per call, and wait for the QP's
+             * next transmit time on a timer rather than holding the worker. */
             uint64_t now_ps = 0;
+            uint32_t n = total - i < FW_TX_BURST ? total - i : FW_TX_BURST;
             if (qp->rate_mbps) {
                 now_ps = hal_clock_ns(w) * 1000u;
                 if (qp->next_tx_ps > now_ps) {
@@ -127,27 +124,35 @@ static bool tx_post(struct fw_tx_qp *qp, struct hal_worker *w, uint32_t *posted)
                     hal_counter_add(w, FW_CNT_TX_PACED, 1);
                     return false;
                 }
+                n = 1;
             }
-            struct hal_tx_wqe wqe;
-            build_wqe(&plan, i, &wqe);
+            struct hal_tx_wqe wqe[FW_TX_BURST];
+            /* Round-robin position continues across messages, so short messages spread too. */
             uint32_t ch = qp->next_channel;
-            wqe.qp = plan.channel_qp[ch];
-            wqe.cookie = idx;
-            wqe.signaled = (total - i <= nch);
-            if (!hal_tx_post(w, &wqe)) {
-                hal_counter_add(w, FW_CNT_TX_SQ_FULL, 1);
-                return false; /* doorbell again when the send queue drains */
+            for (uint32_t k = 0; k < n; k++) {
+                build_wqe(&plan, i + k, &wqe[k]);
+                wqe[k].qp = plan.channel_qp[ch];
+                wqe[k].cookie = idx;
+                wqe[k].signaled = (total - (i + k) <= nch);
+                ch = (ch + 1u == nch) ? 0u : ch + 1u;
             }
-            next_channel(qp);
-            if (qp->rate_mbps) {
+            uint32_t m = hal_tx_post(w, wqe, n);
+            uint32_t signaled = 0;
+            for (uint32_t k = 0; k < m; k++) signaled += wqe[k].signaled;
+            qp->next_channel = (qp->next_channel + m) % nch;
+            if (m && qp->rate_mbps) {
                 /* ps = frame bits * 1e6 / (Mbit/s) */
-                uint64_t bits = 8u * (FW_FRAME_OVERHEAD_BYTES + (uint64_t)wqe.length);
+                uint64_t bits = 8u * (FW_FRAME_OVERHEAD_BYTES + (uint64_t)wqe[0].length);
                 uint64_t start = qp->next_tx_ps > now_ps ? qp->next_tx_ps : now_ps;
                 qp->next_tx_ps = start + bits * 1000000u / qp->rate_mbps;
             }
-            wr->pending += wqe.signaled;
-            wr->next_packet = i + 1u;
-            (*posted)++;
+            wr->pending += signaled;
+            wr->next_packet = i + m;
+            *posted += m;
+            if (m < n) {
+                hal_counter_add(w, FW_CNT_TX_SQ_FULL, 1);
+                return false; /* doorbell again when the send queue drains */
+            }
         }
         wr->posted_all = 1;
         qp->post_cursor++;

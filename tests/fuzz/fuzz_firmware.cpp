@@ -224,7 +224,7 @@ void hal_window_add64(hal_worker*, const hal_window* win, uint64_t word, uint64_
     *p += value;
 }
 
-bool hal_tx_post(hal_worker*, const hal_tx_wqe* wqe)
+static bool post_one(const hal_tx_wqe* wqe)
 {
     World& w = *W;
     SDR_FUZZ_CHECK(wqe->cookie < kRingSize && wqe->cookie == (w.tx.post_cursor & (kRingSize - 1)),
@@ -270,6 +270,14 @@ bool hal_tx_post(hal_worker*, const hal_tx_wqe* wqe)
     w.wr_queued[wqe->cookie]++;
     w.sq.push_back({*wqe, false});
     return true;
+}
+
+uint32_t hal_tx_post(hal_worker*, const hal_tx_wqe* wqe, uint32_t n)
+{
+    SDR_FUZZ_CHECK(n >= 1, "a burst of %u WQEs", n);
+    uint32_t i = 0;
+    while (i < n && post_one(&wqe[i])) i++;
+    return i;
 }
 
 uint64_t hal_clock_ns(hal_worker*) { return W->now_ns; }

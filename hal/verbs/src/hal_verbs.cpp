@@ -35,7 +35,8 @@ void hal_window_add64(hal_worker* w, const hal_window* win, uint64_t word, uint6
     w->wrote_host = true;
 }
 
-bool hal_tx_post(hal_worker* w, const hal_tx_wqe* wqe)
+// One WQE of a burst: false when its send queue is full.
+static bool post_one(hal_worker* w, const hal_tx_wqe* wqe)
 {
     ChannelQp* q = w->ex->by_tag(wqe->qp);
     if (!q) return false;
@@ -72,6 +73,13 @@ bool hal_tx_post(hal_worker* w, const hal_tx_wqe* wqe)
     }
     if (q->nbatch == q->batch.size()) w->ex->flush(w, q);
     return true;
+}
+
+uint32_t hal_tx_post(hal_worker* w, const hal_tx_wqe* wqe, uint32_t n)
+{
+    uint32_t i = 0;
+    while (i < n && post_one(w, &wqe[i])) i++;
+    return i;
 }
 
 uint64_t hal_clock_ns(hal_worker*)

@@ -128,9 +128,12 @@ struct hal_tx_wqe {
     uint8_t signaled;
 };
 
-/* Post to the transport QP's send queue. Returns false when the send queue is full; the
- * backend then raises a doorbell event once space frees, and firmware retries. */
-bool hal_tx_post(struct hal_worker *w, const struct hal_tx_wqe *wqe);
+/* Post a burst of n WQEs, in order, each to its transport QP's send queue: one call per burst,
+ * as one doorbell carries a batch of WQEs (DPDK's tx burst; the published SDK posts 8 per
+ * doorbell). Returns how many were taken, the first ones; fewer than n when a send queue is
+ * full, and the backend then raises a doorbell event once space frees, and firmware retries
+ * the rest. */
+uint32_t hal_tx_post(struct hal_worker *w, const struct hal_tx_wqe *wqe, uint32_t n);
 
 /* ---- Time, timers, counters ------------------------------------------------------------ */
 uint64_t hal_clock_ns(struct hal_worker *w);
