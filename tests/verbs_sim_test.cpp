@@ -835,7 +835,7 @@ TEST(VerbsTx, SdrAndVerbsPacketsAlternateControlFirst)
         w.local_addr = reinterpret_cast<uint64_t>(src.data());
         w.lkey = lkey;
         w.length = 1024;
-        ASSERT_TRUE(n.hal_tx_post(nullptr, w));
+        ASSERT_EQ(n.hal_tx_post(nullptr, &w, 1), 1u);
     }
     SendWr w;
     w.opcode = WrOpcode::RdmaWrite;

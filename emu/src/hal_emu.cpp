@@ -30,13 +30,7 @@ void hal_window_add64(hal_worker* w, const hal_window* win, uint64_t word, uint6
     if (w->nic) w->nic->note_host_event();
 }
 
-uint32_t hal_tx_post(hal_worker* w, const hal_tx_wqe* wqe, uint32_t n)
-{
-    sdr::emu::Nic& nic = *w->nic;
-    uint32_t i = 0;
-    while (i < n && nic.hal_tx_post(w, wqe[i])) i++;
-    return i;
-}
+uint32_t hal_tx_post(hal_worker* w, const hal_tx_wqe* wqe, uint32_t n) { return w->nic->hal_tx_post(w, wqe, n); }
 
 uint64_t hal_clock_ns(hal_worker* w) { return w->nic->executor()->now_ns(); }
 

@@ -63,10 +63,9 @@ static inline void gather_imm(struct fw_rx_qp *qp, struct hal_worker *w, struct 
     hal_counter_add(w, FW_CNT_IMM_COMPLETE, 1);
 }
 
-void fw_rx_cqe(struct fw_rx_qp *qp, uint32_t generation, struct hal_worker *w,
-               const struct hal_cqe *cqe)
+static inline void rx_cqe(struct fw_rx_qp *qp, uint32_t generation, struct hal_worker *w,
+                          const struct hal_cqe *cqe)
 {
-    hal_counter_add(w, FW_CNT_RX_CQE, 1);
     struct fw_imm imm = fw_imm_decode(qp->imm, cqe->imm);
     uint32_t s = imm.msg_id & qp->slot_mask;
     struct fw_slot *slot = &qp->slots[s];
@@ -103,4 +102,13 @@ void fw_rx_cqe(struct fw_rx_qp *qp, uint32_t generation, struct hal_worker *w,
     }
     /* 4. user-immediate fragments */
     gather_imm(qp, w, slot, s, p, imm.frag);
+}
+
+void fw_rx_cqe(struct fw_rx_qp *qp, uint32_t generation, struct hal_worker *w,
+               const struct hal_cqe *cqe)
+{
+    rx_cqe(qp, generation, w, cqe);
+    /* Counted last: a tail call, so the handler keeps its arguments in registers instead of
+     * saving them around a call at its start. */
+    hal_counter_add(w, FW_CNT_RX_CQE, 1);
 }

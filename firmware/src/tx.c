@@ -137,9 +137,13 @@ static bool tx_post(struct fw_tx_qp *qp, struct hal_worker *w, uint32_t *posted)
                 ch = (ch + 1u == nch) ? 0u : ch + 1u;
             }
             uint32_t m = hal_tx_post(w, wqe, n);
-            uint32_t signaled = 0;
-            for (uint32_t k = 0; k < m; k++) signaled += wqe[k].signaled;
-            qp->next_channel = (qp->next_channel + m) % nch;
+            /* Of the m taken, those at or after first_signaled are signalled. */
+            uint32_t first_signaled = total > nch ? total - nch : 0u;
+            uint32_t from = i > first_signaled ? i : first_signaled;
+            uint32_t signaled = i + m > from ? i + m - from : 0u;
+            ch = qp->next_channel + m; /* no division: m is at most a burst */
+            while (ch >= nch) ch -= nch;
+            qp->next_channel = ch;
             if (m && qp->rate_mbps) {
                 /* ps = frame bits * 1e6 / (Mbit/s) */
                 uint64_t bits = 8u * (FW_FRAME_OVERHEAD_BYTES + (uint64_t)wqe[0].length);

@@ -28,6 +28,19 @@ public:
         if (count_ == mask_ + 1) grow();
         return buf_[(head_ + count_++) & mask_];
     }
+    // Room for n items at the back, to fill through the returned view and then add with
+    // commit(k) (the first k of them): a burst without the ring's state reloaded per item.
+    struct Back {
+        T* buf;
+        size_t mask, first;
+        T& operator[](size_t k) const { return buf[(first + k) & mask]; }
+    };
+    Back reserve(size_t n)
+    {
+        while (count_ + n > mask_ + 1) grow();
+        return Back{buf_.get(), mask_, head_ + count_};
+    }
+    void commit(size_t n) { count_ += n; }
     void pop()
     {
         head_ = (head_ + 1) & mask_;
@@ -44,7 +57,7 @@ private:
     {
         return Buffer(static_cast<T*>(::operator new[](n * sizeof(T), std::align_val_t{alignof(T)})));
     }
-    void grow()
+    [[gnu::noinline, gnu::cold]] void grow()
     {
         size_t cap = mask_ + 1, first = cap - head_;  // items from head_ to the end, then from 0
         Buffer bigger = allocate(2 * cap);

@@ -368,36 +368,47 @@ public:
     void cq_overflow() { drop(RxDrop::CqOverflow, nullptr); }
 
     // HAL entry points (hal_emu.cpp forwards here). Inline: the firmware posts every packet.
-    [[nodiscard]] bool hal_tx_post(hal_worker*, const hal_tx_wqe& wqe)
+    // A burst of WQEs into the send queue; returns how many were taken (a WQE for a dead QP is
+    // taken and discarded, not retried forever), stopping at the first whose QP's queue is full.
+    [[nodiscard]] uint32_t hal_tx_post(hal_worker*, const hal_tx_wqe* wqe, uint32_t n)
     {
-        if (wqe.qp >= qps_.size() || !qps_[wqe.qp].live) {
-            port_.tx_local_errors++;
-            return true;  // consumed: a WQE for a dead QP is discarded, not retried forever
+        TransportQp* const qps = qps_.data();
+        const size_t nqps = qps_.size();
+        const bool was_empty = sq_ring_.empty();
+        const auto back = sq_ring_.reserve(n);
+        uint32_t i = 0, queued = 0;
+        for (; i < n; i++) {
+            const hal_tx_wqe& w = wqe[i];
+            if (w.qp >= nqps || !qps[w.qp].live) {
+                port_.tx_local_errors++;
+                continue;
+            }
+            TransportQp& q = qps[w.qp];
+            if (q.sq_used >= kSqDepth) {
+                q.sq_blocked = true;
+                break;
+            }
+            q.sq_used++;
+            // Field by field: the firmware has just stored the WQE so, and a wider load spanning
+            // two of its stores waits for them to retire (store-to-load forwarding fails); perf
+            // put half of this function's samples on such a load when the struct was copied
+            // whole. The empty asm keeps the compiler from merging 4-byte loads into 8-byte ones.
+            uint32_t qp = w.qp, imm = w.imm, lkey = w.lkey, length = w.length, rkey = w.rkey, cookie = w.cookie;
+            asm("" : "+r"(qp), "+r"(imm), "+r"(lkey), "+r"(length), "+r"(rkey), "+r"(cookie));
+            hal_tx_wqe& e = back[queued++];
+            e.qp = qp;
+            e.imm = imm;
+            e.local_addr = w.local_addr;
+            e.lkey = lkey;
+            e.length = length;
+            e.remote_va = w.remote_va;
+            e.rkey = rkey;
+            e.cookie = cookie;
+            e.signaled = w.signaled;
         }
-        TransportQp& q = qps_[wqe.qp];
-        if (q.sq_used >= kSqDepth) {
-            q.sq_blocked = true;
-            return false;
-        }
-        q.sq_used++;
-        // Field by field: the firmware has just stored the WQE so, and a wider load spanning
-        // two of its stores waits for them to retire (store-to-load forwarding fails); perf
-        // put half of this function's samples on such a load when the struct was copied
-        // whole. The empty asm keeps the compiler from merging 4-byte loads into 8-byte ones.
-        uint32_t qp = wqe.qp, imm = wqe.imm, lkey = wqe.lkey, length = wqe.length, rkey = wqe.rkey, cookie = wqe.cookie;
-        asm("" : "+r"(qp), "+r"(imm), "+r"(lkey), "+r"(length), "+r"(rkey), "+r"(cookie));
-        hal_tx_wqe& e = sq_ring_.push_slot();
-        e.qp = qp;
-        e.imm = imm;
-        e.local_addr = wqe.local_addr;
-        e.lkey = lkey;
-        e.length = length;
-        e.remote_va = wqe.remote_va;
-        e.rkey = rkey;
-        e.cookie = cookie;
-        e.signaled = wqe.signaled;
-        if (sq_ring_.size() == 1) exec_->tx_ready(*this);
-        return true;
+        sq_ring_.commit(queued);
+        if (was_empty && queued) exec_->tx_ready(*this);
+        return i;
     }
 
     const PortCounters& counters() const { return port_; }
