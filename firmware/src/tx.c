@@ -107,8 +107,10 @@ static bool tx_post(struct fw_tx_qp *qp, struct hal_worker *w, uint32_t *posted)
         uint32_t ndata = data_packets(qp, wr);
         uint32_t total = ndata + popcount32(wr->pad_frags);
         /* The last WQE on each channel used is signalled: its completion implies the
-         * channel's earlier WQEs left, whatever the order between channels. */
+         * channel's earlier WQEs left, whatever the order between channels. Packets from
+         * first_signaled on are those last ones. */
         uint32_t nch = qp->num_channels;
+        uint32_t first_signaled = total > nch ? total - nch : 0u;
         struct wr_plan plan;
         plan_wr(qp, wr, ndata, &plan);
         while (wr->next_packet < total) {
@@ -133,12 +135,11 @@ static bool tx_post(struct fw_tx_qp *qp, struct hal_worker *w, uint32_t *posted)
                 build_wqe(&plan, i + k, &wqe[k]);
                 wqe[k].qp = plan.channel_qp[ch];
                 wqe[k].cookie = idx;
-                wqe[k].signaled = (total - (i + k) <= nch);
+                wqe[k].signaled = (i + k >= first_signaled);
                 ch = (ch + 1u == nch) ? 0u : ch + 1u;
             }
             uint32_t m = hal_tx_post(w, wqe, n);
             /* Of the m taken, those at or after first_signaled are signalled. */
-            uint32_t first_signaled = total > nch ? total - nch : 0u;
             uint32_t from = i > first_signaled ? i : first_signaled;
             uint32_t signaled = i + m > from ? i + m - from : 0u;
             ch = qp->next_channel + m; /* no division: m is at most a burst */
