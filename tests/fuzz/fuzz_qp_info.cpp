@@ -9,8 +9,11 @@
 //    [MTU, 2^30], slot at least a chunk and at most 2^32 bytes, slot packets within the
 //    packet-offset bits, slots within the message-id bits, 2^40 bytes in flight at most);
 //  - once connected, sends to the first and the last chunk of the remote slot, with and without
-//    immediate, are accepted and complete locally, the virtual time runs until idle, and a
-//    second sdr_qp_connect is refused.
+//    immediate, are accepted, the virtual time runs until idle, and a second sdr_qp_connect is
+//    refused. Over UC every send completes locally. Over RC a send completes when the peer
+//    acknowledges it: the real peer (the blob is sim:1's own) does; a blob naming another
+//    address, QPN or key reaches nobody, and its first send then fails with SDR_ERROR, the
+//    FAILED status and a message, and every later send is refused (the QP is in error).
 // After an accepted blob the whole world is rebuilt, so every input meets the same QP.
 #include "fuzz_input.hpp"
 
@@ -31,6 +34,7 @@ struct World {
     sdr_mr* mr = nullptr;
     std::vector<uint8_t> buf = std::vector<uint8_t>(8192, 0x5A);
     size_t info_size = 0;
+    std::vector<uint8_t> peer_blob;  // sim:1's QP as it is
 
     World()
     {
@@ -49,6 +53,8 @@ struct World {
         mr = sdr_mr_reg(ctx[0], buf.data(), buf.size(), SDR_ACCESS_REMOTE_WRITE);
         SDR_FUZZ_CHECK(mr, "sdr_mr_reg: %s", sdr_last_error());
         sdr_qp_info_size_get(qp[0], &info_size);
+        peer_blob.resize(info_size);
+        SDR_FUZZ_CHECK(sdr_qp_info_get(qp[1], peer_blob.data()) == SDR_SUCCESS, "sdr_qp_info_get: %s", sdr_last_error());
     }
     ~World()
     {
@@ -61,12 +67,16 @@ struct World {
     }
 };
 
-// The accepted geometry, read at the offsets host/README.md documents (magic, version, then one
-// byte each: log2 MTU, chunk, slot, slot count; G; channels; receive flag; immediate layout).
+// The blob's fields at the offsets host/README.md documents (magic, version, then one byte
+// each: log2 MTU, chunk, slot, slot count; G; channels; receive flag; transport; immediate
+// layout).
+constexpr size_t kMtu = 8, kChunk = 9, kSlot = 10, kSlots = 11, kRc = 15, kMsgBits = 16, kOffsetBits = 17;
+
+// The accepted geometry.
 void check_geometry(const std::vector<uint8_t>& b)
 {
-    uint32_t mtu = b[8], chunk = b[9], slot = b[10], slots = b[11];
-    uint32_t msg_bits = b[15], offset_bits = b[16];
+    uint32_t mtu = b[kMtu], chunk = b[kChunk], slot = b[kSlot], slots = b[kSlots];
+    uint32_t msg_bits = b[kMsgBits], offset_bits = b[kOffsetBits];
     SDR_FUZZ_CHECK(mtu >= 6 && mtu <= 12, "accepted MTU 2^%u", mtu);
     SDR_FUZZ_CHECK(chunk >= mtu && chunk <= 30, "accepted chunk 2^%u (MTU 2^%u)", chunk, mtu);
     SDR_FUZZ_CHECK(slot >= chunk && slot <= 32, "accepted slot 2^%u (chunk 2^%u)", slot, chunk);
@@ -76,12 +86,14 @@ void check_geometry(const std::vector<uint8_t>& b)
     SDR_FUZZ_CHECK(slot + slots <= 40, "accepted 2^%u bytes in flight", slot + slots);
 }
 
-// Sends to the remote slot's first and last chunk; both must be taken and complete locally.
+// Sends to the remote slot's first and last chunk (the invariants above).
 void exercise(World& w, const std::vector<uint8_t>& b)
 {
     uint32_t lkey = 0;
     sdr_mr_lkey_get(w.mr, &lkey);
-    uint32_t chunk = b[9], slot = b[10];
+    const bool rc_to_nobody = b[kRc] && b != w.peer_blob;
+    bool failed = false;  // an RC send failed: the QP is in the error state
+    uint32_t chunk = b[kChunk], slot = b[kSlot];
     uint64_t last = (uint64_t{1} << (slot - chunk)) - 1;
     struct Send {
         sdr_wr_opcode op;
@@ -92,12 +104,23 @@ void exercise(World& w, const std::vector<uint8_t>& b)
         sdr_send_wr wr{s.op, 0xC0FFEE, s.len, lkey, reinterpret_cast<uint64_t>(w.buf.data()), s.offset};
         sdr_send_handle* h = nullptr;
         int rc = sdr_send_post(w.qp[0], &wr, &h);
+        if (failed) {
+            SDR_FUZZ_CHECK(rc == SDR_ERROR && std::strstr(sdr_last_error(), "error state"),
+                           "send of %u bytes after a failed one: %d %s", s.len, rc, sdr_last_error());
+            continue;
+        }
         SDR_FUZZ_CHECK(rc == SDR_SUCCESS, "send of %u bytes at chunk %llu: %d %s", s.len,
                        (unsigned long long)s.offset, rc, sdr_last_error());
         SDR_FUZZ_CHECK(sdr_sim_run_until_idle(w.ctx[0]) == SDR_SUCCESS, "run_until_idle: %s", sdr_last_error());
         int done = 0;
         sdr_send_status st{};
         rc = sdr_send_poll(h, &done, &st);
+        if (rc_to_nobody && rc == SDR_ERROR) {
+            SDR_FUZZ_CHECK(done && (st.flags & SDR_SEND_STATUS_FAILED) && std::strstr(sdr_last_error(), "not delivered"),
+                           "failed RC send of %u bytes: done %d, flags %#x, %s", s.len, done, st.flags, sdr_last_error());
+            failed = true;
+            continue;
+        }
         SDR_FUZZ_CHECK(rc == SDR_SUCCESS && done, "send of %u bytes at chunk %llu did not complete: %d %s", s.len,
                        (unsigned long long)s.offset, rc, sdr_last_error());
     }
