@@ -57,7 +57,12 @@ public:
     const std::string& backend() const { return backend_; }
     // Why the last operation that failed did (an unfilled operation names itself and the
     // backend), then forgets it; "" if nothing was said.
-    std::string take_failure();
+    std::string take_failure()
+    {
+        std::string s;
+        s.swap(failure_);
+        return s;
+    }
 
     // ---- Device attributes -------------------------------------------------------------------
     virtual PeerAddress address() const { return unfilled("address"), PeerAddress{}; }
@@ -174,7 +179,10 @@ public:
 protected:
     uint64_t host_events_unknown_ = 0;
     // Record, for take_failure(), that this backend does not provide op.
-    void unfilled(const char* op) const;
+    void unfilled(const char* op) const
+    {
+        failure_ = "the '" + backend_ + "' backend of " + name_ + " does not provide " + op;
+    }
     // Record, for take_failure(), why an operation the backend provides failed.
     void failed(std::string why) const { failure_ = std::move(why); }
 

@@ -1,7 +1,7 @@
 // SDR_SIM_* environment variables: the documented configuration of the "sim:N" fabric.
 #include <sdr/emu/fabric.hpp>
 
-#include "env_parse.hpp"
+#include <sdr/emu/env_parse.hpp>
 
 #include <cstdlib>
 #include <string>

@@ -10,7 +10,7 @@
 // every other identifier.
 #pragma once
 
-#include <sdr/emu/impairment.hpp>
+#include <sdr/emu/rng.hpp>
 
 #include <cstdint>
 #include <optional>

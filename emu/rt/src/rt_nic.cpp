@@ -3,7 +3,7 @@
 #include <sdr/emu/capture_notes.hpp>
 #include <sdr/emu/wire.hpp>
 
-#include "env_parse.hpp"
+#include <sdr/emu/env_parse.hpp>
 
 #include <poll.h>
 #include <pthread.h>
@@ -263,7 +263,7 @@ bool RtNic::receive(uint64_t now)
 {
     if (pcap_.pcapng())  // the frame is recorded after the NIC saw it, with the drop it counted
         return port_->rx_burst(p_.port.rx_batch, [&](const uint8_t* f, size_t len) {
-            capture_note::RxDropWatch watch(*nic_);
+            capture_note::RxDropWatch watch(nic_->counters().rx_drops);
             nic_->rx_frame(f, len);
             std::string note;
             watch.append_reason(&note);

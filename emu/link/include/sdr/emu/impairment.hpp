@@ -3,6 +3,8 @@
 // same way from the same seed. Deterministic: one xoshiro256** stream per link.
 #pragma once
 
+#include <sdr/emu/rng.hpp>
+
 #include <cstdint>
 
 namespace sdr::emu {
@@ -19,29 +21,6 @@ struct ImpairmentParams {
     uint64_t reorder_max_ps = 0;  // extra delay uniform in (0, reorder_max_ps]
     double duplicate = 0.0;       // probability a packet is delivered twice
     uint64_t seed = 1;
-};
-
-// xoshiro256** (Blackman & Vigna): fast, good quality, and its state is four words.
-class Rng {
-public:
-    explicit Rng(uint64_t seed);
-    uint64_t next()  // xoshiro256**; inline: a lossy link draws for every packet
-    {
-        const uint64_t r = rotl(s_[1] * 5, 7) * 9, t = s_[1] << 17;
-        s_[2] ^= s_[0];
-        s_[3] ^= s_[1];
-        s_[1] ^= s_[2];
-        s_[0] ^= s_[3];
-        s_[2] ^= t;
-        s_[3] = rotl(s_[3], 45);
-        return r;
-    }
-    double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }  // [0,1)
-    bool chance(double p) { return p > 0.0 && uniform() < p; }
-
-private:
-    static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-    uint64_t s_[4];
 };
 
 struct ImpairmentVerdict {

@@ -165,7 +165,7 @@ public:
                 n->rx_frame(fr.data(), fr.size());
             } else {  // an injected frame is recorded with what the NIC did with it
                 f_.flush_drops(f_.sim_.now());
-                capture_note::RxDropWatch watch(*n);
+                capture_note::RxDropWatch watch(n->counters().rx_drops);
                 n->rx_frame(fr.data(), fr.size());
                 std::string note = capture_note::kInjected;
                 watch.append_reason(&note);
@@ -314,7 +314,7 @@ void SimLink::tap_deliver(const InFlight& f)
     } else {
         // Written after the NIC saw the frame, with the drop it counted if any.
         fabric_.flush_drops(f.arrival);
-        capture_note::RxDropWatch watch(dst_);
+        capture_note::RxDropWatch watch(dst_.counters().rx_drops);
         if (f.frame) dst_.rx_frame(f.frame, f.frame_len);
         else dst_.rx_packet(f.meta, nullptr, src_addr_);
         std::string note;

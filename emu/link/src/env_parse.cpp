@@ -1,6 +1,6 @@
 // Parsing of the SDR_SIM_* / SDR_RT_* environment variables shared by the simulator and the
 // real-time executor: numbers in ranges, and the impairment settings both accept.
-#include "env_parse.hpp"
+#include <sdr/emu/env_parse.hpp>
 
 #include <cerrno>
 #include <cstdlib>

@@ -3,7 +3,7 @@
 #include <sdr/emu/dpa_model.hpp>
 #include <sdr/emu/nic.hpp>
 
-#include "env_parse.hpp"
+#include <sdr/emu/env_parse.hpp>
 
 #include <algorithm>
 #include <cmath>

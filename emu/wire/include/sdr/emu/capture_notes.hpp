@@ -4,10 +4,10 @@
 // bursts drop; extra delay reorders; duplication repeats. Neither stage drops for a rate limit
 // or a full ring (the real-time shaper queues without bound, and a full port ring makes it
 // wait), so no frame is ever recorded with such a cause. The NIC's receive drops use the names
-// of its counters (port.rx_drop.REASON, nic.hpp RxDrop).
+// of its counters (port.rx_drop.REASON, rx_drop.hpp).
 #pragma once
 
-#include <sdr/emu/nic.hpp>
+#include <sdr/emu/rx_drop.hpp>
 
 #include <cstring>
 #include <string>
@@ -39,27 +39,25 @@ inline void append_link(std::string* s, uint8_t bits)
 }
 
 // Which drop, if any, the NIC counted while one frame went through its receive path: the tap
-// compares the per-reason counters around Nic::rx_frame, so the NIC's path itself records
-// nothing extra (only a tap writing pcapng pays for this).
+// compares the NIC's per-reason drop counters (PortCounters::rx_drops) around Nic::rx_frame, so
+// the NIC's path itself records nothing extra (only a tap writing pcapng pays for this).
 class RxDropWatch {
 public:
-    explicit RxDropWatch(const Nic& nic) : c_(nic.counters())
-    {
-        std::memcpy(before_, c_.rx_drops, sizeof before_);
-    }
+    using Counts = uint64_t[static_cast<size_t>(RxDrop::Count)];
+    explicit RxDropWatch(const Counts& rx_drops) : c_(rx_drops) { std::memcpy(before_, c_, sizeof before_); }
     // Appends "nic drop: REASON" to *s if a drop was counted since construction.
     void append_reason(std::string* s) const
     {
         for (size_t i = 0; i < static_cast<size_t>(RxDrop::Count); i++)
-            if (c_.rx_drops[i] != before_[i]) {
+            if (c_[i] != before_[i]) {
                 append(s, (std::string(kNicDropPrefix) + to_string(static_cast<RxDrop>(i))).c_str());
                 return;
             }
     }
 
 private:
-    const PortCounters& c_;
-    uint64_t before_[static_cast<size_t>(RxDrop::Count)];
+    const Counts& c_;
+    Counts before_;
 };
 
 }  // namespace sdr::emu::capture_note
