@@ -6,7 +6,7 @@
 // request errors with ERR on both sides; READ protection (remote read, bounds, PD); flushes;
 // the state machine's RC attributes.
 #include <sdr/emu/fabric.hpp>
-#include <sdr/emu/verbs.hpp>
+#include <sdr/emu/verbs_engine.hpp>
 #include <sdr/emu/wire.hpp>
 
 #include <gtest/gtest.h>
@@ -37,21 +37,21 @@ std::vector<uint8_t> pattern(size_t n, uint32_t seed)
 struct Ep {
     Nic* nic = nullptr;
     uint32_t pd = 0, scq = 0, rcq = 0, qp = 0;
-    uint32_t qpn() const { return nic->verbs_qpn(qp); }
-    const QpCountersVerbs& c() const { return *nic->verbs_qp_counters(qp); }
+    uint32_t qpn() const { return nic->verbs().qpn(qp); }
+    const QpCountersVerbs& c() const { return *nic->verbs().qp_counters(qp); }
     uint32_t reg(std::vector<uint8_t>& v, uint32_t access = kLocalWrite | kRemoteWrite | kRemoteRead) const
     {
-        return nic->verbs_mr_reg(pd, v.data(), v.size(), access);
+        return nic->verbs().mr_reg(pd, v.data(), v.size(), access);
     }
     std::vector<Wc> poll(uint32_t cq)
     {
         std::vector<Wc> out;
         Wc wc[16];
         int n;
-        while ((n = nic->verbs_cq_poll(cq, wc, 16)) > 0) out.insert(out.end(), wc, wc + n);
+        while ((n = nic->verbs().cq_poll(cq, wc, 16)) > 0) out.insert(out.end(), wc, wc + n);
         return out;
     }
-    QpState state() const { return nic->verbs_qp_state(qp); }
+    QpState state() const { return nic->verbs().qp_state(qp); }
 };
 
 struct RcOpts {
@@ -66,7 +66,7 @@ void connect_rc(Ep& e, const Ep& to, uint32_t my_psn, uint32_t peer_psn, const R
     QpAttr a;
     a.state = QpState::Init;
     a.access = o.access;
-    ASSERT_EQ(e.nic->verbs_qp_modify(e.qp, a, QpAttr::kState | QpAttr::kAccess), 0);
+    ASSERT_EQ(e.nic->verbs().qp_modify(e.qp, a, QpAttr::kState | QpAttr::kAccess), 0);
     a.state = QpState::Rtr;
     a.path_mtu = o.mtu;
     a.dest_qpn = to.qpn();
@@ -74,7 +74,7 @@ void connect_rc(Ep& e, const Ep& to, uint32_t my_psn, uint32_t peer_psn, const R
     a.remote_gid = gid_from_ipv4(to.nic->address().ip);
     a.max_dest_rd_atomic = o.max_dest_rd;
     a.min_rnr_timer = o.min_rnr_timer;
-    ASSERT_EQ(e.nic->verbs_qp_modify(e.qp, a,
+    ASSERT_EQ(e.nic->verbs().qp_modify(e.qp, a,
                                      QpAttr::kState | QpAttr::kPathMtu | QpAttr::kDestQpn | QpAttr::kRqPsn |
                                          QpAttr::kAv | QpAttr::kMaxDestRdAtomic | QpAttr::kMinRnrTimer),
               0);
@@ -84,7 +84,7 @@ void connect_rc(Ep& e, const Ep& to, uint32_t my_psn, uint32_t peer_psn, const R
     a.retry_cnt = o.retry_cnt;
     a.rnr_retry = o.rnr_retry;
     a.max_rd_atomic = o.max_rd;
-    ASSERT_EQ(e.nic->verbs_qp_modify(e.qp, a,
+    ASSERT_EQ(e.nic->verbs().qp_modify(e.qp, a,
                                      QpAttr::kState | QpAttr::kSqPsn | QpAttr::kTimeout | QpAttr::kRetryCnt |
                                          QpAttr::kRnrRetry | QpAttr::kMaxRdAtomic),
               0);
@@ -112,10 +112,10 @@ struct RcPair {
         Nic& nb = loopback ? na : f.nic(1, 1);
         for (auto [e, n] : {std::pair{&a, &na}, std::pair{&b, &nb}}) {
             e->nic = n;
-            e->pd = n->verbs_pd_alloc();
-            e->scq = n->verbs_cq_create(4096);
-            e->rcq = n->verbs_cq_create(4096);
-            e->qp = n->verbs_qp_create(QpType::Rc, e->pd, e->scq, e->rcq, 1024, 1024);
+            e->pd = n->verbs().pd_alloc();
+            e->scq = n->verbs().cq_create(4096);
+            e->rcq = n->verbs().cq_create(4096);
+            e->qp = n->verbs().qp_create(QpType::Rc, e->pd, e->scq, e->rcq, 1024, 1024);
             EXPECT_NE(e->qp, Nic::kNoHandle);
         }
         connect_rc(a, b, 0xFFFFF0, 0x7FFFF8, o);
@@ -160,20 +160,20 @@ void send_write_read(RcPair& t)
                          rdst(12000, 0xCC);
     uint32_t skey = t.a.reg(src), dkey = t.b.reg(dst), rkey = t.b.reg(rbuf), rskey = t.b.reg(rsrc),
              rdkey = t.a.reg(rdst);
-    ASSERT_EQ(t.b.nic->verbs_post_recv(t.b.qp, recv_wr(7, {sge(rbuf, rkey, 0, 1000), sge(rbuf, rkey, 2000, 8000)})), 0);
-    ASSERT_EQ(t.b.nic->verbs_post_recv(t.b.qp, recv_wr(8, {sge(rbuf, rkey, 11000, 16)})), 0);
-    ASSERT_EQ(t.a.nic->verbs_post_send(t.a.qp, wr(1, WrOpcode::SendWithImm, sge(src, skey, 100, 5000), 0, 0, 0xABCD)), 0);
+    ASSERT_EQ(t.b.nic->verbs().post_recv(t.b.qp, recv_wr(7, {sge(rbuf, rkey, 0, 1000), sge(rbuf, rkey, 2000, 8000)})), 0);
+    ASSERT_EQ(t.b.nic->verbs().post_recv(t.b.qp, recv_wr(8, {sge(rbuf, rkey, 11000, 16)})), 0);
+    ASSERT_EQ(t.a.nic->verbs().post_send(t.a.qp, wr(1, WrOpcode::SendWithImm, sge(src, skey, 100, 5000), 0, 0, 0xABCD)), 0);
     SendWr w = wr(2, WrOpcode::RdmaWrite, sge(src, skey, 0, 6001), va(dst, 1000), dkey);
     w.num_sge = 2;
     w.sg[1] = sge(src, skey, 8000, 4002);
-    ASSERT_EQ(t.a.nic->verbs_post_send(t.a.qp, w), 0);
-    ASSERT_EQ(t.a.nic->verbs_post_send(t.a.qp, wr(3, WrOpcode::RdmaWriteWithImm, sge(src, skey, 13000, 3000),
+    ASSERT_EQ(t.a.nic->verbs().post_send(t.a.qp, w), 0);
+    ASSERT_EQ(t.a.nic->verbs().post_send(t.a.qp, wr(3, WrOpcode::RdmaWriteWithImm, sge(src, skey, 13000, 3000),
                                                   va(dst, 0), dkey, 0x1234)),
               0);
     SendWr r = wr(4, WrOpcode::RdmaRead, sge(rdst, rdkey, 0, 4000), va(rsrc), rskey);
     r.num_sge = 2;
     r.sg[1] = sge(rdst, rdkey, 5000, 5000);
-    ASSERT_EQ(t.a.nic->verbs_post_send(t.a.qp, r), 0);
+    ASSERT_EQ(t.a.nic->verbs().post_send(t.a.qp, r), 0);
     t.f.run_until_idle();
 
     auto sw = t.a.poll(t.a.scq);
@@ -244,41 +244,41 @@ TEST(VerbsRc, StateMachineNeedsTheRcAttributes)
 {
     SimFabric f(params());
     Nic& n = f.nic(0, 1);
-    uint32_t pd = n.verbs_pd_alloc(), cq = n.verbs_cq_create(16);
-    uint32_t qp = n.verbs_qp_create(QpType::Rc, pd, cq, cq, 16, 16);
+    uint32_t pd = n.verbs().pd_alloc(), cq = n.verbs().cq_create(16);
+    uint32_t qp = n.verbs().qp_create(QpType::Rc, pd, cq, cq, 16, 16);
     QpAttr a;
     a.state = QpState::Init;
     a.access = kLocalWrite;
-    ASSERT_EQ(n.verbs_qp_modify(qp, a, QpAttr::kState | QpAttr::kAccess), 0);
+    ASSERT_EQ(n.verbs().qp_modify(qp, a, QpAttr::kState | QpAttr::kAccess), 0);
     a.state = QpState::Rtr;
     a.remote_gid = gid_from_ipv4(n.address().ip);
     const uint32_t uc_rtr = QpAttr::kState | QpAttr::kPathMtu | QpAttr::kDestQpn | QpAttr::kRqPsn | QpAttr::kAv;
-    EXPECT_EQ(n.verbs_qp_modify(qp, a, uc_rtr), EINVAL) << "RC RTR needs max_dest_rd_atomic and min_rnr_timer";
-    EXPECT_EQ(n.verbs_qp_modify(qp, a, uc_rtr | QpAttr::kMaxDestRdAtomic), EINVAL);
+    EXPECT_EQ(n.verbs().qp_modify(qp, a, uc_rtr), EINVAL) << "RC RTR needs max_dest_rd_atomic and min_rnr_timer";
+    EXPECT_EQ(n.verbs().qp_modify(qp, a, uc_rtr | QpAttr::kMaxDestRdAtomic), EINVAL);
     a.max_dest_rd_atomic = 17;
-    EXPECT_EQ(n.verbs_qp_modify(qp, a, uc_rtr | QpAttr::kMaxDestRdAtomic | QpAttr::kMinRnrTimer), EINVAL);
+    EXPECT_EQ(n.verbs().qp_modify(qp, a, uc_rtr | QpAttr::kMaxDestRdAtomic | QpAttr::kMinRnrTimer), EINVAL);
     a.max_dest_rd_atomic = 1;
     a.min_rnr_timer = 32;
-    EXPECT_EQ(n.verbs_qp_modify(qp, a, uc_rtr | QpAttr::kMaxDestRdAtomic | QpAttr::kMinRnrTimer), EINVAL);
+    EXPECT_EQ(n.verbs().qp_modify(qp, a, uc_rtr | QpAttr::kMaxDestRdAtomic | QpAttr::kMinRnrTimer), EINVAL);
     a.min_rnr_timer = 1;
-    ASSERT_EQ(n.verbs_qp_modify(qp, a, uc_rtr | QpAttr::kMaxDestRdAtomic | QpAttr::kMinRnrTimer), 0);
+    ASSERT_EQ(n.verbs().qp_modify(qp, a, uc_rtr | QpAttr::kMaxDestRdAtomic | QpAttr::kMinRnrTimer), 0);
     a.state = QpState::Rts;
-    EXPECT_EQ(n.verbs_qp_modify(qp, a, QpAttr::kState | QpAttr::kSqPsn), EINVAL) << "RTS needs timeout, retries";
+    EXPECT_EQ(n.verbs().qp_modify(qp, a, QpAttr::kState | QpAttr::kSqPsn), EINVAL) << "RTS needs timeout, retries";
     a.retry_cnt = 8;
     const uint32_t rts = QpAttr::kState | QpAttr::kSqPsn | QpAttr::kTimeout | QpAttr::kRetryCnt | QpAttr::kRnrRetry |
                          QpAttr::kMaxRdAtomic;
-    EXPECT_EQ(n.verbs_qp_modify(qp, a, rts), EINVAL);
+    EXPECT_EQ(n.verbs().qp_modify(qp, a, rts), EINVAL);
     a.retry_cnt = 7;
-    ASSERT_EQ(n.verbs_qp_modify(qp, a, rts), 0);
-    EXPECT_EQ(n.verbs_qp_state(qp), QpState::Rts);
-    EXPECT_EQ(n.verbs_qp_modify(qp, a, QpAttr::kState | QpAttr::kSqPsn), EINVAL) << "no new send PSN in RTS";
-    EXPECT_EQ(n.verbs_qp_modify(qp, a, QpAttr::kState | QpAttr::kTimeout | QpAttr::kRetryCnt), 0);
+    ASSERT_EQ(n.verbs().qp_modify(qp, a, rts), 0);
+    EXPECT_EQ(n.verbs().qp_state(qp), QpState::Rts);
+    EXPECT_EQ(n.verbs().qp_modify(qp, a, QpAttr::kState | QpAttr::kSqPsn), EINVAL) << "no new send PSN in RTS";
+    EXPECT_EQ(n.verbs().qp_modify(qp, a, QpAttr::kState | QpAttr::kTimeout | QpAttr::kRetryCnt), 0);
     // READ: RC only
     std::vector<uint8_t> buf(64);
-    uint32_t key = n.verbs_mr_reg(pd, buf.data(), buf.size(), kLocalWrite);
-    EXPECT_EQ(n.verbs_post_send(qp, wr(1, WrOpcode::RdmaRead, sge(buf, key, 0, 64), 0, 1)), 0);
-    uint32_t uc = n.verbs_qp_create(QpType::Uc, pd, cq, cq, 16, 16);
-    EXPECT_EQ(n.verbs_post_send(uc, wr(1, WrOpcode::RdmaRead, sge(buf, key, 0, 64), 0, 1)), EINVAL);
+    uint32_t key = n.verbs().mr_reg(pd, buf.data(), buf.size(), kLocalWrite);
+    EXPECT_EQ(n.verbs().post_send(qp, wr(1, WrOpcode::RdmaRead, sge(buf, key, 0, 64), 0, 1)), 0);
+    uint32_t uc = n.verbs().qp_create(QpType::Uc, pd, cq, cq, 16, 16);
+    EXPECT_EQ(n.verbs().post_send(uc, wr(1, WrOpcode::RdmaRead, sge(buf, key, 0, 64), 0, 1)), EINVAL);
 }
 
 namespace {
@@ -300,14 +300,14 @@ struct Bulk {
                  rdkey = t.a.reg(rdst);
         for (int i = 0; i < kMsgs; i++) {
             const size_t off = size_t(i) * kLen;
-            ASSERT_EQ(t.b.nic->verbs_post_recv(t.b.qp, recv_wr(i, {sge(rbuf, rkey, off, kLen)})), 0);
+            ASSERT_EQ(t.b.nic->verbs().post_recv(t.b.qp, recv_wr(i, {sge(rbuf, rkey, off, kLen)})), 0);
             SendWr w;
             switch (i % 3) {
             case 0: w = wr(i, WrOpcode::SendWithImm, sge(src, skey, off, kLen), 0, 0, uint32_t(i)); break;
             case 1: w = wr(i, WrOpcode::RdmaWrite, sge(src, skey, off, kLen), va(wdst, off), wkey); break;
             case 2: w = wr(i, WrOpcode::RdmaRead, sge(rdst, rdkey, off, kLen), va(rsrc, off), rskey); break;
             }
-            ASSERT_EQ(t.a.nic->verbs_post_send(t.a.qp, w), 0);
+            ASSERT_EQ(t.a.nic->verbs().post_send(t.a.qp, w), 0);
         }
         t.f.run_until_idle();
         auto sw = t.a.poll(t.a.scq);
@@ -415,7 +415,7 @@ TEST(VerbsRc, PsnGapNaksOnceAndTheRequesterGoesBackN)
     std::vector<uint8_t> src = pattern(200 * 1024, 9), dst(200 * 1024, 0);
     uint32_t skey = t.a.reg(src), dkey = t.b.reg(dst);
     // one 200-packet WRITE, then a 1-packet WRITE that must not be lost (checked below)
-    ASSERT_EQ(t.a.nic->verbs_post_send(t.a.qp, wr(1, WrOpcode::RdmaWrite, sge(src, skey, 0, 199 * 1024), va(dst), dkey)), 0);
+    ASSERT_EQ(t.a.nic->verbs().post_send(t.a.qp, wr(1, WrOpcode::RdmaWrite, sge(src, skey, 0, 199 * 1024), va(dst), dkey)), 0);
     t.f.run_until_idle();
     ASSERT_FALSE(t.f.drop_log().empty());
     bool tail_lost = false;
@@ -492,8 +492,8 @@ TEST(VerbsRc, RnrNakThenTheLateReceiveSucceeds)
     RcPair t(false, o);
     std::vector<uint8_t> src = pattern(8192, 5), rbuf(8192, 0), dst(8192, 0);
     uint32_t skey = t.a.reg(src), rkey = t.b.reg(rbuf), dkey = t.b.reg(dst);
-    ASSERT_EQ(t.a.nic->verbs_post_send(t.a.qp, wr(1, WrOpcode::Send, sge(src, skey, 0, 3000))), 0);
-    ASSERT_EQ(t.a.nic->verbs_post_send(
+    ASSERT_EQ(t.a.nic->verbs().post_send(t.a.qp, wr(1, WrOpcode::Send, sge(src, skey, 0, 3000))), 0);
+    ASSERT_EQ(t.a.nic->verbs().post_send(
                   t.a.qp, wr(2, WrOpcode::RdmaWriteWithImm, sge(src, skey, 3000, 4000), va(dst), dkey, 77)),
               0);
     t.f.advance_to(t.f.sim().now() + 5'000'000'000ull);  // 5 ms: about 4 RNR waits of 1.28 ms
@@ -502,9 +502,9 @@ TEST(VerbsRc, RnrNakThenTheLateReceiveSucceeds)
     EXPECT_GE(rnr, 3u);
     EXPECT_LE(rnr, 5u);
     EXPECT_EQ(t.a.c().rx_rnr_naks, rnr);
-    ASSERT_EQ(t.b.nic->verbs_post_recv(t.b.qp, recv_wr(10, {sge(rbuf, rkey, 0, 8192)})), 0);
+    ASSERT_EQ(t.b.nic->verbs().post_recv(t.b.qp, recv_wr(10, {sge(rbuf, rkey, 0, 8192)})), 0);
     t.f.advance_to(t.f.sim().now() + 3'000'000'000ull);  // the WRITE's last packet now waits for its WQE
-    ASSERT_EQ(t.b.nic->verbs_post_recv(t.b.qp, recv_wr(11, {sge(rbuf, rkey, 0, 16)})), 0);
+    ASSERT_EQ(t.b.nic->verbs().post_recv(t.b.qp, recv_wr(11, {sge(rbuf, rkey, 0, 16)})), 0);
     t.f.run_until_idle();
     auto sw = t.a.poll(t.a.scq);
     ASSERT_EQ(sw.size(), 2u);
@@ -531,8 +531,8 @@ TEST(VerbsRc, RnrRetryExhaustedFailsTheWqeAndFlushesTheRest)
     RcPair t(false, o);
     std::vector<uint8_t> src = pattern(4096, 6);
     uint32_t skey = t.a.reg(src);
-    ASSERT_EQ(t.a.nic->verbs_post_send(t.a.qp, wr(1, WrOpcode::Send, sge(src, skey, 0, 100))), 0);
-    ASSERT_EQ(t.a.nic->verbs_post_send(t.a.qp, wr(2, WrOpcode::Send, sge(src, skey, 0, 100))), 0);
+    ASSERT_EQ(t.a.nic->verbs().post_send(t.a.qp, wr(1, WrOpcode::Send, sge(src, skey, 0, 100))), 0);
+    ASSERT_EQ(t.a.nic->verbs().post_send(t.a.qp, wr(2, WrOpcode::Send, sge(src, skey, 0, 100))), 0);
     t.f.run_until_idle();
     auto sw = t.a.poll(t.a.scq);
     ASSERT_EQ(sw.size(), 2u);
@@ -551,12 +551,12 @@ TEST(VerbsRc, PeerGoneFailsWithRetryExceededAfterRetryCnt)
     o.retry_cnt = 3;
     o.timeout = 10;  // 4.2 ms
     RcPair t(false, o);
-    ASSERT_EQ(t.b.nic->verbs_qp_destroy(t.b.qp), 0);
+    ASSERT_EQ(t.b.nic->verbs().qp_destroy(t.b.qp), 0);
     std::vector<uint8_t> src = pattern(4096, 8), rbuf(64, 0);
     uint32_t skey = t.a.reg(src), rkey = t.a.reg(rbuf);
-    ASSERT_EQ(t.a.nic->verbs_post_recv(t.a.qp, recv_wr(30, {sge(rbuf, rkey, 0, 64)})), 0);
-    ASSERT_EQ(t.a.nic->verbs_post_send(t.a.qp, wr(1, WrOpcode::RdmaWrite, sge(src, skey, 0, 3000), 0x1000, 1)), 0);
-    ASSERT_EQ(t.a.nic->verbs_post_send(t.a.qp, wr(2, WrOpcode::Send, sge(src, skey, 0, 10))), 0);
+    ASSERT_EQ(t.a.nic->verbs().post_recv(t.a.qp, recv_wr(30, {sge(rbuf, rkey, 0, 64)})), 0);
+    ASSERT_EQ(t.a.nic->verbs().post_send(t.a.qp, wr(1, WrOpcode::RdmaWrite, sge(src, skey, 0, 3000), 0x1000, 1)), 0);
+    ASSERT_EQ(t.a.nic->verbs().post_send(t.a.qp, wr(2, WrOpcode::Send, sge(src, skey, 0, 10))), 0);
     const SimTime t0 = t.f.sim().now();
     t.f.run_until_idle();
     auto sw = t.a.poll(t.a.scq);
@@ -586,13 +586,13 @@ TEST(VerbsRc, BadRkeyIsARemoteAccessErrorAndErrOnBothSides)
         std::vector<uint8_t> src = pattern(4096, 10), dst(4096, 0), rbuf(64, 0), brbuf(64, 0);
         uint32_t skey = t.a.reg(src), rkey = t.a.reg(rbuf), brkey = t.b.reg(brbuf);
         uint32_t dkey = t.b.reg(dst, kLocalWrite | kRemoteWrite);  // no remote read
-        ASSERT_EQ(t.a.nic->verbs_post_recv(t.a.qp, recv_wr(40, {sge(rbuf, rkey, 0, 64)})), 0);
-        ASSERT_EQ(t.b.nic->verbs_post_recv(t.b.qp, recv_wr(41, {sge(brbuf, brkey, 0, 64)})), 0);
-        ASSERT_EQ(t.a.nic->verbs_post_send(t.a.qp, wr(1, WrOpcode::RdmaWrite, sge(src, skey, 0, 2000), va(dst), dkey)), 0);
+        ASSERT_EQ(t.a.nic->verbs().post_recv(t.a.qp, recv_wr(40, {sge(rbuf, rkey, 0, 64)})), 0);
+        ASSERT_EQ(t.b.nic->verbs().post_recv(t.b.qp, recv_wr(41, {sge(brbuf, brkey, 0, 64)})), 0);
+        ASSERT_EQ(t.a.nic->verbs().post_send(t.a.qp, wr(1, WrOpcode::RdmaWrite, sge(src, skey, 0, 2000), va(dst), dkey)), 0);
         SendWr bad = read ? wr(2, WrOpcode::RdmaRead, sge(src, skey, 0, 2000), va(dst), dkey)
                           : wr(2, WrOpcode::RdmaWrite, sge(src, skey, 0, 2000), va(dst, 1000), dkey ^ 0x10000);
-        ASSERT_EQ(t.a.nic->verbs_post_send(t.a.qp, bad), 0);
-        ASSERT_EQ(t.a.nic->verbs_post_send(t.a.qp, wr(3, WrOpcode::RdmaWrite, sge(src, skey, 0, 100), va(dst), dkey)), 0);
+        ASSERT_EQ(t.a.nic->verbs().post_send(t.a.qp, bad), 0);
+        ASSERT_EQ(t.a.nic->verbs().post_send(t.a.qp, wr(3, WrOpcode::RdmaWrite, sge(src, skey, 0, 100), va(dst), dkey)), 0);
         t.f.run_until_idle();
         auto sw = t.a.poll(t.a.scq);
         ASSERT_EQ(sw.size(), 3u);
@@ -630,10 +630,10 @@ TEST(VerbsRc, ReadOutsideTheRegionOfAnotherPdOrOnAQpWithoutRemoteReadIsRefused)
         if (c == 0) addr -= 1;
         if (c == 1) len = 4097;
         if (c == 2) {
-            uint32_t other_pd = t.b.nic->verbs_pd_alloc();
-            skey = t.b.nic->verbs_mr_reg(other_pd, src.data(), src.size(), kLocalWrite | kRemoteRead);
+            uint32_t other_pd = t.b.nic->verbs().pd_alloc();
+            skey = t.b.nic->verbs().mr_reg(other_pd, src.data(), src.size(), kLocalWrite | kRemoteRead);
         }
-        ASSERT_EQ(t.a.nic->verbs_post_send(t.a.qp, wr(1, WrOpcode::RdmaRead, sge(rdst, rdkey, 0, len), addr, skey)), 0);
+        ASSERT_EQ(t.a.nic->verbs().post_send(t.a.qp, wr(1, WrOpcode::RdmaRead, sge(rdst, rdkey, 0, len), addr, skey)), 0);
         t.f.run_until_idle();
         auto sw = t.a.poll(t.a.scq);
         ASSERT_EQ(sw.size(), 1u);
@@ -653,8 +653,8 @@ TEST(VerbsRc, SendLongerThanTheReceiveIsAnInvalidRequest)
     RcPair t(false);
     std::vector<uint8_t> src = pattern(4096, 11), rbuf(4096, 0);
     uint32_t skey = t.a.reg(src), rkey = t.b.reg(rbuf);
-    ASSERT_EQ(t.b.nic->verbs_post_recv(t.b.qp, recv_wr(1, {sge(rbuf, rkey, 0, 1500)})), 0);
-    ASSERT_EQ(t.a.nic->verbs_post_send(t.a.qp, wr(5, WrOpcode::Send, sge(src, skey, 0, 3000))), 0);
+    ASSERT_EQ(t.b.nic->verbs().post_recv(t.b.qp, recv_wr(1, {sge(rbuf, rkey, 0, 1500)})), 0);
+    ASSERT_EQ(t.a.nic->verbs().post_send(t.a.qp, wr(5, WrOpcode::Send, sge(src, skey, 0, 3000))), 0);
     t.f.run_until_idle();
     auto sw = t.a.poll(t.a.scq);
     ASSERT_EQ(sw.size(), 1u);
@@ -674,8 +674,8 @@ TEST(VerbsRc, ReadIntoARegionWithoutLocalWriteIsALocalProtectionError)
     RcPair t(false);
     std::vector<uint8_t> src = pattern(4096, 12), ro(4096, 0);
     uint32_t skey = t.b.reg(src), rokey = t.a.reg(ro, kRemoteRead);
-    ASSERT_EQ(t.a.nic->verbs_post_send(t.a.qp, wr(1, WrOpcode::RdmaRead, sge(ro, rokey, 0, 100), va(src), skey)), 0);
-    ASSERT_EQ(t.a.nic->verbs_post_send(t.a.qp, wr(2, WrOpcode::RdmaRead, sge(ro, rokey, 0, 100), va(src), skey)), 0);
+    ASSERT_EQ(t.a.nic->verbs().post_send(t.a.qp, wr(1, WrOpcode::RdmaRead, sge(ro, rokey, 0, 100), va(src), skey)), 0);
+    ASSERT_EQ(t.a.nic->verbs().post_send(t.a.qp, wr(2, WrOpcode::RdmaRead, sge(ro, rokey, 0, 100), va(src), skey)), 0);
     t.f.run_until_idle();
     auto sw = t.a.poll(t.a.scq);
     ASSERT_EQ(sw.size(), 2u);

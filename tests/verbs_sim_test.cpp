@@ -4,7 +4,7 @@
 // rkey/access/PD/bounds violations that write nothing, UD with its GRH and Q_Key, CQ overflow,
 // local protection errors and flushes, loopback and two NICs, loss, duplication and reordering.
 #include <sdr/emu/fabric.hpp>
-#include <sdr/emu/verbs.hpp>
+#include <sdr/emu/verbs_engine.hpp>
 #include <sdr/emu/wire.hpp>
 
 #include <sdr/hal/hal.h>
@@ -37,17 +37,17 @@ std::vector<uint8_t> pattern(size_t n, uint32_t seed)
 struct Ep {
     Nic* nic = nullptr;
     uint32_t pd = 0, scq = 0, rcq = 0, qp = 0;
-    uint32_t qpn() const { return nic->verbs_qpn(qp); }
+    uint32_t qpn() const { return nic->verbs().qpn(qp); }
     uint32_t reg(std::vector<uint8_t>& v, uint32_t access = kLocalWrite | kRemoteWrite) const
     {
-        return nic->verbs_mr_reg(pd, v.data(), v.size(), access);
+        return nic->verbs().mr_reg(pd, v.data(), v.size(), access);
     }
     std::vector<Wc> poll(uint32_t cq)
     {
         std::vector<Wc> out;
         Wc wc[16];
         int n;
-        while ((n = nic->verbs_cq_poll(cq, wc, 16)) > 0) out.insert(out.end(), wc, wc + n);
+        while ((n = nic->verbs().cq_poll(cq, wc, 16)) > 0) out.insert(out.end(), wc, wc + n);
         return out;
     }
 };
@@ -56,10 +56,10 @@ Ep make_ep(Nic& nic, QpType type, uint32_t cq_depth = 1024, uint32_t depth = 512
 {
     Ep e;
     e.nic = &nic;
-    e.pd = nic.verbs_pd_alloc();
-    e.scq = nic.verbs_cq_create(cq_depth);
-    e.rcq = nic.verbs_cq_create(cq_depth);
-    e.qp = nic.verbs_qp_create(type, e.pd, e.scq, e.rcq, depth, depth);
+    e.pd = nic.verbs().pd_alloc();
+    e.scq = nic.verbs().cq_create(cq_depth);
+    e.rcq = nic.verbs().cq_create(cq_depth);
+    e.qp = nic.verbs().qp_create(type, e.pd, e.scq, e.rcq, depth, depth);
     EXPECT_NE(e.qp, Nic::kNoHandle);
     return e;
 }
@@ -71,19 +71,19 @@ void connect_uc(Ep& e, const Ep& to, uint32_t mtu, uint32_t my_psn, uint32_t pee
     QpAttr a;
     a.state = QpState::Init;
     a.access = access;
-    ASSERT_EQ(e.nic->verbs_qp_modify(e.qp, a, QpAttr::kState | QpAttr::kAccess), 0);
+    ASSERT_EQ(e.nic->verbs().qp_modify(e.qp, a, QpAttr::kState | QpAttr::kAccess), 0);
     a.state = QpState::Rtr;
     a.path_mtu = mtu;
     a.dest_qpn = to.qpn();
     a.rq_psn = peer_psn;
     a.remote_gid = gid_from_ipv4(to.nic->address().ip);
-    ASSERT_EQ(e.nic->verbs_qp_modify(e.qp, a, QpAttr::kState | QpAttr::kPathMtu | QpAttr::kDestQpn |
+    ASSERT_EQ(e.nic->verbs().qp_modify(e.qp, a, QpAttr::kState | QpAttr::kPathMtu | QpAttr::kDestQpn |
                                                   QpAttr::kRqPsn | QpAttr::kAv),
               0);
     a.state = QpState::Rts;
     a.sq_psn = my_psn;
-    ASSERT_EQ(e.nic->verbs_qp_modify(e.qp, a, QpAttr::kState | QpAttr::kSqPsn), 0);
-    EXPECT_EQ(e.nic->verbs_qp_state(e.qp), QpState::Rts);
+    ASSERT_EQ(e.nic->verbs().qp_modify(e.qp, a, QpAttr::kState | QpAttr::kSqPsn), 0);
+    EXPECT_EQ(e.nic->verbs().qp_state(e.qp), QpState::Rts);
 }
 
 void ready_ud(Ep& e, uint32_t qkey)
@@ -91,11 +91,11 @@ void ready_ud(Ep& e, uint32_t qkey)
     QpAttr a;
     a.state = QpState::Init;
     a.qkey = qkey;
-    ASSERT_EQ(e.nic->verbs_qp_modify(e.qp, a, QpAttr::kState | QpAttr::kQkey), 0);
+    ASSERT_EQ(e.nic->verbs().qp_modify(e.qp, a, QpAttr::kState | QpAttr::kQkey), 0);
     a.state = QpState::Rtr;
-    ASSERT_EQ(e.nic->verbs_qp_modify(e.qp, a, QpAttr::kState), 0);
+    ASSERT_EQ(e.nic->verbs().qp_modify(e.qp, a, QpAttr::kState), 0);
     a.state = QpState::Rts;
-    ASSERT_EQ(e.nic->verbs_qp_modify(e.qp, a, QpAttr::kState | QpAttr::kSqPsn), 0);
+    ASSERT_EQ(e.nic->verbs().qp_modify(e.qp, a, QpAttr::kState | QpAttr::kSqPsn), 0);
 }
 
 RecvWr recv_wr(uint64_t id, std::initializer_list<Sge> sges)
@@ -145,7 +145,7 @@ void write_and_send(UcPair& t)
     ASSERT_NE(skey, 0u);
     ASSERT_NE(dkey, 0u);
     ASSERT_NE(rkey, 0u);
-    ASSERT_EQ(t.b.nic->verbs_post_recv(t.b.qp, recv_wr(7, {sge(rbuf, rkey, 0, 12000)})), 0);
+    ASSERT_EQ(t.b.nic->verbs().post_recv(t.b.qp, recv_wr(7, {sge(rbuf, rkey, 0, 12000)})), 0);
 
     SendWr w;
     w.wr_id = 0xAB;
@@ -156,7 +156,7 @@ void write_and_send(UcPair& t)
     w.sg[1] = sge(src, skey, 8000, 4002);
     w.remote_addr = reinterpret_cast<uint64_t>(dst.data() + 1000);
     w.rkey = dkey;
-    ASSERT_EQ(t.a.nic->verbs_post_send(t.a.qp, w), 0);
+    ASSERT_EQ(t.a.nic->verbs().post_send(t.a.qp, w), 0);
     t.f.run_until_idle();
 
     std::vector<uint8_t> want(10003);
@@ -182,7 +182,7 @@ void write_and_send(UcPair& t)
     EXPECT_EQ(sw[0].opcode, WcOpcode::RdmaWrite);
 
     // SEND with immediate, 5000 bytes (5 packets) into three SGEs of 100, 3000 and 8000 bytes.
-    ASSERT_EQ(t.b.nic->verbs_post_recv(t.b.qp, recv_wr(8, {sge(rbuf, rkey, 0, 100), sge(rbuf, rkey, 200, 3000),
+    ASSERT_EQ(t.b.nic->verbs().post_recv(t.b.qp, recv_wr(8, {sge(rbuf, rkey, 0, 100), sge(rbuf, rkey, 200, 3000),
                                                             sge(rbuf, rkey, 4000, 8000)})),
               0);
     SendWr s;
@@ -191,7 +191,7 @@ void write_and_send(UcPair& t)
     s.imm = 0x12345678;
     s.num_sge = 1;
     s.sg[0] = sge(src, skey, 100, 5000);
-    ASSERT_EQ(t.a.nic->verbs_post_send(t.a.qp, s), 0);
+    ASSERT_EQ(t.a.nic->verbs().post_send(t.a.qp, s), 0);
     t.f.run_until_idle();
     rw = t.b.poll(t.b.rcq);
     ASSERT_EQ(rw.size(), 1u);
@@ -209,11 +209,11 @@ void write_and_send(UcPair& t)
     ASSERT_EQ(sw.size(), 1u);
     EXPECT_EQ(sw[0].opcode, WcOpcode::Send);
 
-    const auto* bc = t.b.nic->verbs_qp_counters(t.b.qp);
+    const auto* bc = t.b.nic->verbs().qp_counters(t.b.qp);
     EXPECT_EQ(bc->rx_packets, 10u + 5u);
     EXPECT_EQ(bc->rx_messages, 2u);
     EXPECT_EQ(bc->rx_drops, 0u);
-    EXPECT_EQ(t.a.nic->verbs_qp_counters(t.a.qp)->tx_packets, 15u);
+    EXPECT_EQ(t.a.nic->verbs().qp_counters(t.a.qp)->tx_packets, 15u);
     EXPECT_EQ(t.b.nic->counters().rx_drops_total(), 0u);
 }
 
@@ -244,12 +244,12 @@ TEST(VerbsUc, WriteWithoutImmediateCompletesNoReceive)
     w.remote_addr = reinterpret_cast<uint64_t>(dst.data());
     w.rkey = dkey;
     w.signaled = false;
-    ASSERT_EQ(t.a.nic->verbs_post_send(t.a.qp, w), 0);
+    ASSERT_EQ(t.a.nic->verbs().post_send(t.a.qp, w), 0);
     t.f.run_until_idle();
     EXPECT_EQ(dst, src);
     EXPECT_TRUE(t.b.poll(t.b.rcq).empty());
     EXPECT_TRUE(t.a.poll(t.a.scq).empty()) << "unsignalled";
-    EXPECT_EQ(t.b.nic->verbs_qp_counters(t.b.qp)->rx_packets, 4u);
+    EXPECT_EQ(t.b.nic->verbs().qp_counters(t.b.qp)->rx_packets, 4u);
 }
 
 namespace {
@@ -294,7 +294,7 @@ TEST(VerbsUc, PsnGapAbandonsTheMessageAndTheNextOneCompletes)
     Injector in{t};
     std::vector<uint8_t> rbuf(2048, 0), msg = pattern(1024, 3);
     uint32_t rkey = t.b.reg(rbuf, kLocalWrite);
-    ASSERT_EQ(t.b.nic->verbs_post_recv(t.b.qp, recv_wr(1, {sge(rbuf, rkey, 0, 2048)})), 0);
+    ASSERT_EQ(t.b.nic->verbs().post_recv(t.b.qp, recv_wr(1, {sge(rbuf, rkey, 0, 2048)})), 0);
     const uint8_t* m = msg.data();
     // message 1: FIRST 5000, MIDDLE 5001, (5002 lost), LAST 5003
     in.send(wire::kOpUcSendFirst, 5000, m, 256);
@@ -302,7 +302,7 @@ TEST(VerbsUc, PsnGapAbandonsTheMessageAndTheNextOneCompletes)
     in.send(wire::kOpUcSendLastImm, 5003, m + 768, 256, 1);
     EXPECT_TRUE(t.b.poll(t.b.rcq).empty()) << "the message with a gap never completes";
     EXPECT_EQ(drops(*t.b.nic, RxDrop::PsnSequence), 1u);
-    EXPECT_EQ(t.b.nic->verbs_qp_counters(t.b.qp)->rx_aborted, 1u);
+    EXPECT_EQ(t.b.nic->verbs().qp_counters(t.b.qp)->rx_aborted, 1u);
     // a MIDDLE after the gap is dropped too, until a FIRST/ONLY
     in.send(wire::kOpUcSendMiddle, 5004, m, 256);
     EXPECT_EQ(drops(*t.b.nic, RxDrop::PsnSequence), 2u);
@@ -322,7 +322,7 @@ TEST(VerbsUc, PsnGapAbandonsTheMessageAndTheNextOneCompletes)
     EXPECT_EQ(drops(*t.b.nic, RxDrop::Duplicate), 1u);
     EXPECT_TRUE(t.b.poll(t.b.rcq).empty());
     // a WRITE MIDDLE inside a SEND: abandoned and dropped
-    ASSERT_EQ(t.b.nic->verbs_post_recv(t.b.qp, recv_wr(3, {sge(rbuf, rkey, 0, 2048)})), 0);
+    ASSERT_EQ(t.b.nic->verbs().post_recv(t.b.qp, recv_wr(3, {sge(rbuf, rkey, 0, 2048)})), 0);
     in.send(wire::kOpUcSendFirst, 5008, m, 256);
     in.send(wire::kOpUcWriteMiddle, 5009, m, 256);
     EXPECT_EQ(drops(*t.b.nic, RxDrop::PsnSequence), 3u);
@@ -346,7 +346,7 @@ TEST(VerbsUc, EmptyReceiveQueueIsACountedDrop)
     s.wr_id = 1;
     s.num_sge = 1;
     s.sg[0] = sge(src, skey, 0, 3000);  // 6 packets
-    ASSERT_EQ(t.a.nic->verbs_post_send(t.a.qp, s), 0);
+    ASSERT_EQ(t.a.nic->verbs().post_send(t.a.qp, s), 0);
     SendWr w;  // WRITE with immediate: also needs a receive WQE (checked before its last bytes)
     w.wr_id = 2;
     w.opcode = WrOpcode::RdmaWriteWithImm;
@@ -354,7 +354,7 @@ TEST(VerbsUc, EmptyReceiveQueueIsACountedDrop)
     w.sg[0] = sge(src, skey, 0, 100);
     w.remote_addr = reinterpret_cast<uint64_t>(dst.data());
     w.rkey = dkey;
-    ASSERT_EQ(t.a.nic->verbs_post_send(t.a.qp, w), 0);
+    ASSERT_EQ(t.a.nic->verbs().post_send(t.a.qp, w), 0);
     t.f.run_until_idle();
     EXPECT_EQ(drops(*t.b.nic, RxDrop::NoRecvWqe), 2u) << "the SEND's FIRST and the WRITE's ONLY";
     EXPECT_EQ(drops(*t.b.nic, RxDrop::PsnSequence), 5u) << "the rest of the abandoned SEND";
@@ -365,8 +365,8 @@ TEST(VerbsUc, EmptyReceiveQueueIsACountedDrop)
     ASSERT_EQ(sw.size(), 2u) << "UC: the sender completes regardless";
     EXPECT_EQ(sw[0].status, WcStatus::Success);
     // with a receive posted the same SEND arrives
-    ASSERT_EQ(t.b.nic->verbs_post_recv(t.b.qp, recv_wr(9, {sge(rbuf, rkey, 0, 4096)})), 0);
-    ASSERT_EQ(t.a.nic->verbs_post_send(t.a.qp, s), 0);
+    ASSERT_EQ(t.b.nic->verbs().post_recv(t.b.qp, recv_wr(9, {sge(rbuf, rkey, 0, 4096)})), 0);
+    ASSERT_EQ(t.a.nic->verbs().post_send(t.a.qp, s), 0);
     t.f.run_until_idle();
     auto rw = t.b.poll(t.b.rcq);
     ASSERT_EQ(rw.size(), 1u);
@@ -381,9 +381,9 @@ TEST(VerbsUc, RkeyAccessPdAndBoundsViolationsWriteNothing)
     uint32_t skey = t.a.reg(src, kLocalWrite);
     uint32_t dkey = t.b.reg(dst);
     uint32_t rokey = t.b.reg(ro, kLocalWrite);  // no remote write
-    uint32_t other_pd = t.b.nic->verbs_pd_alloc();
-    uint32_t okey = t.b.nic->verbs_mr_reg(other_pd, other.data(), other.size(), kLocalWrite | kRemoteWrite);
-    EXPECT_EQ(t.b.nic->verbs_mr_reg(t.b.pd, ro.data(), ro.size(), kRemoteWrite), 0u)
+    uint32_t other_pd = t.b.nic->verbs().pd_alloc();
+    uint32_t okey = t.b.nic->verbs().mr_reg(other_pd, other.data(), other.size(), kLocalWrite | kRemoteWrite);
+    EXPECT_EQ(t.b.nic->verbs().mr_reg(t.b.pd, ro.data(), ro.size(), kRemoteWrite), 0u)
         << "remote write without local write is refused";
     auto write = [&](uint64_t va, uint32_t rkey, uint32_t len) {
         SendWr w;
@@ -392,7 +392,7 @@ TEST(VerbsUc, RkeyAccessPdAndBoundsViolationsWriteNothing)
         w.sg[0] = sge(src, skey, 0, len);
         w.remote_addr = va;
         w.rkey = rkey;
-        ASSERT_EQ(t.a.nic->verbs_post_send(t.a.qp, w), 0);
+        ASSERT_EQ(t.a.nic->verbs().post_send(t.a.qp, w), 0);
         t.f.run_until_idle();
     };
     const uint64_t d = reinterpret_cast<uint64_t>(dst.data());
@@ -409,19 +409,19 @@ TEST(VerbsUc, RkeyAccessPdAndBoundsViolationsWriteNothing)
     EXPECT_TRUE(std::all_of(dst.begin(), dst.end(), [](uint8_t c) { return c == 0x5A; }));
     EXPECT_TRUE(std::all_of(ro.begin(), ro.end(), [](uint8_t c) { return c == 0x5B; }));
     EXPECT_TRUE(std::all_of(other.begin(), other.end(), [](uint8_t c) { return c == 0x5C; }));
-    EXPECT_EQ(t.b.nic->verbs_qp_counters(t.b.qp)->rx_packets, 0u);
+    EXPECT_EQ(t.b.nic->verbs().qp_counters(t.b.qp)->rx_packets, 0u);
 
     // The QP itself without remote write: refused even for a region that allows it.
     QpAttr a;
     a.access = kLocalWrite;
-    ASSERT_EQ(t.b.nic->verbs_qp_modify(t.b.qp, a, QpAttr::kAccess), 0);
+    ASSERT_EQ(t.b.nic->verbs().qp_modify(t.b.qp, a, QpAttr::kAccess), 0);
     write(d, dkey, 100);
     EXPECT_EQ(drops(*t.b.nic, RxDrop::AccessDenied), 3u);
     EXPECT_TRUE(std::all_of(dst.begin(), dst.end(), [](uint8_t c) { return c == 0x5A; }));
     // and a deregistered region is an unknown key
     a.access = kLocalWrite | kRemoteWrite;
-    ASSERT_EQ(t.b.nic->verbs_qp_modify(t.b.qp, a, QpAttr::kAccess), 0);
-    ASSERT_EQ(t.b.nic->verbs_mr_dereg(dkey), 0);
+    ASSERT_EQ(t.b.nic->verbs().qp_modify(t.b.qp, a, QpAttr::kAccess), 0);
+    ASSERT_EQ(t.b.nic->verbs().mr_dereg(dkey), 0);
     write(d, dkey, 100);
     EXPECT_EQ(drops(*t.b.nic, RxDrop::UnknownKey), 2u);
     EXPECT_TRUE(std::all_of(dst.begin(), dst.end(), [](uint8_t c) { return c == 0x5A; }));
@@ -433,7 +433,7 @@ TEST(VerbsUc, FrameFromAnotherHostIsDropped)
     Injector in{t};
     std::vector<uint8_t> rbuf(256, 0);
     uint32_t rkey = t.b.reg(rbuf, kLocalWrite);
-    ASSERT_EQ(t.b.nic->verbs_post_recv(t.b.qp, recv_wr(1, {sge(rbuf, rkey, 0, 256)})), 0);
+    ASSERT_EQ(t.b.nic->verbs().post_recv(t.b.qp, recv_wr(1, {sge(rbuf, rkey, 0, 256)})), 0);
     wire::Headers h = in.base();
     h.src_ip = 0x0A0000FE;  // not the connected peer
     h.opcode = wire::kOpUcSendOnly;
@@ -453,7 +453,7 @@ TEST(VerbsUc, UnknownQpnOtherTransportAndUnreadyQpAreDropped)
     Injector in{t};
     std::vector<uint8_t> rbuf(256, 0), p(16, 0x77);
     uint32_t rkey = t.b.reg(rbuf, kLocalWrite);
-    ASSERT_EQ(t.b.nic->verbs_post_recv(t.b.qp, recv_wr(1, {sge(rbuf, rkey, 0, 256)})), 0);
+    ASSERT_EQ(t.b.nic->verbs().post_recv(t.b.qp, recv_wr(1, {sge(rbuf, rkey, 0, 256)})), 0);
     auto frame = [&](uint8_t op, uint32_t qpn) {
         wire::Headers h = in.base();
         h.opcode = op;
@@ -470,7 +470,7 @@ TEST(VerbsUc, UnknownQpnOtherTransportAndUnreadyQpAreDropped)
     EXPECT_EQ(drops(*t.b.nic, RxDrop::WrongOpcode), 1u);
     QpAttr a;
     a.state = QpState::Reset;
-    ASSERT_EQ(t.b.nic->verbs_qp_modify(t.b.qp, a, QpAttr::kState), 0);
+    ASSERT_EQ(t.b.nic->verbs().qp_modify(t.b.qp, a, QpAttr::kState), 0);
     frame(wire::kOpUcSendOnly, t.b.qpn());
     EXPECT_EQ(drops(*t.b.nic, RxDrop::QpNotReady), 1u);
     EXPECT_TRUE(std::all_of(rbuf.begin(), rbuf.end(), [](uint8_t c) { return c == 0; }));
@@ -482,11 +482,11 @@ TEST(VerbsUc, ReceiveShorterThanTheMessageCompletesWithLengthError)
     UcPair t(false, 256);
     std::vector<uint8_t> src = pattern(1000, 6), rbuf(1024, 0);
     uint32_t skey = t.a.reg(src, kLocalWrite), rkey = t.b.reg(rbuf, kLocalWrite);
-    ASSERT_EQ(t.b.nic->verbs_post_recv(t.b.qp, recv_wr(4, {sge(rbuf, rkey, 0, 600)})), 0);
+    ASSERT_EQ(t.b.nic->verbs().post_recv(t.b.qp, recv_wr(4, {sge(rbuf, rkey, 0, 600)})), 0);
     SendWr s;
     s.num_sge = 1;
     s.sg[0] = sge(src, skey, 0, 1000);
-    ASSERT_EQ(t.a.nic->verbs_post_send(t.a.qp, s), 0);
+    ASSERT_EQ(t.a.nic->verbs().post_send(t.a.qp, s), 0);
     t.f.run_until_idle();
     auto rw = t.b.poll(t.b.rcq);
     ASSERT_EQ(rw.size(), 1u);
@@ -502,7 +502,7 @@ TEST(VerbsQp, LocalProtectionErrorMovesTheQpToErrorAndFlushes)
     std::vector<uint8_t> src = pattern(256, 7), rbuf(256, 0);
     uint32_t skey = t.a.reg(src, kLocalWrite);
     uint32_t rkey = t.a.reg(rbuf, kLocalWrite);
-    ASSERT_EQ(t.a.nic->verbs_post_recv(t.a.qp, recv_wr(50, {sge(rbuf, rkey, 0, 256)})), 0);
+    ASSERT_EQ(t.a.nic->verbs().post_recv(t.a.qp, recv_wr(50, {sge(rbuf, rkey, 0, 256)})), 0);
     SendWr bad;
     bad.wr_id = 1;
     bad.num_sge = 1;
@@ -510,10 +510,10 @@ TEST(VerbsQp, LocalProtectionErrorMovesTheQpToErrorAndFlushes)
     SendWr good = bad;
     good.wr_id = 2;
     good.sg[0] = sge(src, skey, 0, 256);
-    ASSERT_EQ(t.a.nic->verbs_post_send(t.a.qp, bad), 0);
-    ASSERT_EQ(t.a.nic->verbs_post_send(t.a.qp, good), 0);
+    ASSERT_EQ(t.a.nic->verbs().post_send(t.a.qp, bad), 0);
+    ASSERT_EQ(t.a.nic->verbs().post_send(t.a.qp, good), 0);
     t.f.run_until_idle();
-    EXPECT_EQ(t.a.nic->verbs_qp_state(t.a.qp), QpState::Err);
+    EXPECT_EQ(t.a.nic->verbs().qp_state(t.a.qp), QpState::Err);
     auto sw = t.a.poll(t.a.scq);
     ASSERT_EQ(sw.size(), 2u);
     EXPECT_EQ(sw[0].wr_id, 1u);
@@ -527,7 +527,7 @@ TEST(VerbsQp, LocalProtectionErrorMovesTheQpToErrorAndFlushes)
     EXPECT_EQ(t.a.nic->counters().tx_frames, 0u) << "nothing left the port";
     EXPECT_EQ(t.a.nic->counters().tx_local_errors, 1u);
     // posting in ERR completes flushed at once
-    ASSERT_EQ(t.a.nic->verbs_post_send(t.a.qp, good), 0);
+    ASSERT_EQ(t.a.nic->verbs().post_send(t.a.qp, good), 0);
     sw = t.a.poll(t.a.scq);
     ASSERT_EQ(sw.size(), 1u);
     EXPECT_EQ(sw[0].status, WcStatus::WrFlushErr);
@@ -540,37 +540,37 @@ TEST(VerbsQp, StateMachineRefusesMissingAttributesAndBadTransitions)
     Ep e = make_ep(n, QpType::Uc);
     QpAttr a;
     SendWr s;
-    EXPECT_EQ(n.verbs_post_send(e.qp, s), EINVAL) << "RESET";
-    EXPECT_EQ(n.verbs_post_recv(e.qp, RecvWr{}), EINVAL) << "RESET";
+    EXPECT_EQ(n.verbs().post_send(e.qp, s), EINVAL) << "RESET";
+    EXPECT_EQ(n.verbs().post_recv(e.qp, RecvWr{}), EINVAL) << "RESET";
     a.state = QpState::Rtr;
-    EXPECT_EQ(n.verbs_qp_modify(e.qp, a, QpAttr::kState), EINVAL) << "RESET -> RTR";
+    EXPECT_EQ(n.verbs().qp_modify(e.qp, a, QpAttr::kState), EINVAL) << "RESET -> RTR";
     a.state = QpState::Init;
-    EXPECT_EQ(n.verbs_qp_modify(e.qp, a, QpAttr::kState), EINVAL) << "UC INIT needs access flags";
-    EXPECT_EQ(n.verbs_qp_modify(e.qp, a, QpAttr::kState | QpAttr::kAccess), 0);
-    EXPECT_EQ(n.verbs_post_recv(e.qp, RecvWr{}), 0) << "receives may be posted in INIT";
+    EXPECT_EQ(n.verbs().qp_modify(e.qp, a, QpAttr::kState), EINVAL) << "UC INIT needs access flags";
+    EXPECT_EQ(n.verbs().qp_modify(e.qp, a, QpAttr::kState | QpAttr::kAccess), 0);
+    EXPECT_EQ(n.verbs().post_recv(e.qp, RecvWr{}), 0) << "receives may be posted in INIT";
     a.state = QpState::Rtr;
-    EXPECT_EQ(n.verbs_qp_modify(e.qp, a, QpAttr::kState | QpAttr::kPathMtu), EINVAL) << "no destination";
+    EXPECT_EQ(n.verbs().qp_modify(e.qp, a, QpAttr::kState | QpAttr::kPathMtu), EINVAL) << "no destination";
     a.path_mtu = 1000;
     a.remote_gid = gid_from_ipv4(n.address().ip);
     const uint32_t rtr = QpAttr::kState | QpAttr::kPathMtu | QpAttr::kDestQpn | QpAttr::kRqPsn | QpAttr::kAv;
-    EXPECT_EQ(n.verbs_qp_modify(e.qp, a, rtr), EINVAL) << "MTU not a power of two";
+    EXPECT_EQ(n.verbs().qp_modify(e.qp, a, rtr), EINVAL) << "MTU not a power of two";
     a.path_mtu = 4096;
     a.remote_gid = gid_from_ipv4(0x0B000001);
-    EXPECT_EQ(n.verbs_qp_modify(e.qp, a, rtr), EINVAL) << "GID that resolves to no NIC";
+    EXPECT_EQ(n.verbs().qp_modify(e.qp, a, rtr), EINVAL) << "GID that resolves to no NIC";
     a.remote_gid = gid_from_ipv4(n.address().ip);
-    EXPECT_EQ(n.verbs_qp_modify(e.qp, a, rtr), 0);
-    EXPECT_EQ(n.verbs_post_send(e.qp, s), EINVAL) << "RTR";
+    EXPECT_EQ(n.verbs().qp_modify(e.qp, a, rtr), 0);
+    EXPECT_EQ(n.verbs().post_send(e.qp, s), EINVAL) << "RTR";
     a.state = QpState::Rts;
-    EXPECT_EQ(n.verbs_qp_modify(e.qp, a, QpAttr::kState), EINVAL) << "RTS needs the send PSN";
-    EXPECT_EQ(n.verbs_qp_modify(e.qp, a, QpAttr::kState | QpAttr::kSqPsn), 0);
+    EXPECT_EQ(n.verbs().qp_modify(e.qp, a, QpAttr::kState), EINVAL) << "RTS needs the send PSN";
+    EXPECT_EQ(n.verbs().qp_modify(e.qp, a, QpAttr::kState | QpAttr::kSqPsn), 0);
     a.state = QpState::Reset;
-    EXPECT_EQ(n.verbs_qp_modify(e.qp, a, QpAttr::kState), 0);
-    EXPECT_EQ(n.verbs_qp_state(e.qp), QpState::Reset);
-    EXPECT_EQ(n.verbs_pd_dealloc(e.pd), EBUSY);
-    EXPECT_EQ(n.verbs_cq_destroy(e.scq), EBUSY);
-    EXPECT_EQ(n.verbs_qp_destroy(e.qp), 0);
-    EXPECT_EQ(n.verbs_cq_destroy(e.scq), 0);
-    EXPECT_EQ(n.verbs_pd_dealloc(e.pd), 0);
+    EXPECT_EQ(n.verbs().qp_modify(e.qp, a, QpAttr::kState), 0);
+    EXPECT_EQ(n.verbs().qp_state(e.qp), QpState::Reset);
+    EXPECT_EQ(n.verbs().pd_dealloc(e.pd), EBUSY);
+    EXPECT_EQ(n.verbs().cq_destroy(e.scq), EBUSY);
+    EXPECT_EQ(n.verbs().qp_destroy(e.qp), 0);
+    EXPECT_EQ(n.verbs().cq_destroy(e.scq), 0);
+    EXPECT_EQ(n.verbs().pd_dealloc(e.pd), 0);
 }
 
 TEST(VerbsQp, QpnsAreRandomAndInTheVerbsHalfOfTheControlSpace)
@@ -584,10 +584,10 @@ TEST(VerbsQp, QpnsAreRandomAndInTheVerbsHalfOfTheControlSpace)
         EXPECT_NE(q >> NicIds::kQpnIndexBits, NicIds::kCtrlQpnBit >> NicIds::kQpnIndexBits) << "random tag bits";
     }
     uint32_t old = a.qpn();
-    ASSERT_EQ(n.verbs_qp_destroy(a.qp), 0);
-    uint32_t again = n.verbs_qp_create(QpType::Uc, a.pd, a.scq, a.rcq, 4, 4);
+    ASSERT_EQ(n.verbs().qp_destroy(a.qp), 0);
+    uint32_t again = n.verbs().qp_create(QpType::Uc, a.pd, a.scq, a.rcq, 4, 4);
     EXPECT_EQ(again, a.qp) << "the entry is reused";
-    EXPECT_NE(n.verbs_qpn(again), old) << "with another QPN";
+    EXPECT_NE(n.verbs().qpn(again), old) << "with another QPN";
     uint32_t c = n.ctrl_qp_create();
     EXPECT_FALSE(n.ctrl_qpn(c) & Nic::kVerbsQpnBit) << "control QPs keep the lower half";
 }
@@ -596,21 +596,21 @@ TEST(VerbsCq, OverflowPutsTheCqInError)
 {
     UcPair t(false, 256);
     Ep& a = t.a;
-    uint32_t small = a.nic->verbs_cq_create(2);
-    uint32_t qp = a.nic->verbs_qp_create(QpType::Uc, a.pd, small, small, 8, 8);
+    uint32_t small = a.nic->verbs().cq_create(2);
+    uint32_t qp = a.nic->verbs().qp_create(QpType::Uc, a.pd, small, small, 8, 8);
     QpAttr at;
     at.state = QpState::Init;
-    ASSERT_EQ(a.nic->verbs_qp_modify(qp, at, QpAttr::kState | QpAttr::kAccess), 0);
-    for (uint64_t i = 0; i < 3; i++) ASSERT_EQ(a.nic->verbs_post_recv(qp, recv_wr(i, {})), 0);
+    ASSERT_EQ(a.nic->verbs().qp_modify(qp, at, QpAttr::kState | QpAttr::kAccess), 0);
+    for (uint64_t i = 0; i < 3; i++) ASSERT_EQ(a.nic->verbs().post_recv(qp, recv_wr(i, {})), 0);
     at.state = QpState::Err;  // flushes three receives into a CQ of two
-    ASSERT_EQ(a.nic->verbs_qp_modify(qp, at, QpAttr::kState), 0);
-    EXPECT_TRUE(a.nic->verbs_cq_overflowed(small));
-    EXPECT_EQ(a.nic->verbs_cq_errors(), 1u);
+    ASSERT_EQ(a.nic->verbs().qp_modify(qp, at, QpAttr::kState), 0);
+    EXPECT_TRUE(a.nic->verbs().cq_overflowed(small));
+    EXPECT_EQ(a.nic->verbs().cq_errors(), 1u);
     Wc wc[4];
-    EXPECT_EQ(a.nic->verbs_cq_poll(small, wc, 4), 2) << "what it held is still handed out";
+    EXPECT_EQ(a.nic->verbs().cq_poll(small, wc, 4), 2) << "what it held is still handed out";
     EXPECT_EQ(wc[0].wr_id, 0u);
     EXPECT_EQ(wc[1].wr_id, 1u);
-    EXPECT_EQ(a.nic->verbs_cq_poll(small, wc, 4), -1) << "then the CQ is in error";
+    EXPECT_EQ(a.nic->verbs().cq_poll(small, wc, 4), -1) << "then the CQ is in error";
 }
 
 namespace {
@@ -628,7 +628,7 @@ struct UdPair {
         b = make_ep(nb, QpType::Ud);
         ready_ud(a, kQkeyA);
         ready_ud(b, kQkeyB);
-        ah = na.verbs_ah_create(a.pd, gid_from_ipv4(nb.address().ip));
+        ah = na.verbs().ah_create(a.pd, gid_from_ipv4(nb.address().ip));
         EXPECT_NE(ah, Nic::kNoHandle);
     }
     SendWr send(const std::vector<uint8_t>& src, uint32_t key, uint32_t len, uint32_t qkey) const
@@ -656,12 +656,12 @@ void ud_grh(bool loopback)
     UdPair t(loopback);
     std::vector<uint8_t> src = pattern(4096, 8), rbuf(8192, 0xAA);
     uint32_t skey = t.a.reg(src, kLocalWrite), rkey = t.b.reg(rbuf, kLocalWrite);
-    ASSERT_EQ(t.b.nic->verbs_post_recv(t.b.qp, recv_wr(77, {sge(rbuf, rkey, 0, 40 + 4096)})), 0);
+    ASSERT_EQ(t.b.nic->verbs().post_recv(t.b.qp, recv_wr(77, {sge(rbuf, rkey, 0, 40 + 4096)})), 0);
     SendWr s = t.send(src, skey, 1001, UdPair::kQkeyB);
     s.opcode = WrOpcode::SendWithImm;
     s.imm = 0xFEEDF00D;
     s.wr_id = 5;
-    ASSERT_EQ(t.a.nic->verbs_post_send(t.a.qp, s), 0);
+    ASSERT_EQ(t.a.nic->verbs().post_send(t.a.qp, s), 0);
     t.f.run_until_idle();
     auto rw = t.b.poll(t.b.rcq);
     ASSERT_EQ(rw.size(), 1u);
@@ -700,34 +700,34 @@ TEST(VerbsUd, QkeyMismatchIsDroppedAndControlledQkeySendsTheQpsOwn)
     UdPair t(false);
     std::vector<uint8_t> src = pattern(64, 9), rbuf(1024, 0);
     uint32_t skey = t.a.reg(src, kLocalWrite), rkey = t.b.reg(rbuf, kLocalWrite);
-    ASSERT_EQ(t.b.nic->verbs_post_recv(t.b.qp, recv_wr(1, {sge(rbuf, rkey, 0, 1024)})), 0);
-    ASSERT_EQ(t.a.nic->verbs_post_send(t.a.qp, t.send(src, skey, 64, UdPair::kQkeyB + 1)), 0);
+    ASSERT_EQ(t.b.nic->verbs().post_recv(t.b.qp, recv_wr(1, {sge(rbuf, rkey, 0, 1024)})), 0);
+    ASSERT_EQ(t.a.nic->verbs().post_send(t.a.qp, t.send(src, skey, 64, UdPair::kQkeyB + 1)), 0);
     t.f.run_until_idle();
     EXPECT_EQ(drops(*t.b.nic, RxDrop::BadQkey), 1u);
     EXPECT_TRUE(t.b.poll(t.b.rcq).empty());
     EXPECT_TRUE(std::all_of(rbuf.begin(), rbuf.end(), [](uint8_t c) { return c == 0; }));
     // a controlled Q_Key in the WR sends the sender QP's own Q_Key: refused here...
-    ASSERT_EQ(t.a.nic->verbs_post_send(t.a.qp, t.send(src, skey, 64, 0x80000000u | UdPair::kQkeyB)), 0);
+    ASSERT_EQ(t.a.nic->verbs().post_send(t.a.qp, t.send(src, skey, 64, 0x80000000u | UdPair::kQkeyB)), 0);
     t.f.run_until_idle();
     EXPECT_EQ(drops(*t.b.nic, RxDrop::BadQkey), 2u);
     // ...and accepted by a receiver whose Q_Key is the sender's
     QpAttr a;
     a.qkey = UdPair::kQkeyA;
-    ASSERT_EQ(t.b.nic->verbs_qp_modify(t.b.qp, a, QpAttr::kQkey), 0);
-    ASSERT_EQ(t.a.nic->verbs_post_send(t.a.qp, t.send(src, skey, 64, 0x80000000u)), 0);
+    ASSERT_EQ(t.b.nic->verbs().qp_modify(t.b.qp, a, QpAttr::kQkey), 0);
+    ASSERT_EQ(t.a.nic->verbs().post_send(t.a.qp, t.send(src, skey, 64, 0x80000000u)), 0);
     t.f.run_until_idle();
     auto rw = t.b.poll(t.b.rcq);
     ASSERT_EQ(rw.size(), 1u);
     EXPECT_EQ(rw[0].byte_len, 104u);
     EXPECT_TRUE(std::equal(src.begin(), src.end(), rbuf.begin() + 40));
     // empty receive queue: a counted drop
-    ASSERT_EQ(t.a.nic->verbs_post_send(t.a.qp, t.send(src, skey, 64, 0x80000000u)), 0);
+    ASSERT_EQ(t.a.nic->verbs().post_send(t.a.qp, t.send(src, skey, 64, 0x80000000u)), 0);
     t.f.run_until_idle();
     EXPECT_EQ(drops(*t.b.nic, RxDrop::NoRecvWqe), 1u);
     // larger than the MTU: refused at post
     std::vector<uint8_t> big(5000);
     uint32_t bkey = t.a.reg(big, kLocalWrite);
-    EXPECT_EQ(t.a.nic->verbs_post_send(t.a.qp, t.send(big, bkey, 4097, UdPair::kQkeyA)), EINVAL);
+    EXPECT_EQ(t.a.nic->verbs().post_send(t.a.qp, t.send(big, bkey, 4097, UdPair::kQkeyA)), EINVAL);
 }
 
 // Loss, duplication and reordering on the link: every UC message that completes is byte-exact
@@ -750,14 +750,14 @@ TEST(VerbsUc, LossDuplicationAndReorderingCompleteOnlyWholeMessages)
     }
     uint32_t skey = t.a.reg(src, kLocalWrite), rkey = t.b.reg(rbuf, kLocalWrite);
     for (int i = 0; i < kMsgs; i++)
-        ASSERT_EQ(t.b.nic->verbs_post_recv(t.b.qp, recv_wr(i, {sge(rbuf, rkey, size_t(i) * kLen, kLen)})), 0);
+        ASSERT_EQ(t.b.nic->verbs().post_recv(t.b.qp, recv_wr(i, {sge(rbuf, rkey, size_t(i) * kLen, kLen)})), 0);
     for (int i = 0; i < kMsgs; i++) {
         SendWr s;
         s.opcode = WrOpcode::SendWithImm;
         s.imm = static_cast<uint32_t>(i);
         s.num_sge = 1;
         s.sg[0] = sge(src, skey, size_t(i) * kLen, kLen);
-        ASSERT_EQ(t.a.nic->verbs_post_send(t.a.qp, s), 0);
+        ASSERT_EQ(t.a.nic->verbs().post_send(t.a.qp, s), 0);
     }
     t.f.run_until_idle();
     auto rw = t.b.poll(t.b.rcq);
@@ -779,11 +779,11 @@ TEST(VerbsUc, LossDuplicationAndReorderingCompleteOnlyWholeMessages)
     EXPECT_GT(l->reordered(), 0u);
     EXPECT_GT(rw.size(), kMsgs / 2u);
     EXPECT_LT(rw.size(), size_t(kMsgs));
-    const Nic& nb = *t.b.nic;
+    Nic& nb = *t.b.nic;
     EXPECT_GT(drops(nb, RxDrop::Duplicate), 0u);
     EXPECT_GT(drops(nb, RxDrop::PsnSequence), 0u);
     // every packet that arrived was placed or dropped with a reason
-    const auto* c = nb.verbs_qp_counters(t.b.qp);
+    const auto* c = nb.verbs().qp_counters(t.b.qp);
     EXPECT_EQ(c->rx_packets + c->rx_drops, l->delivered());
     EXPECT_EQ(c->rx_messages, rw.size());
     EXPECT_EQ(t.a.poll(t.a.scq).size(), size_t(kMsgs)) << "UC: every send completes locally";
@@ -801,11 +801,11 @@ TEST(VerbsUd, LossAndDuplicationDeliverWholeDatagrams)
     for (int i = 0; i < kMsgs; i++) std::fill(src.begin() + i * 256, src.begin() + (i + 1) * 256, uint8_t(i));
     uint32_t skey = t.a.reg(src, kLocalWrite), rkey = t.b.reg(rbuf, kLocalWrite);
     for (int i = 0; i < 2 * kMsgs; i++)
-        ASSERT_EQ(t.b.nic->verbs_post_recv(t.b.qp, recv_wr(i, {sge(rbuf, rkey, size_t(i) * 296, 296)})), 0);
+        ASSERT_EQ(t.b.nic->verbs().post_recv(t.b.qp, recv_wr(i, {sge(rbuf, rkey, size_t(i) * 296, 296)})), 0);
     for (int i = 0; i < kMsgs; i++) {
         SendWr s = t.send(src, skey, 256, UdPair::kQkeyB);
         s.sg[0].addr += size_t(i) * 256;
-        ASSERT_EQ(t.a.nic->verbs_post_send(t.a.qp, s), 0);
+        ASSERT_EQ(t.a.nic->verbs().post_send(t.a.qp, s), 0);
     }
     t.f.run_until_idle();
     auto rw = t.b.poll(t.b.rcq);
@@ -843,7 +843,7 @@ TEST(VerbsTx, SdrAndVerbsPacketsAlternateControlFirst)
     w.sg[0] = sge(src, skey, 0, 4096);  // 4 packets
     w.remote_addr = reinterpret_cast<uint64_t>(dst.data());
     w.rkey = dkey;
-    ASSERT_EQ(n.verbs_post_send(t.a.qp, w), 0);
+    ASSERT_EQ(n.verbs().post_send(t.a.qp, w), 0);
     uint32_t c0 = n.ctrl_qp_create();
     ASSERT_TRUE(n.ctrl_send(c0, t.b.nic->address(), 0x800001, 0, src.data(), 8));
     std::vector<TxPacket> out;

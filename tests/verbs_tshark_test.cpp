@@ -5,7 +5,7 @@
 #include "tshark_util.hpp"
 
 #include <sdr/emu/fabric.hpp>
-#include <sdr/emu/verbs.hpp>
+#include <sdr/emu/verbs_engine.hpp>
 #include <sdr/emu/wire.hpp>
 
 #include <gtest/gtest.h>
@@ -48,10 +48,10 @@ TEST(VerbsTshark, EveryOpcodeDissectsWithItsFields)
         SimFabric f(p);
         Nic& na = f.nic(0, 1);
         Nic& nb = f.nic(1, 1);
-        const uint32_t pda = na.verbs_pd_alloc(), pdb = nb.verbs_pd_alloc();  // one PD per NIC
+        const uint32_t pda = na.verbs().pd_alloc(), pdb = nb.verbs().pd_alloc();  // one PD per NIC
         auto ep = [](Nic& n, QpType t, const uint32_t* pd, uint32_t* qp) {
-            uint32_t cq = n.verbs_cq_create(64);
-            *qp = n.verbs_qp_create(t, *pd, cq, cq, 32, 32);
+            uint32_t cq = n.verbs().cq_create(64);
+            *qp = n.verbs().qp_create(t, *pd, cq, cq, 32, 32);
         };
         uint32_t uca, ucb, uda, udb;
         ep(na, QpType::Uc, &pda, &uca);
@@ -62,43 +62,43 @@ TEST(VerbsTshark, EveryOpcodeDissectsWithItsFields)
         QpAttr at;
         at.state = QpState::Init;
         at.access = kLocalWrite | kRemoteWrite;
-        for (auto [n, q] : {std::pair{&na, uca}, std::pair{&nb, ucb}}) ASSERT_EQ(n->verbs_qp_modify(q, at, 3), 0);
+        for (auto [n, q] : {std::pair{&na, uca}, std::pair{&nb, ucb}}) ASSERT_EQ(n->verbs().qp_modify(q, at, 3), 0);
         at.state = QpState::Rtr;
         at.path_mtu = 256;
         at.rq_psn = 10;
-        at.dest_qpn = nb.verbs_qpn(ucb);
+        at.dest_qpn = nb.verbs().qpn(ucb);
         at.remote_gid = gid_from_ipv4(nb.address().ip);
         const uint32_t rtr = QpAttr::kState | QpAttr::kPathMtu | QpAttr::kDestQpn | QpAttr::kRqPsn | QpAttr::kAv;
-        ASSERT_EQ(na.verbs_qp_modify(uca, at, rtr), 0);
-        at.dest_qpn = na.verbs_qpn(uca);
+        ASSERT_EQ(na.verbs().qp_modify(uca, at, rtr), 0);
+        at.dest_qpn = na.verbs().qpn(uca);
         at.remote_gid = gid_from_ipv4(na.address().ip);
-        ASSERT_EQ(nb.verbs_qp_modify(ucb, at, rtr), 0);
+        ASSERT_EQ(nb.verbs().qp_modify(ucb, at, rtr), 0);
         at.state = QpState::Rts;
         at.sq_psn = 10;
-        ASSERT_EQ(na.verbs_qp_modify(uca, at, QpAttr::kState | QpAttr::kSqPsn), 0);
+        ASSERT_EQ(na.verbs().qp_modify(uca, at, QpAttr::kState | QpAttr::kSqPsn), 0);
         // UD both ways ready, Q_Key 0x1234
         for (auto [n, q] : {std::pair{&na, uda}, std::pair{&nb, udb}}) {
             QpAttr u;
             u.state = QpState::Init;
             u.qkey = 0x1234;
-            ASSERT_EQ(n->verbs_qp_modify(q, u, QpAttr::kState | QpAttr::kQkey), 0);
+            ASSERT_EQ(n->verbs().qp_modify(q, u, QpAttr::kState | QpAttr::kQkey), 0);
             u.state = QpState::Rtr;
-            ASSERT_EQ(n->verbs_qp_modify(q, u, QpAttr::kState), 0);
+            ASSERT_EQ(n->verbs().qp_modify(q, u, QpAttr::kState), 0);
             u.state = QpState::Rts;
-            ASSERT_EQ(n->verbs_qp_modify(q, u, QpAttr::kState | QpAttr::kSqPsn), 0);
+            ASSERT_EQ(n->verbs().qp_modify(q, u, QpAttr::kState | QpAttr::kSqPsn), 0);
         }
         std::vector<uint8_t> src(4096, 0x42), dst(4096), rbuf(4096);
-        uint32_t skey = na.verbs_mr_reg(pda, src.data(), src.size(), kLocalWrite);
-        uint32_t dkey = nb.verbs_mr_reg(pdb, dst.data(), dst.size(), kLocalWrite | kRemoteWrite);
-        uint32_t rkey = nb.verbs_mr_reg(pdb, rbuf.data(), rbuf.size(), kLocalWrite);
+        uint32_t skey = na.verbs().mr_reg(pda, src.data(), src.size(), kLocalWrite);
+        uint32_t dkey = nb.verbs().mr_reg(pdb, dst.data(), dst.size(), kLocalWrite | kRemoteWrite);
+        uint32_t rkey = nb.verbs().mr_reg(pdb, rbuf.data(), rbuf.size(), kLocalWrite);
         for (int i = 0; i < 16; i++) {
             RecvWr r;
             r.num_sge = 1;
             r.sg[0] = Sge{reinterpret_cast<uint64_t>(rbuf.data()), 4096, rkey};
-            ASSERT_EQ(nb.verbs_post_recv(ucb, r), 0);
-            ASSERT_EQ(nb.verbs_post_recv(udb, r), 0);
+            ASSERT_EQ(nb.verbs().post_recv(ucb, r), 0);
+            ASSERT_EQ(nb.verbs().post_recv(udb, r), 0);
         }
-        const uint32_t ucqpn = nb.verbs_qpn(ucb), udqpn = nb.verbs_qpn(udb);
+        const uint32_t ucqpn = nb.verbs().qpn(ucb), udqpn = nb.verbs().qpn(udb);
         const uint64_t dva = reinterpret_cast<uint64_t>(dst.data());
         uint32_t psn = 10;
         auto uc = [&](WrOpcode op, uint32_t len, std::vector<uint8_t> opcodes) {
@@ -109,7 +109,7 @@ TEST(VerbsTshark, EveryOpcodeDissectsWithItsFields)
             w.sg[0] = Sge{reinterpret_cast<uint64_t>(src.data()), len, skey};
             w.remote_addr = dva + 4;
             w.rkey = dkey;
-            ASSERT_EQ(na.verbs_post_send(uca, w), 0);
+            ASSERT_EQ(na.verbs().post_send(uca, w), 0);
             for (size_t i = 0; i < opcodes.size(); i++) {
                 Expect e{opcodes[i], ucqpn, psn++, 0, std::nullopt, 0, 0, std::nullopt, std::nullopt, std::nullopt};
                 uint32_t plen = i + 1 < opcodes.size() ? 256 : len - 256 * uint32_t(i);
@@ -132,7 +132,7 @@ TEST(VerbsTshark, EveryOpcodeDissectsWithItsFields)
         uc(WrOpcode::RdmaWrite, 64, {0x2A});
         uc(WrOpcode::RdmaWriteWithImm, 65, {0x2B});
         f.run_until_idle();  // UC first: the requester would interleave the two QPs' packets
-        uint32_t ah = na.verbs_ah_create(pda, gid_from_ipv4(nb.address().ip));
+        uint32_t ah = na.verbs().ah_create(pda, gid_from_ipv4(nb.address().ip));
         for (bool imm : {false, true}) {
             SendWr w;
             w.opcode = imm ? WrOpcode::SendWithImm : WrOpcode::Send;
@@ -142,10 +142,10 @@ TEST(VerbsTshark, EveryOpcodeDissectsWithItsFields)
             w.ah = ah;
             w.remote_qpn = udqpn;
             w.remote_qkey = 0x1234;
-            ASSERT_EQ(na.verbs_post_send(uda, w), 0);
+            ASSERT_EQ(na.verbs().post_send(uda, w), 0);
             Expect e{uint8_t(imm ? 0x65 : 0x64), udqpn, uint32_t(imm), 0, std::nullopt, 0, 0, std::nullopt, std::nullopt, std::nullopt};
             e.qkey = 0x1234;
-            e.src_qp = na.verbs_qpn(uda);
+            e.src_qp = na.verbs().qpn(uda);
             if (imm) e.imm = 0x5EED;
             want.push_back(e);
         }
@@ -235,16 +235,16 @@ TEST(VerbsTshark, EveryRcOpcodeDissectsWithItsFields)
         SimFabric f(p);
         Nic& na = f.nic(0, 1);
         Nic& nb = f.nic(1, 1);
-        const uint32_t pda = na.verbs_pd_alloc(), pdb = nb.verbs_pd_alloc();
-        const uint32_t cqa = na.verbs_cq_create(64), cqb = nb.verbs_cq_create(64);
-        const uint32_t qa = na.verbs_qp_create(QpType::Rc, pda, cqa, cqa, 32, 32);
-        const uint32_t qb = nb.verbs_qp_create(QpType::Rc, pdb, cqb, cqb, 32, 32);
-        const uint32_t qpna = na.verbs_qpn(qa), qpnb = nb.verbs_qpn(qb);
+        const uint32_t pda = na.verbs().pd_alloc(), pdb = nb.verbs().pd_alloc();
+        const uint32_t cqa = na.verbs().cq_create(64), cqb = nb.verbs().cq_create(64);
+        const uint32_t qa = na.verbs().qp_create(QpType::Rc, pda, cqa, cqa, 32, 32);
+        const uint32_t qb = nb.verbs().qp_create(QpType::Rc, pdb, cqb, cqb, 32, 32);
+        const uint32_t qpna = na.verbs().qpn(qa), qpnb = nb.verbs().qpn(qb);
         for (auto [n, q, peer, peer_ip] : {std::tuple{&na, qa, qpnb, nb.address().ip}, std::tuple{&nb, qb, qpna, na.address().ip}}) {
             QpAttr at;
             at.state = QpState::Init;
             at.access = kLocalWrite | kRemoteWrite | kRemoteRead;
-            ASSERT_EQ(n->verbs_qp_modify(q, at, QpAttr::kState | QpAttr::kAccess), 0);
+            ASSERT_EQ(n->verbs().qp_modify(q, at, QpAttr::kState | QpAttr::kAccess), 0);
             at.state = QpState::Rtr;
             at.path_mtu = 256;
             at.rq_psn = 10;
@@ -252,26 +252,26 @@ TEST(VerbsTshark, EveryRcOpcodeDissectsWithItsFields)
             at.remote_gid = gid_from_ipv4(peer_ip);
             at.max_dest_rd_atomic = 1;
             at.min_rnr_timer = 5;
-            ASSERT_EQ(n->verbs_qp_modify(q, at, QpAttr::kState | QpAttr::kPathMtu | QpAttr::kDestQpn | QpAttr::kRqPsn |
+            ASSERT_EQ(n->verbs().qp_modify(q, at, QpAttr::kState | QpAttr::kPathMtu | QpAttr::kDestQpn | QpAttr::kRqPsn |
                                                     QpAttr::kAv | QpAttr::kMaxDestRdAtomic | QpAttr::kMinRnrTimer),
                       0);
             at.state = QpState::Rts;
             at.sq_psn = 10;
             at.rnr_retry = 0;
-            ASSERT_EQ(n->verbs_qp_modify(q, at, QpAttr::kState | QpAttr::kSqPsn | QpAttr::kTimeout | QpAttr::kRetryCnt |
+            ASSERT_EQ(n->verbs().qp_modify(q, at, QpAttr::kState | QpAttr::kSqPsn | QpAttr::kTimeout | QpAttr::kRetryCnt |
                                                     QpAttr::kRnrRetry | QpAttr::kMaxRdAtomic),
                       0);
         }
         std::vector<uint8_t> src(4096, 0x42), dst(4096), rbuf(4096), rd(4096);
-        const uint32_t skey = na.verbs_mr_reg(pda, src.data(), src.size(), kLocalWrite);
-        const uint32_t rdkey = na.verbs_mr_reg(pda, rd.data(), rd.size(), kLocalWrite);
-        const uint32_t dkey = nb.verbs_mr_reg(pdb, dst.data(), dst.size(), kLocalWrite | kRemoteWrite | kRemoteRead);
-        const uint32_t rkey = nb.verbs_mr_reg(pdb, rbuf.data(), rbuf.size(), kLocalWrite);
+        const uint32_t skey = na.verbs().mr_reg(pda, src.data(), src.size(), kLocalWrite);
+        const uint32_t rdkey = na.verbs().mr_reg(pda, rd.data(), rd.size(), kLocalWrite);
+        const uint32_t dkey = nb.verbs().mr_reg(pdb, dst.data(), dst.size(), kLocalWrite | kRemoteWrite | kRemoteRead);
+        const uint32_t rkey = nb.verbs().mr_reg(pdb, rbuf.data(), rbuf.size(), kLocalWrite);
         for (int i = 0; i < 5; i++) {  // 4 SENDs and a WRITE with immediate
             RecvWr r;
             r.num_sge = 1;
             r.sg[0] = Sge{reinterpret_cast<uint64_t>(rbuf.data()), 4096, rkey};
-            ASSERT_EQ(nb.verbs_post_recv(qb, r), 0);
+            ASSERT_EQ(nb.verbs().post_recv(qb, r), 0);
         }
         const uint64_t dva = reinterpret_cast<uint64_t>(dst.data());
         const uint32_t ack = 0x1Fu;  // ACK syndrome: credits not flow controlled
@@ -286,7 +286,7 @@ TEST(VerbsTshark, EveryRcOpcodeDissectsWithItsFields)
                           op == WrOpcode::RdmaRead ? rdkey : skey};
             w.remote_addr = dva + 4;
             w.rkey = dkey;
-            ASSERT_EQ(na.verbs_post_send(qa, w), 0);
+            ASSERT_EQ(na.verbs().post_send(qa, w), 0);
             if (op == WrOpcode::RdmaRead) {
                 RcExpect e{wire::kOpRcReadRequest, qpnb, psn, 0, true, dva + 4, dkey, len, std::nullopt,
                            std::nullopt, std::nullopt};
@@ -355,13 +355,13 @@ TEST(VerbsTshark, EveryRcOpcodeDissectsWithItsFields)
             w.sg[0] = Sge{reinterpret_cast<uint64_t>(src.data()), 16, skey};
             w.remote_addr = dva;
             w.rkey = dkey;
-            ASSERT_EQ(na.verbs_post_send(qa, w), 0);
+            ASSERT_EQ(na.verbs().post_send(qa, w), 0);
             RcExpect e{wire::kOpRcWriteOnlyImm, qpnb, psn, 0, true, dva, dkey, 16, 9u, std::nullopt, std::nullopt};
             want.push_back(e);
             want.push_back(RcExpect{wire::kOpRcAck, qpna, psn, 0, false, std::nullopt, 0, 0, std::nullopt, 0x25, msn});
             f.run_until_idle();
             Wc wc[64];
-            int n = na.verbs_cq_poll(cqa, wc, 64);
+            int n = na.verbs().cq_poll(cqa, wc, 64);
             ASSERT_EQ(n, 10) << "9 messages, then the RNR'd one";
             for (int i = 0; i < 9; i++) EXPECT_EQ(wc[i].status, WcStatus::Success);
             EXPECT_EQ(wc[9].status, WcStatus::RnrRetryExcErr);

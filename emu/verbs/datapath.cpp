@@ -76,7 +76,7 @@ int post_one(Engine& eng, Qp& q, const ibv_send_wr& wr)
     }
     w.wr_id = q.posted;  // the sequence number; the program's wr_id waits in its slot
     q.wr_ids[slot] = wr.wr_id;
-    if (int err = eng.nic().verbs_post_send(q.h, w)) return err;
+    if (int err = eng.verbs().post_send(q.h, w)) return err;
     q.posted++;
     return 0;
 }
@@ -134,7 +134,7 @@ int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr)
             r.num_sge = static_cast<uint32_t>(wr->num_sge);
             for (int i = 0; i < wr->num_sge; i++)
                 r.sg[i] = mv::Sge{wr->sg_list[i].addr, wr->sg_list[i].length, wr->sg_list[i].lkey};
-            err = eng.nic().verbs_post_recv(q->h, r);  // ENOMEM: the receive queue is full
+            err = eng.verbs().post_recv(q->h, r);  // ENOMEM: the receive queue is full
         }
         if (err) {
             *bad_wr = wr;
@@ -164,7 +164,7 @@ int poll_cq(ibv_cq* ibcq, int n, ibv_wc* wc)
     while (total < n) {
         mv::Wc batch[32];
         const int want = std::min(n - total, 32);
-        const int k = eng.nic().verbs_cq_poll(cq->h, batch, want);
+        const int k = eng.verbs().cq_poll(cq->h, batch, want);
         if (k < 0) {  // the CQ overran: in error from now on (after what it held)
             if (total) break;
             return -1;

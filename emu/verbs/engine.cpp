@@ -63,6 +63,7 @@ Engine* Engine::acquire(const PortInfo& port)
     e->rt_ = std::move(rt);
     e->refs_ = 1;
     std::lock_guard l(e->lock());
+    e->verbs_ = &e->rt_->nic().verbs();  // attached under the lock: the polling thread reads it
     e->rt_->set_verbs_cq_listener([e](uint32_t cq, bool solicited) { e->on_completion(cq, solicited); });
     e->rt_->set_verbs_async_listener([e](mv::AsyncEvent ev, uint32_t h) { e->on_async(ev, h); });
     return e;

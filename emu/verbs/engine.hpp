@@ -24,6 +24,7 @@ public:
     static void release(Engine* e);
 
     emu::Nic& nic() { return rt_->nic(); }
+    emu::VerbsEngine& verbs() { return *verbs_; }  // the NIC's verbs engine, attached at open
     std::mutex& lock() { return rt_->lock(); }
     const emu::NicAddress& address() const { return rt_->port_info().addr; }
     uint32_t netdev_mtu() const { return rt_->port_info().mtu; }
@@ -54,6 +55,7 @@ private:
     std::string ibdev_;
     int refs_ = 0;
     std::unique_ptr<emu::RtNic> rt_;
+    emu::VerbsEngine* verbs_ = nullptr;
     std::vector<Cq*> cqs_;
     std::vector<Qp*> qps_;
     std::vector<Srq*> srqs_;

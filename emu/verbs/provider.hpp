@@ -10,7 +10,7 @@
 
 #include <sdr/emu/ids.hpp>
 #include <sdr/emu/nic.hpp>
-#include <sdr/emu/verbs.hpp>
+#include <sdr/emu/verbs_engine.hpp>
 
 #include <pthread.h>
 #include <sys/types.h>
@@ -39,7 +39,7 @@ struct Limits {
     static constexpr uint32_t kMaxSge = mv::kMaxSge;
     // RC READs outstanding per QP, as requester (max_qp_init_rd_atom) and as responder
     // (max_qp_rd_atom): the model's bound. Atomics: none.
-    static constexpr uint32_t kMaxRdAtom = emu::Nic::kRcMaxRdAtomic;
+    static constexpr uint32_t kMaxRdAtom = emu::VerbsEngine::kRcMaxRdAtomic;
     // IBV_SEND_INLINE: bytes copied at post into a per-QP buffer (one slot per send WQE).
     static constexpr uint32_t kMaxInline = 256;
     static constexpr uint64_t kMaxMrSize = 1ull << 40;

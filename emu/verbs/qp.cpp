@@ -282,19 +282,19 @@ ibv_qp* create_qp(ibv_pd* ibpd, ibv_qp_init_attr* attr)
     {
         std::lock_guard lock(eng->lock());
         emu::Nic& nic = eng->nic();
-        q->h = nic.verbs_qp_create(type, pd->h, reinterpret_cast<Cq*>(attr->send_cq)->h,
+        q->h = nic.verbs().qp_create(type, pd->h, reinterpret_cast<Cq*>(attr->send_cq)->h,
                                    reinterpret_cast<Cq*>(attr->recv_cq)->h, q->cap.max_send_wr,
                                    std::max(1u, q->cap.max_recv_wr), srq ? srq->h : emu::Nic::kNoHandle);
         if (q->h == emu::Nic::kNoHandle) {
             err = ENOMEM;  // every QP entry is in use (the PD and CQs are ours and live)
         } else {
-            q->inline_key = nic.verbs_mr_reg(pd->h, q->inline_buf.data(), q->inline_buf.size(), 0);
+            q->inline_key = nic.verbs().mr_reg(pd->h, q->inline_buf.data(), q->inline_buf.size(), 0);
             if (!q->inline_key) {
-                (void)nic.verbs_qp_destroy(q->h);  // created just now, nothing uses it: cannot be busy
+                (void)nic.verbs().qp_destroy(q->h);  // created just now, nothing uses it: cannot be busy
                 err = ENOMEM;
             } else {
                 eng->set_qp(q->h, q);
-                q->qp.qp_num = nic.verbs_qpn(q->h);
+                q->qp.qp_num = nic.verbs().qpn(q->h);
             }
         }
     }
@@ -334,14 +334,14 @@ int modify_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int mask)
     if (int err = to_model_attr(*q, *attr, mask, port ? mtu_bytes(port) : 256, &m, &mmask)) return err;
     std::lock_guard lock(eng->lock());
     emu::Nic& nic = eng->nic();
-    const ibv_qp_state cur = verbs_state(nic.verbs_qp_state(q->h));  // the NIC may have moved it to ERR
+    const ibv_qp_state cur = verbs_state(nic.verbs().qp_state(q->h));  // the NIC may have moved it to ERR
     const ibv_qp_state next = (mask & IBV_QP_STATE) ? attr->qp_state : cur;
     Rule r;
     const Transport t = transport_of(q->type);
     const int given = mask & ~IBV_QP_STATE;
     if (!rule_for(cur, next, &r) || (given & r.req[t]) != r.req[t] || (given & ~(r.req[t] | r.opt[t])) != 0)
         return EINVAL;
-    if (int err = nic.verbs_qp_modify(q->h, m, mmask)) return err;
+    if (int err = nic.verbs().qp_modify(q->h, m, mmask)) return err;
     remember(*q, *attr, mask);
     if (next == IBV_QPS_RESET) q->retired = q->posted;  // the model emptied the queues
     return 0;  // libibverbs records qp->state
@@ -352,7 +352,7 @@ int query_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int /*attr_mask*/, ibv_qp_init_att
     Qp* q = to_qp(ibqp);
     std::lock_guard lock(q->engine->lock());
     *attr = q->attr;
-    attr->qp_state = verbs_state(q->engine->nic().verbs_qp_state(q->h));
+    attr->qp_state = verbs_state(q->engine->nic().verbs().qp_state(q->h));
     attr->cur_qp_state = attr->qp_state;
     attr->path_mig_state = IBV_MIG_MIGRATED;
     attr->cap = q->cap;
@@ -376,8 +376,8 @@ int destroy_qp(ibv_qp* ibqp)
     {
         std::lock_guard lock(q->engine->lock());
         emu::Nic& nic = q->engine->nic();
-        if (int err = nic.verbs_qp_destroy(q->h)) return err;
-        (void)nic.verbs_mr_dereg(q->inline_key);  // the QP's own inline region: nothing else holds it
+        if (int err = nic.verbs().qp_destroy(q->h)) return err;
+        (void)nic.verbs().mr_dereg(q->inline_key);  // the QP's own inline region: nothing else holds it
         q->engine->set_qp(q->h, nullptr);
         events = q->async_read.load();
     }
@@ -404,7 +404,7 @@ ibv_ah* create_ah(ibv_pd* ibpd, ibv_ah_attr* attr)
     }
     {
         std::lock_guard lock(pd->engine->lock());
-        ah->h = pd->engine->nic().verbs_ah_create(pd->h, gid_of(attr->grh.dgid));
+        ah->h = pd->engine->nic().verbs().ah_create(pd->h, gid_of(attr->grh.dgid));
     }
     if (ah->h == emu::Nic::kNoHandle) {
         delete ah;
@@ -421,7 +421,7 @@ int destroy_ah(ibv_ah* ibah)
     Engine* eng = reinterpret_cast<Pd*>(ibah->pd)->engine;
     {
         std::lock_guard lock(eng->lock());
-        if (int err = eng->nic().verbs_ah_destroy(ah->h)) return err;
+        if (int err = eng->verbs().ah_destroy(ah->h)) return err;
     }
     delete ah;
     return 0;

@@ -31,7 +31,7 @@ ibv_pd* alloc_pd(ibv_context* context)
     pd->engine = eng;
     {
         std::lock_guard lock(eng->lock());
-        pd->h = eng->nic().verbs_pd_alloc();
+        pd->h = eng->verbs().pd_alloc();
     }
     if (pd->h == emu::Nic::kNoHandle) {
         delete pd;
@@ -48,7 +48,7 @@ int dealloc_pd(ibv_pd* ibpd)
     int err;
     {
         std::lock_guard lock(pd->engine->lock());
-        err = pd->engine->nic().verbs_pd_dealloc(pd->h);  // EBUSY while a region, AH or QP uses it
+        err = pd->engine->nic().verbs().pd_dealloc(pd->h);  // EBUSY while a region, AH or QP uses it
     }
     if (err) return err;
     delete pd;
@@ -81,7 +81,7 @@ ibv_mr* reg_mr(ibv_pd* ibpd, void* addr, size_t length, uint64_t hca_va, int acc
         std::lock_guard lock(pd->engine->lock());
         // An iova other than the address (ibv_reg_mr_iova: a zero-based region, say) is where
         // remote requests address it; local SGEs cannot name such a region (Nic::verbs_mr_reg).
-        key = pd->engine->nic().verbs_mr_reg(pd->h, addr, length, static_cast<uint32_t>(access), hca_va);
+        key = pd->engine->nic().verbs().mr_reg(pd->h, addr, length, static_cast<uint32_t>(access), hca_va);
     }
     if (key == 0) {  // all 2^16 keys live
         delete mr;
@@ -103,7 +103,7 @@ int dereg_mr(verbs_mr* vmr)
     int err;
     {
         std::lock_guard lock(eng->lock());
-        err = eng->nic().verbs_mr_dereg(m.lkey);
+        err = eng->verbs().mr_dereg(m.lkey);
     }
     if (err) return err;
     delete reinterpret_cast<Mr*>(vmr);
@@ -184,7 +184,7 @@ ibv_cq* create_cq(ibv_context* context, int cqe, ibv_comp_channel* channel, int 
     }
     {
         std::lock_guard lock(eng->lock());
-        cq->h = eng->live_cqs < Limits::kMaxCq ? eng->nic().verbs_cq_create(static_cast<uint32_t>(cqe))
+        cq->h = eng->live_cqs < Limits::kMaxCq ? eng->verbs().cq_create(static_cast<uint32_t>(cqe))
                                                : emu::Nic::kNoHandle;
         if (cq->h != emu::Nic::kNoHandle) {
             eng->set_cq(cq->h, cq);
@@ -208,7 +208,7 @@ int destroy_cq(ibv_cq* ibcq)
     uint64_t events, async_events;
     {
         std::lock_guard lock(eng->lock());
-        if (int err = eng->nic().verbs_cq_destroy(cq->h)) return err;  // EBUSY while a QP uses it
+        if (int err = eng->verbs().cq_destroy(cq->h)) return err;  // EBUSY while a QP uses it
         eng->set_cq(cq->h, nullptr);
         eng->live_cqs--;
         events = cq->events_read.load();

@@ -52,7 +52,7 @@ __attribute__((visibility("default"))) sdrdv_root_key* sdrdv_root_key_create(ibv
     k->pd = pd;
     {
         std::lock_guard lock(pd->engine->lock());
-        k->pub.rkey = pd->engine->nic().verbs_root_key_create(pd->h, nslots, slot_bytes);
+        k->pub.rkey = pd->engine->nic().verbs().root_key_create(pd->h, nslots, slot_bytes);
     }
     if (k->pub.rkey == 0) {
         delete k;
@@ -69,7 +69,7 @@ __attribute__((visibility("default"))) int sdrdv_root_key_set(sdrdv_root_key* ke
     if (!sdrdv_is_supported(mr->context)) return EOPNOTSUPP;
     RootKey* k = sdr::verbs::to_key(key);
     std::lock_guard lock(k->pd->engine->lock());
-    return k->pd->engine->nic().verbs_root_key_set(key->rkey, slot, mr->lkey, addr, len);
+    return k->pd->engine->nic().verbs().root_key_set(key->rkey, slot, mr->lkey, addr, len);
 }
 
 __attribute__((visibility("default"))) int sdrdv_root_key_null(sdrdv_root_key* key, uint32_t slot)
@@ -77,7 +77,7 @@ __attribute__((visibility("default"))) int sdrdv_root_key_null(sdrdv_root_key* k
     if (!key) return EINVAL;
     RootKey* k = sdr::verbs::to_key(key);
     std::lock_guard lock(k->pd->engine->lock());
-    return k->pd->engine->nic().verbs_root_key_null(key->rkey, slot);
+    return k->pd->engine->nic().verbs().root_key_null(key->rkey, slot);
 }
 
 __attribute__((visibility("default"))) int sdrdv_root_key_destroy(sdrdv_root_key* key)
@@ -87,7 +87,7 @@ __attribute__((visibility("default"))) int sdrdv_root_key_destroy(sdrdv_root_key
     int err;
     {
         std::lock_guard lock(k->pd->engine->lock());
-        err = k->pd->engine->nic().verbs_mr_dereg(key->rkey);
+        err = k->pd->engine->nic().verbs().mr_dereg(key->rkey);
     }
     if (err) return err;
     delete k;

@@ -32,7 +32,7 @@ ibv_srq* create_srq(ibv_pd* ibpd, ibv_srq_init_attr* attr)
     s->async_fd = to_context(ibpd->context)->state->async_write_fd;
     {
         std::lock_guard lock(s->engine->lock());
-        s->h = s->engine->nic().verbs_srq_create(pd->h, a.max_wr, a.srq_limit);
+        s->h = s->engine->nic().verbs().srq_create(pd->h, a.max_wr, a.srq_limit);
         if (s->h != emu::Nic::kNoHandle) s->engine->set_srq(s->h, s);
     }
     if (s->h == emu::Nic::kNoHandle) {
@@ -53,7 +53,7 @@ int modify_srq(ibv_srq* ibsrq, ibv_srq_attr* attr, int mask)
     if ((mask & ~(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT)) || (mask & IBV_SRQ_MAX_WR)) return EINVAL;
     if (!(mask & IBV_SRQ_LIMIT)) return 0;
     std::lock_guard lock(s->engine->lock());
-    return s->engine->nic().verbs_srq_arm(s->h, attr->srq_limit);  // EINVAL above max_wr
+    return s->engine->nic().verbs().srq_arm(s->h, attr->srq_limit);  // EINVAL above max_wr
 }
 
 int query_srq(ibv_srq* ibsrq, ibv_srq_attr* attr)
@@ -62,7 +62,7 @@ int query_srq(ibv_srq* ibsrq, ibv_srq_attr* attr)
     std::lock_guard lock(s->engine->lock());
     attr->max_wr = s->max_wr;
     attr->max_sge = s->max_sge;
-    attr->srq_limit = s->engine->nic().verbs_srq_limit(s->h);  // 0 once the event fired
+    attr->srq_limit = s->engine->nic().verbs().srq_limit(s->h);  // 0 once the event fired
     return 0;
 }
 
@@ -72,7 +72,7 @@ int destroy_srq(ibv_srq* ibsrq)
     uint64_t events;
     {
         std::lock_guard lock(s->engine->lock());
-        if (int err = s->engine->nic().verbs_srq_destroy(s->h)) return err;  // EBUSY while a QP uses it
+        if (int err = s->engine->nic().verbs().srq_destroy(s->h)) return err;  // EBUSY while a QP uses it
         s->engine->set_srq(s->h, nullptr);
         events = s->async_read.load();
     }
@@ -93,7 +93,7 @@ int post_srq_recv(ibv_srq* ibsrq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr)
             r.num_sge = static_cast<uint32_t>(wr->num_sge);
             for (int i = 0; i < wr->num_sge; i++)
                 r.sg[i] = mv::Sge{wr->sg_list[i].addr, wr->sg_list[i].length, wr->sg_list[i].lkey};
-            err = s->engine->nic().verbs_post_srq_recv(s->h, r);  // ENOMEM: the SRQ is full
+            err = s->engine->nic().verbs().post_srq_recv(s->h, r);  // ENOMEM: the SRQ is full
         }
         if (err) {
             *bad_wr = wr;

@@ -16,13 +16,12 @@
 // The UC path pays one test of the QP's rc flag per packet.
 
 #include <sdr/emu/nic.hpp>
+#include <sdr/emu/psn.hpp>
 
 namespace sdr::emu {
 
 namespace {
 
-constexpr uint32_t kPsnMask = 0xFFFFFF;
-inline uint32_t psn_diff(uint32_t b, uint32_t a) { return (b - a) & kPsnMask; }
 // AETH syndromes (IBTA 9.7.5.2.1): ACK with no credit limit, NAK with a code.
 constexpr uint32_t kAethAck = 0x1F, kAethNak = 0x60;
 constexpr uint8_t kNakPsnSequence = 0, kNakRemoteAccess = 2;
@@ -37,7 +36,7 @@ void Nic::sdr_rc_sent(TransportQp& q, uint32_t h, const hal_tx_wqe& w, TxPacket*
     q.resend = q.psn;  // nothing older waits to be sent again (tx_next serves those first)
     q.in_port++;
     // AckReq when this QP has nothing more queued behind it, and every kSdrRcAckEvery packets.
-    const uint32_t outstanding = psn_diff(q.psn, q.una);
+    const uint32_t outstanding = psn::diff(q.psn, q.una);
     out->meta.ack_req = q.sq_used == outstanding || out->meta.psn % kSdrRcAckEvery == kSdrRcAckEvery - 1;
     if (!q.timer_ns) {
         q.timer_ns = exec_->now_ns() + q.rc_timeout_ns;
@@ -60,8 +59,8 @@ bool Nic::sdr_rc_tx_next(TxPacket* out)
         m.opcode = wire::kOpRcAck;
         m.dest_qp = q.remote_qpn;
         // An ACK names the last PSN received in order; a NAK the one expected.
-        m.psn = q.nak_code ? q.epsn : (q.epsn - 1) & kPsnMask;
-        m.imm = ((q.nak_code ? kAethNak | (q.nak_code - 1u) : kAethAck) << 24) | (q.msn & kPsnMask);
+        m.psn = q.nak_code ? q.epsn : (q.epsn - 1) & psn::kMask;
+        m.imm = ((q.nak_code ? kAethNak | (q.nak_code - 1u) : kAethAck) << 24) | (q.msn & psn::kMask);
         m.udp_src_port = udp_src_port(q.qpn);
         out->remote_ip = q.remote_ip;
         out->remote_mac = q.remote_mac;
@@ -72,13 +71,13 @@ bool Nic::sdr_rc_tx_next(TxPacket* out)
     while (!rc_resends_.empty()) {
         const uint32_t h = rc_resends_.front();
         TransportQp& q = qps_[h];
-        if (!q.live || q.rc_failed || psn_diff(q.resend, q.una) >= psn_diff(q.psn, q.una)) {
+        if (!q.live || q.rc_failed || psn::diff(q.resend, q.una) >= psn::diff(q.psn, q.una)) {
             rc_resends_.pop_front();
             q.resend_queued = false;
             continue;
         }
         const uint32_t psn = q.resend;
-        q.resend = (q.resend + 1) & kPsnMask;
+        q.resend = (q.resend + 1) & psn::kMask;
         const bool last = q.resend == q.psn;
         if (last) {
             rc_resends_.pop_front();
@@ -124,16 +123,16 @@ void Nic::sdr_rc_queue_ack(TransportQp& q, uint32_t h, uint8_t nak_code)
 
 void Nic::sdr_rc_receive(TransportQp& q, uint32_t h, const PacketMeta& m, const uint8_t* payload)
 {
-    const uint32_t d = psn_diff(m.psn, q.epsn);
+    const uint32_t d = psn::diff(m.psn, q.epsn);
     if (d == 0) {
         if (!place(q, m, payload)) return sdr_rc_queue_ack(q, h, 1 + kNakRemoteAccess);  // counted there
-        q.epsn = (q.epsn + 1) & kPsnMask;
+        q.epsn = psn::next(q.epsn);
         q.msn++;
         q.nak_sent = false;
         if (m.ack_req || ++q.unacked_rx >= kSdrRcAckEvery) sdr_rc_queue_ack(q, h, 0);
         return;
     }
-    if (d < 0x800000) {  // ahead: a packet before it was lost; ask for it once
+    if (d < psn::kHalf) {  // ahead: a packet before it was lost; ask for it once
         drop(RxDrop::PsnSequence, &q);
         if (!q.nak_sent) {
             q.nak_sent = true;
@@ -154,29 +153,29 @@ void Nic::sdr_rc_ack(const PacketMeta& m, uint32_t aeth, const NicAddress& src)
     if (m.udp_src_port != q.peer_port || src.ip != q.remote_ip || src.mac != q.remote_mac)
         return drop(RxDrop::WrongPeer, &q);
     if (!q.rc) return drop(RxDrop::WrongOpcode, &q);
-    const uint32_t outstanding = psn_diff(q.psn, q.una), syndrome = aeth >> 24;
+    const uint32_t outstanding = psn::diff(q.psn, q.una), syndrome = aeth >> 24;
     if ((syndrome >> 5) == 0) {  // ACK of every PSN up to m.psn
-        if (psn_diff(m.psn, q.una) >= outstanding) return drop(RxDrop::StaleAck, &q);
+        if (psn::diff(m.psn, q.una) >= outstanding) return drop(RxDrop::StaleAck, &q);
         return sdr_rc_retire(q, m.psn);
     }
-    if ((syndrome >> 5) != 3 || psn_diff(m.psn, q.una) > outstanding) return drop(RxDrop::StaleAck, &q);
+    if ((syndrome >> 5) != 3 || psn::diff(m.psn, q.una) > outstanding) return drop(RxDrop::StaleAck, &q);
     if ((syndrome & 0x1F) != kNakPsnSequence) return sdr_rc_fail(q);  // an access error is not retried
     // PSN sequence error: everything before m.psn arrived; send again from it.
-    if (m.psn != q.una) sdr_rc_retire(q, (m.psn - 1) & kPsnMask);
+    if (m.psn != q.una) sdr_rc_retire(q, (m.psn - 1) & psn::kMask);
     if (q.live && !q.rc_failed && m.psn != q.psn) sdr_rc_rewind(q, h, m.psn);
 }
 
 // PSNs up to through_psn are acknowledged: their WQEs complete in order.
 void Nic::sdr_rc_retire(TransportQp& q, uint32_t through_psn)
 {
-    const uint32_t n = psn_diff(through_psn, q.una) + 1;
+    const uint32_t n = psn::diff(through_psn, q.una) + 1;
     for (uint32_t i = 0; i < n; i++) {
         const hal_tx_wqe& w = q.sent[q.una & (kSqDepth - 1)];
-        q.una = (q.una + 1) & kPsnMask;
+        q.una = (q.una + 1) & psn::kMask;
         q.sq_used--;
         complete_send(q, w.cookie, w.signaled, false);
     }
-    if (psn_diff(q.resend, q.una) > psn_diff(q.psn, q.una)) q.resend = q.una;
+    if (psn::diff(q.resend, q.una) > psn::diff(q.psn, q.una)) q.resend = q.una;
     q.retry_left = kSdrRcRetries;
     q.timer_ns = q.una != q.psn ? exec_->now_ns() + q.rc_timeout_ns : 0;  // the armed timer re-arms to it
 }
@@ -199,7 +198,7 @@ void Nic::sdr_rc_fail(TransportQp& q)
     q.timer_ns = 0;
     while (q.una != q.psn) {
         const hal_tx_wqe& w = q.sent[q.una & (kSqDepth - 1)];
-        q.una = (q.una + 1) & kPsnMask;
+        q.una = (q.una + 1) & psn::kMask;
         q.sq_used--;
         port_.tx_local_errors++;
         complete_send(q, w.cookie, w.signaled, true);

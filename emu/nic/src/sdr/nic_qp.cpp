@@ -2,6 +2,7 @@
 // peer whose frames alone are accepted), the root key a QP's WRITEs address, counters.
 
 #include <sdr/emu/nic.hpp>
+#include <sdr/emu/psn.hpp>
 
 namespace sdr::emu {
 
@@ -31,7 +32,7 @@ void Nic::qp_destroy(uint32_t handle)
     q.live = false;
     // RC: the WQEs sent and not acknowledged will never be; only those still queued keep the
     // entry until they pass the port.
-    if (q.rc) q.sq_used -= (q.psn - q.una) & 0xFFFFFF;
+    if (q.rc) q.sq_used -= psn::diff(q.psn, q.una);
 }
 
 bool Nic::qp_connect(uint32_t handle, const NicAddress& remote, uint32_t remote_qpn, uint64_t rc_timeout_ns)

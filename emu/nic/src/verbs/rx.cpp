@@ -2,17 +2,17 @@
 // goes to its QP, which must be ready to receive (RTR or RTS), and to the rules of its
 // transport (nic_uc.cpp, nic_ud.cpp, nic_rc_*.cpp). SDR's own frames never come here.
 
-#include <sdr/emu/nic.hpp>
+#include <sdr/emu/verbs_engine.hpp>
 
 namespace sdr::emu {
 
-void Nic::verbs_drop(RxDrop d, VerbsQp* q)
+void VerbsEngine::verbs_drop(RxDrop d, VerbsQp* q)
 {
     port_.rx_drops[static_cast<size_t>(d)]++;
     if (q) q->counters.rx_drops++;
 }
 
-void Nic::verbs_receive(const PacketMeta& m, const uint8_t* payload, const NicAddress& src, const uint8_t* ip_header,
+void VerbsEngine::receive(const PacketMeta& m, const uint8_t* payload, const NicAddress& src, const uint8_t* ip_header,
                         const wire::Headers& hd)
 {
     const uint32_t h = NicIds::qpn_index(m.dest_qp) & (kVerbsQpnBit - 1);

@@ -19,13 +19,6 @@ namespace sdr::emu {
 static_assert(wire::frame_bytes_write_imm(0) == FW_FRAME_OVERHEAD_BYTES,
               "firmware pacing must count the same frame bytes the wire carries");
 
-uint64_t PortCounters::rx_drops_total() const
-{
-    uint64_t n = 0;
-    for (uint64_t d : rx_drops) n += d;
-    return n;
-}
-
 // The index bits hold every transport QP and root key of 32 SDR QPs at the largest G and
 // channel count (8 x 16), or of all 256 at G = 2; past that, sdr_qp_create fails cleanly.
 static_assert(uint64_t{FW_MAX_GENERATIONS} * FW_MAX_CHANNELS * 32 <= 1u << NicIds::kQpnIndexBits,
@@ -37,7 +30,7 @@ static_assert(uint64_t{FW_MAX_QPS} * FW_MAX_GENERATIONS <= 1u << NicIds::kRootKe
 
 Nic::Nic(uint32_t index, NicAddress addr, uint32_t num_workers, bool payload, NicExecutor* exec,
          std::optional<uint64_t> id_seed)
-    : index_(index), addr_(addr), payload_(payload), exec_(exec), ids_(id_seed)
+    : NicCore(index, addr, payload, exec, id_seed)
 {
     (void)reconfigure_workers(num_workers);  // refused only while a QP is live: a new NIC has none
     fw_ = static_cast<fw_device*>(nic_alloc(sizeof(fw_device)));
@@ -74,7 +67,10 @@ void Nic::doorbell(uint32_t qp_index)
 
 void Nic::timer_fired(uint32_t worker, uint32_t id)
 {
-    if (worker == kVerbsTimerWorker) return rc_timer(id);  // an RC QP's timer (nic_rc_requester.cpp)
+    if (worker == kVerbsTimerWorker) {  // a verbs RC QP's timer (verbs_engine.hpp)
+        if (engine_) engine_->timer(id);
+        return;
+    }
     if (worker == kSdrRcTimerWorker) return sdr_rc_timer(id);  // an RC transport QP's (nic_sdr_rc.cpp)
     if (worker >= workers_.size()) return;
     hal_worker* w = workers_[worker].get();

@@ -4,7 +4,8 @@
 // completing when its last packet leaves the port. RC QPs make their packets in
 // nic_rc_requester.cpp and complete at the ACK.
 
-#include <sdr/emu/nic.hpp>
+#include <sdr/emu/verbs_engine.hpp>
+#include <sdr/emu/psn.hpp>
 
 #include <algorithm>
 #include <cstring>
@@ -37,12 +38,12 @@ uint8_t uc_opcode(WrOpcode op, bool first, bool last)
 }  // namespace
 
 // RC's SEND and RDMA WRITE opcodes are UC's minus 0x20 (IBTA table 38).
-uint8_t Nic::verbs_data_opcode(WrOpcode op, bool first, bool last, bool rc)
+uint8_t VerbsEngine::verbs_data_opcode(WrOpcode op, bool first, bool last, bool rc)
 {
     return static_cast<uint8_t>(uc_opcode(op, first, last) - (rc ? 0x20 : 0));
 }
 
-const uint8_t* Nic::verbs_payload(const verbs::SendWr& w, uint32_t off, uint32_t len)
+const uint8_t* VerbsEngine::verbs_payload(const verbs::SendWr& w, uint32_t off, uint32_t len)
 {
     if (!len) return nullptr;
     uint32_t i = 0;
@@ -60,7 +61,14 @@ const uint8_t* Nic::verbs_payload(const verbs::SendWr& w, uint32_t off, uint32_t
 // One packet of the QP at the head of verbs_active_; the QP goes to the back while it has more.
 // A packet's bytes are read where they lie (one SGE) or gathered into verbs_gather_, which
 // stays valid until the next call: every executor encodes a packet before it asks for another.
-bool Nic::verbs_tx_next(TxPacket* out)
+bool VerbsEngine::tx_next(TxPacket* out)
+{
+    const bool sent = next_packet(out);
+    core_.engine_tx_ = !verbs_active_.empty();  // the NIC asks again only while QPs wait
+    return sent;
+}
+
+bool VerbsEngine::next_packet(TxPacket* out)
 {
     while (!verbs_active_.empty()) {
         const uint32_t h = verbs_active_.front();
@@ -124,7 +132,7 @@ bool Nic::verbs_tx_next(TxPacket* out)
             out->remote_mac = q.remote.mac;
         }
         m.psn = q.sq_psn;
-        q.sq_psn = (q.sq_psn + 1) & 0xFFFFFF;
+        q.sq_psn = psn::next(q.sq_psn);
         m.dma_len = len;
         if (wire::has_imm(m.opcode)) m.imm = w.imm;
         m.solicited = last && w.solicited;
@@ -147,12 +155,12 @@ bool Nic::verbs_tx_next(TxPacket* out)
     return false;
 }
 
-void Nic::verbs_tx_done(const TxPacket& p)
+void VerbsEngine::tx_done(const TxPacket& p)
 {
     VerbsQp* q = vqp(p.qp);
     if (!p.local_error) {
         port_.tx_frames++;
-        port_.tx_bytes += verbs_frame_bytes(p);
+        port_.tx_bytes += padded_frame_bytes(p);
     } else {
         port_.tx_local_errors++;
     }
@@ -182,18 +190,6 @@ void Nic::verbs_tx_done(const TxPacket& p)
     q->counters.tx_messages++;
     if (e.wr.signaled) verbs_complete(q->send_cq, wc);
     q->sq.pop();
-}
-
-size_t Nic::verbs_encode(const TxPacket& p, uint8_t* out, size_t cap) const
-{
-    NicAddress dst{p.remote_mac, p.remote_ip};
-    wire::Headers h = roce_headers(p.meta, addr_, dst);
-    h.dma_len = p.reth_len;  // WRITE FIRST: the whole message; ONLY: the same as the payload
-    if (wire::has_aeth(p.meta.opcode)) h.aeth = p.meta.imm;
-    h.ack_req = p.ack_req;
-    h.solicited = p.meta.solicited;
-    h.pad = true;
-    return wire::encode(h, p.payload, p.meta.dma_len, out, cap);
 }
 
 }  // namespace sdr::emu

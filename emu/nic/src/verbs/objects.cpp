@@ -2,12 +2,19 @@
 // access flags and bounds, address handles (GID -> MAC/IP, the one resolution hook) and
 // completion queues (bounded rings the host polls; overflow puts the CQ in error).
 
-#include <sdr/emu/nic.hpp>
+#include <sdr/emu/verbs_engine.hpp>
 
 #include <cerrno>
 #include <cstring>
 
 namespace sdr::emu {
+
+VerbsEngine::VerbsEngine(Nic& nic, NicCore& core)
+    : nic_(nic), core_(core), addr_(core.addr_), exec_(core.exec_), ids_(core.ids_), port_(core.port_)
+{
+}
+
+VerbsEngine::~VerbsEngine() = default;
 
 namespace verbs {
 
@@ -33,7 +40,7 @@ bool ipv4_from_gid(const Gid& g, uint32_t* ip)
 
 }  // namespace verbs
 
-uint32_t Nic::verbs_pd_alloc()
+uint32_t VerbsEngine::pd_alloc()
 {
     size_t i = 0;
     while (i < vpds_.size() && vpds_[i].live) i++;
@@ -43,7 +50,7 @@ uint32_t Nic::verbs_pd_alloc()
     return static_cast<uint32_t>(i);
 }
 
-int Nic::verbs_pd_dealloc(uint32_t pd)
+int VerbsEngine::pd_dealloc(uint32_t pd)
 {
     if (pd >= vpds_.size() || !vpds_[pd].live) return EINVAL;
     if (vpds_[pd].users) return EBUSY;
@@ -51,12 +58,12 @@ int Nic::verbs_pd_dealloc(uint32_t pd)
     return 0;
 }
 
-uint32_t Nic::verbs_mr_reg(uint32_t pd, void* addr, size_t len, uint32_t access)
+uint32_t VerbsEngine::mr_reg(uint32_t pd, void* addr, size_t len, uint32_t access)
 {
-    return verbs_mr_reg(pd, addr, len, access, reinterpret_cast<uint64_t>(addr));
+    return mr_reg(pd, addr, len, access, reinterpret_cast<uint64_t>(addr));
 }
 
-uint32_t Nic::verbs_mr_reg(uint32_t pd, void* addr, size_t len, uint32_t access, uint64_t iova)
+uint32_t VerbsEngine::mr_reg(uint32_t pd, void* addr, size_t len, uint32_t access, uint64_t iova)
 {
     if (pd >= vpds_.size() || !vpds_[pd].live || !addr || len == 0) return 0;
     // IBTA: remote write (and atomics) need local write too; verbs refuses the region otherwise.
@@ -72,7 +79,7 @@ uint32_t Nic::verbs_mr_reg(uint32_t pd, void* addr, size_t len, uint32_t access,
     return r.key;
 }
 
-int Nic::verbs_mr_dereg(uint32_t key)
+int VerbsEngine::mr_dereg(uint32_t key)
 {
     VerbsMr* r = verbs_mr(key);
     if (!r) return EINVAL;
@@ -85,7 +92,7 @@ int Nic::verbs_mr_dereg(uint32_t key)
     return 0;
 }
 
-uint32_t Nic::verbs_root_key_create(uint32_t pd, uint32_t nslots, uint64_t slot_bytes)
+uint32_t VerbsEngine::root_key_create(uint32_t pd, uint32_t nslots, uint64_t slot_bytes)
 {
     if (pd >= vpds_.size() || !vpds_[pd].live || nslots == 0 || slot_bytes == 0) return 0;
     if (slot_bytes > (UINT64_MAX / nslots)) return 0;
@@ -101,7 +108,7 @@ uint32_t Nic::verbs_root_key_create(uint32_t pd, uint32_t nslots, uint64_t slot_
     return r.key;
 }
 
-int Nic::verbs_root_key_set(uint32_t key, uint32_t slot, uint32_t mr_key, uint64_t addr, uint64_t len)
+int VerbsEngine::root_key_set(uint32_t key, uint32_t slot, uint32_t mr_key, uint64_t addr, uint64_t len)
 {
     VerbsMr* rk = verbs_mr(key);
     const VerbsMr* mr = verbs_mr(mr_key);
@@ -114,7 +121,7 @@ int Nic::verbs_root_key_set(uint32_t key, uint32_t slot, uint32_t mr_key, uint64
     return 0;
 }
 
-int Nic::verbs_root_key_null(uint32_t key, uint32_t slot)
+int VerbsEngine::root_key_null(uint32_t key, uint32_t slot)
 {
     VerbsMr* rk = verbs_mr(key);
     if (!rk || !rk->slot_bytes || slot >= rk->entries.size()) return EINVAL;
@@ -122,7 +129,7 @@ int Nic::verbs_root_key_null(uint32_t key, uint32_t slot)
     return 0;
 }
 
-RxDrop Nic::verbs_write_target(const VerbsQp& q, uint32_t key, uint64_t va, uint64_t write_len, uint8_t** dst)
+RxDrop VerbsEngine::verbs_write_target(const VerbsQp& q, uint32_t key, uint64_t va, uint64_t write_len, uint8_t** dst)
 {
     const VerbsMr* mr = verbs_mr(key);
     if (!mr) return RxDrop::UnknownKey;
@@ -150,7 +157,7 @@ RxDrop Nic::verbs_write_target(const VerbsQp& q, uint32_t key, uint64_t va, uint
     return RxDrop::Count;
 }
 
-bool Nic::verbs_sges_ok(uint32_t pd, const verbs::Sge* sg, uint32_t n, uint32_t access, uint32_t* total)
+bool VerbsEngine::verbs_sges_ok(uint32_t pd, const verbs::Sge* sg, uint32_t n, uint32_t access, uint32_t* total)
 {
     uint64_t sum = 0;
     for (uint32_t i = 0; i < n; i++) {
@@ -158,7 +165,7 @@ bool Nic::verbs_sges_ok(uint32_t pd, const verbs::Sge* sg, uint32_t n, uint32_t 
         if (!sg[i].length) continue;
         const VerbsMr* r = verbs_mr(sg[i].lkey);
         if (!r || r->pd != pd || (r->access & access) != access) return false;
-        if (r->iova != reinterpret_cast<uint64_t>(r->addr)) return false;  // remote-only (verbs_mr_reg)
+        if (r->iova != reinterpret_cast<uint64_t>(r->addr)) return false;  // remote-only (mr_reg)
         uint64_t base = reinterpret_cast<uint64_t>(r->addr);
         if (sg[i].addr < base || sg[i].length > r->len || sg[i].addr - base > r->len - sg[i].length) return false;
     }
@@ -167,7 +174,7 @@ bool Nic::verbs_sges_ok(uint32_t pd, const verbs::Sge* sg, uint32_t n, uint32_t 
     return true;
 }
 
-void Nic::verbs_scatter(const verbs::RecvWr& r, uint32_t off, const uint8_t* src, uint32_t len)
+void VerbsEngine::verbs_scatter(const verbs::RecvWr& r, uint32_t off, const uint8_t* src, uint32_t len)
 {
     for (uint32_t i = 0; i < r.num_sge && len; i++) {
         const verbs::Sge& s = r.sg[i];
@@ -183,7 +190,7 @@ void Nic::verbs_scatter(const verbs::RecvWr& r, uint32_t off, const uint8_t* src
     }
 }
 
-bool Nic::resolve_gid(const verbs::Gid& gid, NicAddress* out) const
+bool VerbsEngine::resolve_gid(const verbs::Gid& gid, NicAddress* out) const
 {
     uint32_t ip;
     if (!verbs::ipv4_from_gid(gid, &ip)) return false;  // RoCEv2 over IPv4 only
@@ -191,7 +198,7 @@ bool Nic::resolve_gid(const verbs::Gid& gid, NicAddress* out) const
     return exec_->resolve_mac(ip, &out->mac);
 }
 
-uint32_t Nic::verbs_ah_create(uint32_t pd, const verbs::Gid& gid)
+uint32_t VerbsEngine::ah_create(uint32_t pd, const verbs::Gid& gid)
 {
     if (pd >= vpds_.size() || !vpds_[pd].live) return kNoHandle;
     NicAddress dst;
@@ -204,7 +211,7 @@ uint32_t Nic::verbs_ah_create(uint32_t pd, const verbs::Gid& gid)
     return static_cast<uint32_t>(i);
 }
 
-int Nic::verbs_ah_destroy(uint32_t ah)
+int VerbsEngine::ah_destroy(uint32_t ah)
 {
     if (ah >= vahs_.size() || !vahs_[ah].live) return EINVAL;
     vahs_[ah].live = false;
@@ -212,7 +219,7 @@ int Nic::verbs_ah_destroy(uint32_t ah)
     return 0;
 }
 
-uint32_t Nic::verbs_cq_create(uint32_t depth)
+uint32_t VerbsEngine::cq_create(uint32_t depth)
 {
     if (depth == 0 || depth > (1u << 20)) return kNoHandle;
     size_t i = 0;
@@ -222,7 +229,7 @@ uint32_t Nic::verbs_cq_create(uint32_t depth)
     return static_cast<uint32_t>(i);
 }
 
-int Nic::verbs_cq_destroy(uint32_t cq)
+int VerbsEngine::cq_destroy(uint32_t cq)
 {
     if (cq >= vcqs_.size() || !vcqs_[cq]) return EINVAL;
     if (vcqs_[cq]->users) return EBUSY;
@@ -230,7 +237,7 @@ int Nic::verbs_cq_destroy(uint32_t cq)
     return 0;
 }
 
-int Nic::verbs_cq_poll(uint32_t cq, verbs::Wc* wc, int n)
+int VerbsEngine::cq_poll(uint32_t cq, verbs::Wc* wc, int n)
 {
     if (cq >= vcqs_.size() || !vcqs_[cq]) return -1;
     VerbsCq& c = *vcqs_[cq];
@@ -244,11 +251,11 @@ int Nic::verbs_cq_poll(uint32_t cq, verbs::Wc* wc, int n)
     return k;
 }
 
-bool Nic::verbs_cq_overflowed(uint32_t cq) const { return cq < vcqs_.size() && vcqs_[cq] && vcqs_[cq]->overflowed; }
+bool VerbsEngine::cq_overflowed(uint32_t cq) const { return cq < vcqs_.size() && vcqs_[cq] && vcqs_[cq]->overflowed; }
 
 // The IBTA leaves a CQ overrun as a CQ error (an asynchronous IBV_EVENT_CQ_ERR): the completion
 // cannot be kept, and the CQ is not usable afterwards.
-void Nic::verbs_complete(uint32_t cq, const verbs::Wc& wc)
+void VerbsEngine::verbs_complete(uint32_t cq, const verbs::Wc& wc)
 {
     VerbsCq& c = *vcqs_[cq];
     if (c.overflowed) return;
@@ -259,7 +266,7 @@ void Nic::verbs_complete(uint32_t cq, const verbs::Wc& wc)
         exec_->verbs_async_event(verbs::AsyncEvent::CqErr, cq);
         return;
     }
-    note_host_event();
+    core_.note_host_event();
     exec_->verbs_cq_event(cq, wc.solicited || wc.status != verbs::WcStatus::Success);
 }
 

@@ -2,7 +2,7 @@
 // space, the state machine RESET -> INIT -> RTR -> RTS (and ERR, which flushes both queues),
 // posting to the send and receive queues.
 
-#include <sdr/emu/nic.hpp>
+#include <sdr/emu/verbs_engine.hpp>
 
 #include <algorithm>
 #include <cerrno>
@@ -16,7 +16,7 @@ using verbs::WcOpcode;
 using verbs::WcStatus;
 using verbs::WrOpcode;
 
-uint32_t Nic::verbs_qp_create(QpType type, uint32_t pd, uint32_t send_cq, uint32_t recv_cq, uint32_t sq_depth,
+uint32_t VerbsEngine::qp_create(QpType type, uint32_t pd, uint32_t send_cq, uint32_t recv_cq, uint32_t sq_depth,
                               uint32_t rq_depth, uint32_t srq)
 {
     if (pd >= vpds_.size() || !vpds_[pd].live) return kNoHandle;
@@ -49,7 +49,7 @@ uint32_t Nic::verbs_qp_create(QpType type, uint32_t pd, uint32_t send_cq, uint32
     return static_cast<uint32_t>(h);
 }
 
-int Nic::verbs_qp_destroy(uint32_t h)
+int VerbsEngine::qp_destroy(uint32_t h)
 {
     VerbsQp* q = vqp(h);
     if (!q || !q->live) return EINVAL;
@@ -61,19 +61,19 @@ int Nic::verbs_qp_destroy(uint32_t h)
     return 0;
 }
 
-uint32_t Nic::verbs_qpn(uint32_t h) const
+uint32_t VerbsEngine::qpn(uint32_t h) const
 {
     const VerbsQp* q = vqp(h);
     return q && q->live ? q->qpn : 0;
 }
 
-QpState Nic::verbs_qp_state(uint32_t h) const
+QpState VerbsEngine::qp_state(uint32_t h) const
 {
     const VerbsQp* q = vqp(h);
     return q && q->live ? q->state : QpState::Reset;
 }
 
-const verbs::QpCountersVerbs* Nic::verbs_qp_counters(uint32_t h) const
+const verbs::QpCountersVerbs* VerbsEngine::qp_counters(uint32_t h) const
 {
     const VerbsQp* q = vqp(h);
     return q ? &q->counters : nullptr;
@@ -83,7 +83,7 @@ static bool valid_mtu(uint32_t mtu) { return mtu >= 256 && mtu <= 4096 && (mtu &
 
 // The transitions of the IBTA QP state machine this model has, and the attributes each one
 // needs (ibv_modify_qp's required masks for RC, UC and UD); anything else is EINVAL.
-int Nic::verbs_qp_modify(uint32_t h, const QpAttr& a, uint32_t mask)
+int VerbsEngine::qp_modify(uint32_t h, const QpAttr& a, uint32_t mask)
 {
     VerbsQp* q = vqp(h);
     if (!q || !q->live) return EINVAL;
@@ -162,7 +162,7 @@ static WcOpcode send_wc_opcode(WrOpcode op)
 // Every WQE still queued completes with WR_FLUSH_ERR, in order: sends first, then receives
 // (a receive bound to a message in progress too: that message will never complete). An
 // SRQ-attached QP flushes only the SRQ's WQE it had taken; the SRQ's others stay for its other QPs.
-void Nic::verbs_flush(VerbsQp& q)
+void VerbsEngine::verbs_flush(VerbsQp& q)
 {
     for (uint64_t i = q.sq.tail(); i != q.sq.head(); i++) {
         verbs::Wc wc;
@@ -196,7 +196,7 @@ void Nic::verbs_flush(VerbsQp& q)
     q.in_msg = false;
 }
 
-int Nic::verbs_post_send(uint32_t h, const verbs::SendWr& wr)
+int VerbsEngine::post_send(uint32_t h, const verbs::SendWr& wr)
 {
     VerbsQp* q = vqp(h);
     if (!q || !q->live || wr.num_sge > verbs::kMaxSge) return EINVAL;
@@ -221,7 +221,7 @@ int Nic::verbs_post_send(uint32_t h, const verbs::SendWr& wr)
     return 0;
 }
 
-int Nic::verbs_post_recv(uint32_t h, const verbs::RecvWr& wr)
+int VerbsEngine::post_recv(uint32_t h, const verbs::RecvWr& wr)
 {
     VerbsQp* q = vqp(h);
     if (!q || !q->live || wr.num_sge > verbs::kMaxSge || q->state == QpState::Reset) return EINVAL;
@@ -233,19 +233,20 @@ int Nic::verbs_post_recv(uint32_t h, const verbs::RecvWr& wr)
 
 // Something for the requester to send: UC/UD a WQE in RTS; RC also a queued ACK or READ
 // response (in RTR and RTS, and a last NAK in ERR), and its requests only while not paused.
-bool Nic::verbs_has_tx(const VerbsQp& q) const
+bool VerbsEngine::verbs_has_tx(const VerbsQp& q) const
 {
     if (q.type == QpType::Rc) return q.resp_n != 0 || rc_requester_ready(q);
     return q.state == QpState::Rts && q.sq_next != q.sq.head();
 }
 
-void Nic::verbs_doorbell(uint32_t h)
+void VerbsEngine::verbs_doorbell(uint32_t h)
 {
     VerbsQp& q = *vqps_[h];
     if (q.queued || !verbs_has_tx(q)) return;
     q.queued = true;
     verbs_active_.push_slot() = h;
-    exec_->tx_ready(*this);
+    core_.engine_tx_ = true;
+    exec_->tx_ready(nic_);
 }
 
 }  // namespace sdr::emu

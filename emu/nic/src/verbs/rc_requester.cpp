@@ -3,7 +3,8 @@
 // timer with retry_cnt, RNR NAKs with rnr_retry and the responder's RNR timer, and the error
 // completions that move the QP to ERR.
 
-#include <sdr/emu/nic.hpp>
+#include <sdr/emu/verbs_engine.hpp>
+#include <sdr/emu/psn.hpp>
 
 #include <algorithm>
 
@@ -16,9 +17,7 @@ using verbs::WrOpcode;
 
 namespace {
 
-constexpr uint32_t kPsnMask = 0xFFFFFF;
 // b - a in 24-bit serial arithmetic (how far b is past a).
-inline uint32_t psn_diff(uint32_t b, uint32_t a) { return (b - a) & kPsnMask; }
 // PSNs outstanding at most: well inside half the 24-bit space, where serial comparisons hold
 // (a READ's request takes as many PSNs as it has responses, up to 2^23 for 2 GiB at MTU 256).
 constexpr uint32_t kMaxOutstandingPsns = 1u << 22;
@@ -29,8 +28,8 @@ constexpr uint32_t kRnrTimerUs[32] = {655360, 10,    20,    30,    40,    60,   
                                       2560,   3840,  5120,  7680,  10240, 15360,  20480,  30720,
                                       40960,  61440, 81920, 122880, 163840, 245760, 327680, 491520};
 
-// The local ACK timeout: 4.096 us * 2^timeout (IBTA), at least Nic::kRcMinTimeoutNs.
-uint64_t timeout_ns(uint8_t timeout) { return std::max<uint64_t>(uint64_t{4096} << timeout, Nic::kRcMinTimeoutNs); }
+// The local ACK timeout: 4.096 us * 2^timeout (IBTA), at least VerbsEngine::kRcMinTimeoutNs.
+uint64_t timeout_ns(uint8_t timeout) { return std::max<uint64_t>(uint64_t{4096} << timeout, VerbsEngine::kRcMinTimeoutNs); }
 
 WcOpcode wc_opcode(WrOpcode op)
 {
@@ -42,15 +41,15 @@ WcOpcode wc_opcode(WrOpcode op)
 
 // The requester may send its next request: RTS, not waiting out an RNR NAK, a WQE left, fewer
 // than kMaxOutstandingPsns outstanding, and a READ only while fewer than max_rd_atomic are.
-bool Nic::rc_requester_ready(const VerbsQp& q) const
+bool VerbsEngine::rc_requester_ready(const VerbsQp& q) const
 {
     if (q.state != QpState::Rts || q.rnr_wait || q.sq_next == q.sq.head()) return false;
-    if (psn_diff(q.sq_psn, q.una) >= kMaxOutstandingPsns) return false;
+    if (psn::diff(q.sq_psn, q.una) >= kMaxOutstandingPsns) return false;
     const VerbsSend& e = q.sq.at(q.sq_next);
     return e.wr.opcode != WrOpcode::RdmaRead || q.rd_out < q.max_rd;
 }
 
-bool Nic::rc_tx_next(VerbsQp& q, uint32_t h, TxPacket* out)
+bool VerbsEngine::rc_tx_next(VerbsQp& q, uint32_t h, TxPacket* out)
 {
     if (q.resp_n) return rc_resp_next(q, h, out);  // ACKs and READ responses go first
     if (!rc_requester_ready(q)) return false;
@@ -89,7 +88,7 @@ bool Nic::rc_tx_next(VerbsQp& q, uint32_t h, TxPacket* out)
         m.va = w.remote_addr + q.wqe_off;
         m.rkey = w.rkey;
         out->reth_len = e.total - q.wqe_off;
-        q.sq_psn = (q.sq_psn + rc_npkts(out->reth_len, q.pmtu)) & kPsnMask;
+        q.sq_psn = (q.sq_psn + rc_npkts(out->reth_len, q.pmtu)) & psn::kMask;
         q.sq_next++;
         q.wqe_off = 0;
         q.rd_out++;
@@ -108,8 +107,8 @@ bool Nic::rc_tx_next(VerbsQp& q, uint32_t h, TxPacket* out)
         out->payload = verbs_payload(w, q.wqe_off, len);
         // AckReq: at the end of every message, and every kRcAckReqEvery packets of a long one,
         // so that its ACKs keep the retransmission timer from expiring while it streams.
-        out->ack_req = last || psn_diff(m.psn, e.psn) % kRcAckReqEvery == kRcAckReqEvery - 1;
-        q.sq_psn = (q.sq_psn + 1) & kPsnMask;
+        out->ack_req = last || psn::diff(m.psn, e.psn) % kRcAckReqEvery == kRcAckReqEvery - 1;
+        q.sq_psn = psn::next(q.sq_psn);
         if (last) {
             q.sq_next++;
             q.wqe_off = 0;
@@ -117,8 +116,8 @@ bool Nic::rc_tx_next(VerbsQp& q, uint32_t h, TxPacket* out)
             q.wqe_off += len;
         }
     }
-    if (psn_diff(m.psn, q.una) < psn_diff(q.psn_high, q.una)) q.counters.retransmits++;
-    if (psn_diff(q.sq_psn, q.una) > psn_diff(q.psn_high, q.una)) q.psn_high = q.sq_psn;
+    if (psn::diff(m.psn, q.una) < psn::diff(q.psn_high, q.una)) q.counters.retransmits++;
+    if (psn::diff(q.sq_psn, q.una) > psn::diff(q.psn_high, q.una)) q.psn_high = q.sq_psn;
     if (!q.timer_ns && q.timeout) {
         rc_arm(q, h, exec_->now_ns() + timeout_ns(q.timeout));
     }
@@ -127,13 +126,13 @@ bool Nic::rc_tx_next(VerbsQp& q, uint32_t h, TxPacket* out)
 
 // The deadline moves with every ACK that makes progress, but the executor's timer is armed only
 // when none is pending or the new deadline is earlier: a timer that fires early re-arms itself
-// for the deadline then in force (rc_timer). So an ACK costs no executor call.
-void Nic::rc_arm(VerbsQp& q, uint32_t h, uint64_t deadline_ns)
+// for the deadline then in force (timer). So an ACK costs no executor call.
+void VerbsEngine::rc_arm(VerbsQp& q, uint32_t h, uint64_t deadline_ns)
 {
     q.timer_ns = deadline_ns;
     if (q.timer_set && q.timer_set <= deadline_ns) return;
     q.timer_set = deadline_ns;
-    exec_->arm_timer(*this, kVerbsTimerWorker, h, deadline_ns);  // re-arming replaces the earlier one
+    exec_->arm_timer(nic_, kVerbsTimerWorker, h, deadline_ns);  // re-arming replaces the earlier one
 }
 
 // Every PSN up to `psn` is acknowledged: sent WQEs whose last PSN it covers complete in order
@@ -141,18 +140,18 @@ void Nic::rc_arm(VerbsQp& q, uint32_t h, uint64_t deadline_ns)
 // only with its last response (nic_rc_read.cpp) and is acknowledged only as far as its
 // responses landed: an ACK past a READ whose responses did not all arrive means they were
 // lost, so the requester asks again from the first one missing (false: it rewound).
-bool Nic::rc_retire(VerbsQp& q, uint32_t h, uint32_t psn)
+bool VerbsEngine::rc_retire(VerbsQp& q, uint32_t h, uint32_t psn)
 {
-    const uint32_t outstanding = psn_diff(q.psn_high, q.una);
-    if (psn_diff(psn + 1, q.una) > outstanding) return true;  // behind una (nothing new) or stale
-    uint32_t una = (psn + 1) & kPsnMask;
+    const uint32_t outstanding = psn::diff(q.psn_high, q.una);
+    if (psn::diff(psn + 1, q.una) > outstanding) return true;  // behind una (nothing new) or stale
+    uint32_t una = psn::next(psn);
     bool rewound = false;
     while (!q.sq.empty() && q.sq.front().sent) {
         VerbsSend& e = q.sq.front();
         if (e.wr.opcode == WrOpcode::RdmaRead) {
             // acknowledged up to its first missing response at most
-            const uint32_t missing = (e.psn + e.rd_done / q.pmtu) & kPsnMask;
-            if (psn_diff(una, missing) - 1 < outstanding) {
+            const uint32_t missing = (e.psn + e.rd_done / q.pmtu) & psn::kMask;
+            if (psn::diff(una, missing) - 1 < outstanding) {
                 una = missing;
                 if (q.rd_rewound != missing) {  // once per gap (the timer covers a lost request)
                     q.rd_rewound = missing;
@@ -161,8 +160,8 @@ bool Nic::rc_retire(VerbsQp& q, uint32_t h, uint32_t psn)
             }
             break;
         }
-        const uint32_t k = psn_diff(psn, e.psn);
-        if (k >= 0x800000 || k < rc_npkts(e.total, q.pmtu) - 1) break;  // its last PSN is not covered
+        const uint32_t k = psn::diff(psn, e.psn);
+        if (k >= psn::kHalf || k < rc_npkts(e.total, q.pmtu) - 1) break;  // its last PSN is not covered
         verbs::Wc wc;
         wc.wr_id = e.wr.wr_id;
         wc.opcode = wc_opcode(e.wr.opcode);
@@ -177,8 +176,8 @@ bool Nic::rc_retire(VerbsQp& q, uint32_t h, uint32_t psn)
         q.sq.pop();
         if (signaled) verbs_complete(q.send_cq, wc);
     }
-    if (psn_diff(una, q.una) == 0 && !rewound) return true;
-    if (psn_diff(una, q.una) != 0) {
+    if (psn::diff(una, q.una) == 0 && !rewound) return true;
+    if (psn::diff(una, q.una) != 0) {
         q.una = una;
         // Progress: the retry budgets start again, the timer restarts (or stops: all acknowledged).
         q.retry_left = q.retry_cnt;
@@ -190,20 +189,20 @@ bool Nic::rc_retire(VerbsQp& q, uint32_t h, uint32_t psn)
         }
     }
     // A rewound requester never sends what is acknowledged: it resumes at una at the earliest.
-    if (rewound || psn_diff(q.sq_psn, q.una) > psn_diff(q.psn_high, q.una)) rc_rewind(q, h, q.una);
+    if (rewound || psn::diff(q.sq_psn, q.una) > psn::diff(q.psn_high, q.una)) rc_rewind(q, h, q.una);
     verbs_doorbell(h);  // a READ slot or the window may have opened
     return !rewound;
 }
 
 // Go-back-N: the next packet sent is `psn`, in whichever sent WQE holds it (or the first WQE
 // not sent yet).
-void Nic::rc_rewind(VerbsQp& q, uint32_t h, uint32_t psn)
+void VerbsEngine::rc_rewind(VerbsQp& q, uint32_t h, uint32_t psn)
 {
     uint64_t i = q.sq.tail();
     uint32_t off = 0;
     for (; i != q.sq.head() && q.sq.at(i).sent; i++) {
         const VerbsSend& e = q.sq.at(i);
-        const uint32_t k = psn_diff(psn, e.psn);
+        const uint32_t k = psn::diff(psn, e.psn);
         if (k < rc_npkts(e.total, q.pmtu)) {
             off = std::min(e.total, k * q.pmtu);
             break;
@@ -212,17 +211,17 @@ void Nic::rc_rewind(VerbsQp& q, uint32_t h, uint32_t psn)
     q.sq_next = i;
     q.wqe_off = off;
     if (i != q.sq.head() && q.sq.at(i).wr.opcode == WrOpcode::RdmaRead) q.sq.at(i).rd_done = off;
-    q.sq_psn = psn & kPsnMask;
+    q.sq_psn = psn & psn::kMask;
     q.rd_out = 0;
     for (uint64_t j = q.sq.tail(); j != i; j++) q.rd_out += q.sq.at(j).wr.opcode == WrOpcode::RdmaRead;
     verbs_doorbell(h);
 }
 
 // ACK, RNR NAK or NAK from the responder for `psn` (IBTA 9.7.5.1).
-void Nic::rc_ack_received(VerbsQp& q, uint32_t h, uint32_t psn, uint32_t aeth)
+void VerbsEngine::rc_ack_received(VerbsQp& q, uint32_t h, uint32_t psn, uint32_t aeth)
 {
     // Valid: from una - 1 (a repeated ACK) to the last PSN sent.
-    if (psn_diff(psn + 1, q.una) > psn_diff(q.psn_high, q.una)) return verbs_drop(RxDrop::StaleAck, &q);
+    if (psn::diff(psn + 1, q.una) > psn::diff(q.psn_high, q.una)) return verbs_drop(RxDrop::StaleAck, &q);
     const uint32_t syndrome = aeth >> 24;
     switch (syndrome >> 5) {
     case 0:  // ACK
@@ -261,7 +260,7 @@ void Nic::rc_ack_received(VerbsQp& q, uint32_t h, uint32_t psn, uint32_t aeth)
 
 // The retransmission timer (no ACK for the oldest outstanding PSN in time) or the end of an
 // RNR wait.
-void Nic::rc_timer(uint32_t h)
+void VerbsEngine::timer(uint32_t h)
 {
     VerbsQp* qp = vqp(h);
     if (!qp || qp->type != verbs::QpType::Rc) return;
@@ -270,7 +269,7 @@ void Nic::rc_timer(uint32_t h)
     VerbsQp& q = *qp;
     if (exec_->now_ns() < q.timer_ns) {  // moved later since: wait for that
         q.timer_set = q.timer_ns;
-        exec_->arm_timer(*this, kVerbsTimerWorker, h, q.timer_ns);
+        exec_->arm_timer(nic_, kVerbsTimerWorker, h, q.timer_ns);
         return;
     }
     q.timer_ns = 0;
@@ -289,7 +288,7 @@ void Nic::rc_timer(uint32_t h)
 
 // WQE idx fails with `st` (the ones before it, still unacknowledged, are flushed); the QP goes
 // to ERR and everything else is flushed.
-void Nic::rc_fail(VerbsQp& q, uint64_t idx, WcStatus st)
+void VerbsEngine::rc_fail(VerbsQp& q, uint64_t idx, WcStatus st)
 {
     while (!q.sq.empty() && q.sq.tail() <= idx) {
         const VerbsSend& e = q.sq.front();
@@ -307,7 +306,7 @@ void Nic::rc_fail(VerbsQp& q, uint64_t idx, WcStatus st)
 // ERR (or RESET): the timer stops, queued responses are dropped, both queues flush. An
 // SRQ-attached QP that enters ERR from a working state raises the last-WQE-reached event
 // (IBTA 10.2.9.5): it takes no more WQEs of the SRQ, and the one it had is flushed here.
-void Nic::rc_enter_err(VerbsQp& q)
+void VerbsEngine::rc_enter_err(VerbsQp& q)
 {
     const bool last_wqe = q.srq != kNoHandle && q.state != QpState::Err && q.state != QpState::Reset;
     q.timer_ns = 0;

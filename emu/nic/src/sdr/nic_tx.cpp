@@ -6,6 +6,7 @@
 // among verbs QPs, one packet per QP in turn (nic_verbs_tx.cpp).
 
 #include <sdr/emu/nic.hpp>
+#include <sdr/emu/psn.hpp>
 #include <sdr/emu/wire.hpp>
 
 #include <cstring>
@@ -45,8 +46,8 @@ bool Nic::tx_next(TxPacket* out)
     if (!rc_acks_.empty() || !rc_resends_.empty()) [[unlikely]]
         if (sdr_rc_tx_next(out)) return true;
     // Only a NIC with verbs work pays for the turn: SDR alone tests one counter.
-    if (!verbs_active_.empty() && (sq_ring_.empty() || (verbs_turn_ = !verbs_turn_)))
-        if (verbs_tx_next(out)) return true;
+    if (engine_tx_ && (sq_ring_.empty() || (verbs_turn_ = !verbs_turn_)))
+        if (engine_->tx_next(out)) return true;
     if (sq_ring_.empty()) return false;
     const hal_tx_wqe& w = sq_ring_.front();  // stays put: nothing posts while this runs
     sq_ring_.pop();
@@ -64,7 +65,7 @@ bool Nic::tx_next(TxPacket* out)
     m.ack_req = false;
     m.dest_qp = q.remote_qpn;
     m.psn = q.psn;
-    q.psn = (q.psn + 1) & 0xFFFFFF;
+    q.psn = psn::next(q.psn);
     m.va = w.remote_va;
     m.rkey = w.rkey;
     m.dma_len = w.length;
@@ -111,10 +112,10 @@ void Nic::tx_done(const TxPacket* batch, size_t n)
 
 void Nic::tx_done_other(const TxPacket& p)
 {
-    if (p.kind == TxPacket::Kind::Verbs) return verbs_tx_done(p);
+    if (p.kind == TxPacket::Kind::Verbs) return engine_->tx_done(p);
     if (p.kind == TxPacket::Kind::SdrAck) {
         port_.tx_frames++;
-        port_.tx_bytes += verbs_frame_bytes(p);
+        port_.tx_bytes += padded_frame_bytes(p);
         return;
     }
     ctrl_done_++;
@@ -147,30 +148,9 @@ void Nic::complete_send(TransportQp& q, uint32_t cookie, bool signaled, bool err
     }
 }
 
-wire::Headers roce_headers(const PacketMeta& m, const NicAddress& src, const NicAddress& dst)
-{
-    wire::Headers h;
-    h.dst_mac = dst.mac;
-    h.src_mac = src.mac;
-    h.src_ip = src.ip;
-    h.dst_ip = dst.ip;
-    h.udp_src_port = m.udp_src_port;
-    h.opcode = m.opcode;
-    h.dest_qp = m.dest_qp;
-    h.psn = m.psn;
-    h.va = m.va;
-    h.rkey = m.rkey;
-    h.dma_len = m.dma_len;
-    h.imm = m.imm;
-    h.qkey = m.qkey;
-    h.src_qp = m.src_qp;
-    h.ack_req = m.ack_req;
-    return h;
-}
-
 size_t Nic::tx_encode(const TxPacket& p, uint8_t* out, size_t cap) const
 {
-    if (p.kind == TxPacket::Kind::Verbs || p.kind == TxPacket::Kind::SdrAck) return verbs_encode(p, out, cap);
+    if (p.kind == TxPacket::Kind::Verbs || p.kind == TxPacket::Kind::SdrAck) return encode_padded(p, addr_, out, cap);
     NicAddress dst{p.remote_mac, p.remote_ip};
     return wire::encode(roce_headers(p.meta, addr_, dst), p.payload, p.meta.dma_len, out, cap);
 }

@@ -5,7 +5,8 @@
 // completes when its last response lands, and a gap in the responses asks again from the first
 // one missing.
 
-#include <sdr/emu/nic.hpp>
+#include <sdr/emu/verbs_engine.hpp>
+#include <sdr/emu/psn.hpp>
 
 #include <algorithm>
 
@@ -17,16 +18,14 @@ using verbs::WrOpcode;
 
 namespace {
 
-constexpr uint32_t kPsnMask = 0xFFFFFF;
-inline uint32_t psn_diff(uint32_t b, uint32_t a) { return (b - a) & kPsnMask; }
 
 }  // namespace
 
-void Nic::rc_read_request(VerbsQp& q, uint32_t h, const PacketMeta& m, const wire::Headers& hd, bool duplicate)
+void VerbsEngine::rc_read_request(VerbsQp& q, uint32_t h, const PacketMeta& m, const wire::Headers& hd, bool duplicate)
 {
     const uint32_t len = hd.dma_len;
     const uint32_t npkts = rc_npkts(len, q.pmtu);
-    if (duplicate && psn_diff(q.epsn, m.psn) < npkts) {  // claims PSNs never executed: not a real one
+    if (duplicate && psn::diff(q.epsn, m.psn) < npkts) {  // claims PSNs never executed: not a real one
         return verbs_drop(RxDrop::Duplicate, &q);
     }
     if (len > (1u << 31)) {
@@ -63,28 +62,28 @@ void Nic::rc_read_request(VerbsQp& q, uint32_t h, const PacketMeta& m, const wir
     q.rd_queued++;
     q.counters.rx_packets++;
     if (!duplicate) {
-        q.epsn = (m.psn + npkts) & kPsnMask;
-        q.msn = (q.msn + 1) & kPsnMask;
+        q.epsn = (m.psn + npkts) & psn::kMask;
+        q.msn = (q.msn + 1) & psn::kMask;
         q.counters.rx_messages++;
     }
     verbs_doorbell(h);
 }
 
-void Nic::rc_read_response(VerbsQp& q, uint32_t h, const PacketMeta& m, const uint8_t* payload, uint32_t aeth)
+void VerbsEngine::rc_read_response(VerbsQp& q, uint32_t h, const PacketMeta& m, const uint8_t* payload, uint32_t aeth)
 {
     (void)aeth;  // an ACK syndrome; its MSN is informational
     const uint32_t psn = m.psn;
-    if (psn_diff(psn, q.una) >= psn_diff(q.psn_high, q.una)) return verbs_drop(RxDrop::StaleAck, &q);
+    if (psn::diff(psn, q.una) >= psn::diff(q.psn_high, q.una)) return verbs_drop(RxDrop::StaleAck, &q);
     // A response implicitly acknowledges every request before its PSN.
     if (!rc_retire(q, h, psn - 1)) return verbs_drop(RxDrop::PsnSequence, &q);
     if (q.sq.empty()) return verbs_drop(RxDrop::StaleAck, &q);
     const uint64_t idx = q.sq.tail();
     VerbsSend& e = q.sq.at(idx);
     const uint32_t npkts = rc_npkts(e.total, q.pmtu);
-    if (e.wr.opcode != WrOpcode::RdmaRead || psn_diff(psn, e.psn) >= npkts) return verbs_drop(RxDrop::StaleAck, &q);
-    const uint32_t expected = (e.psn + e.rd_done / q.pmtu) & kPsnMask;
+    if (e.wr.opcode != WrOpcode::RdmaRead || psn::diff(psn, e.psn) >= npkts) return verbs_drop(RxDrop::StaleAck, &q);
+    const uint32_t expected = (e.psn + e.rd_done / q.pmtu) & psn::kMask;
     if (psn != expected) {
-        if (psn_diff(psn, expected) >= 0x800000) return verbs_drop(RxDrop::Duplicate, &q);
+        if (psn::behind(psn, expected)) return verbs_drop(RxDrop::Duplicate, &q);
         // Responses were lost: ask again from the first one missing (once per gap; the timer
         // covers a lost request).
         if (q.rd_rewound != expected) {
@@ -110,7 +109,7 @@ void Nic::rc_read_response(VerbsQp& q, uint32_t h, const PacketMeta& m, const ui
     q.counters.rx_packets++;
     if (idx == q.sq_next) {  // rewound to this READ and not asked again yet: skip what landed
         q.wqe_off = e.rd_done;
-        q.sq_psn = (psn + 1) & kPsnMask;
+        q.sq_psn = psn::next(psn);
     }
     if (last) {
         verbs::Wc wc;

@@ -4,7 +4,7 @@
 // IPv4 header as received (the layout rdma-core's ibv_wc_read/rxe use: the IPv4 header in the
 // last 20 bytes).
 
-#include <sdr/emu/nic.hpp>
+#include <sdr/emu/verbs_engine.hpp>
 
 #include <cstring>
 
@@ -13,7 +13,7 @@ namespace sdr::emu {
 using verbs::WcOpcode;
 using verbs::WcStatus;
 
-void Nic::ud_receive(VerbsQp& q, const PacketMeta& m, const uint8_t* payload, const uint8_t* ip_header)
+void VerbsEngine::ud_receive(VerbsQp& q, const PacketMeta& m, const uint8_t* payload, const uint8_t* ip_header)
 {
     // A controlled Q_Key (high bit) is the sender's own QP's, sent for it by its NIC: it is
     // compared like any other, so a host can only reach a QP whose Q_Key it was told.

@@ -4,7 +4,8 @@
 // bounds) or root key (an indirect key: slot, entry, NULL entry); SEND and WRITE-with-immediate complete a receive WQE. Every rule that refuses a
 // packet counts a drop and writes nothing of it.
 
-#include <sdr/emu/nic.hpp>
+#include <sdr/emu/verbs_engine.hpp>
+#include <sdr/emu/psn.hpp>
 
 #include <cstring>
 
@@ -29,7 +30,7 @@ bool is_last(uint8_t op)
 
 }  // namespace
 
-void Nic::uc_receive(VerbsQp& q, const PacketMeta& m, const uint8_t* payload, const NicAddress& src,
+void VerbsEngine::uc_receive(VerbsQp& q, const PacketMeta& m, const uint8_t* payload, const NicAddress& src,
                      uint32_t reth_len)
 {
     // The connected peer's IP (its GID) only. Unlike SDR's QPs the MAC (a router rewrites it)
@@ -43,10 +44,10 @@ void Nic::uc_receive(VerbsQp& q, const PacketMeta& m, const uint8_t* payload, co
     };
     // PSN: 24-bit serial numbers. Behind ePSN (within half the space) is a duplicate: dropped,
     // the message in progress goes on. Ahead is a gap: the message in progress is lost.
-    const uint32_t diff = (m.psn - q.epsn) & 0xFFFFFF;
-    if (diff >= 0x800000) return verbs_drop(RxDrop::Duplicate, &q);
+    const uint32_t diff = psn::diff(m.psn, q.epsn);
+    if (diff >= psn::kHalf) return verbs_drop(RxDrop::Duplicate, &q);
     if (diff != 0) abandon();
-    q.epsn = (m.psn + 1) & 0xFFFFFF;
+    q.epsn = psn::next(m.psn);
     if (first) {
         abandon();  // a FIRST/ONLY while a message is open: that one lost its LAST
     } else if (!q.in_msg || q.msg_write != write) {

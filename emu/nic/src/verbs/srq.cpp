@@ -4,13 +4,13 @@
 // so two QPs filling messages at once never share a WQE. The limit event is the IBTA's SRQ
 // limit: armed with a count, it fires once when a QP took a WQE and fewer stay posted.
 
-#include <sdr/emu/nic.hpp>
+#include <sdr/emu/verbs_engine.hpp>
 
 #include <cerrno>
 
 namespace sdr::emu {
 
-uint32_t Nic::verbs_srq_create(uint32_t pd, uint32_t depth, uint32_t limit)
+uint32_t VerbsEngine::srq_create(uint32_t pd, uint32_t depth, uint32_t limit)
 {
     if (pd >= vpds_.size() || !vpds_[pd].live || depth == 0 || depth > 16384 || limit > depth) return kNoHandle;
     size_t i = 0;
@@ -22,7 +22,7 @@ uint32_t Nic::verbs_srq_create(uint32_t pd, uint32_t depth, uint32_t limit)
     return static_cast<uint32_t>(i);
 }
 
-int Nic::verbs_srq_destroy(uint32_t srq)
+int VerbsEngine::srq_destroy(uint32_t srq)
 {
     if (srq >= vsrqs_.size() || !vsrqs_[srq]) return EINVAL;
     if (vsrqs_[srq]->users) return EBUSY;
@@ -31,32 +31,32 @@ int Nic::verbs_srq_destroy(uint32_t srq)
     return 0;
 }
 
-int Nic::verbs_srq_arm(uint32_t srq, uint32_t limit)
+int VerbsEngine::srq_arm(uint32_t srq, uint32_t limit)
 {
     if (srq >= vsrqs_.size() || !vsrqs_[srq] || limit > vsrqs_[srq]->ring.depth()) return EINVAL;
     vsrqs_[srq]->limit = limit;
     return 0;
 }
 
-uint32_t Nic::verbs_srq_limit(uint32_t srq) const
+uint32_t VerbsEngine::srq_limit(uint32_t srq) const
 {
     return srq < vsrqs_.size() && vsrqs_[srq] ? vsrqs_[srq]->limit : 0;
 }
 
-uint32_t Nic::verbs_srq_posted(uint32_t srq) const
+uint32_t VerbsEngine::srq_posted(uint32_t srq) const
 {
     if (srq >= vsrqs_.size() || !vsrqs_[srq]) return 0;
     const VerbsSrq& s = *vsrqs_[srq];
     return static_cast<uint32_t>(s.ring.head() - s.ring.tail());
 }
 
-int Nic::verbs_post_srq_recv(uint32_t srq, const verbs::RecvWr& wr)
+int VerbsEngine::post_srq_recv(uint32_t srq, const verbs::RecvWr& wr)
 {
     if (srq >= vsrqs_.size() || !vsrqs_[srq] || wr.num_sge > verbs::kMaxSge) return EINVAL;
     return vsrqs_[srq]->ring.push(wr) ? 0 : ENOMEM;
 }
 
-const verbs::RecvWr* Nic::verbs_rq_head(VerbsQp& q)
+const verbs::RecvWr* VerbsEngine::verbs_rq_head(VerbsQp& q)
 {
     if (q.srq == kNoHandle) return q.rq.empty() ? nullptr : &q.rq.front();
     if (q.srq_bound) return &q.srq_wqe;
@@ -72,7 +72,7 @@ const verbs::RecvWr* Nic::verbs_rq_head(VerbsQp& q)
     return &q.srq_wqe;
 }
 
-void Nic::verbs_rq_take(VerbsQp& q)
+void VerbsEngine::verbs_rq_take(VerbsQp& q)
 {
     if (q.srq == kNoHandle)
         q.rq.pop();

@@ -50,7 +50,10 @@ void Nic::rx_frame(const uint8_t* frame, size_t len)
     const NicAddress src{p.h.src_mac, p.h.src_ip};
     // QPN bit 23 clear: SDR's data QPs, straight on. Set: bit 12 names a verbs QP, else a control QP.
     if (m.dest_qp & NicIds::kCtrlQpnBit) {
-        if (m.dest_qp & kVerbsQpnBit) return verbs_receive(m, p.payload, src, frame + wire::kEthBytes, p.h);
+        if (m.dest_qp & kVerbsQpnBit) {
+            if (!engine_) return drop(RxDrop::UnknownQp, nullptr);
+            return engine_->receive(m, p.payload, src, frame + wire::kEthBytes, p.h);
+        }
         if (wire::has_deth(m.opcode)) return ctrl_receive(m, p.payload, src);
     }
     if (m.opcode == wire::kOpRcAck) [[unlikely]] return sdr_rc_ack(m, p.h.aeth, src);  // to an RC transport QP

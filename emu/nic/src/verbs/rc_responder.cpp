@@ -5,7 +5,8 @@
 // invalid request, remote operational error). Also the dispatch of an RC frame to the requester
 // (ACKs, READ responses) or the responder, and the responder's output queue.
 
-#include <sdr/emu/nic.hpp>
+#include <sdr/emu/verbs_engine.hpp>
+#include <sdr/emu/psn.hpp>
 
 #include <algorithm>
 #include <cstring>
@@ -18,7 +19,6 @@ using verbs::WcStatus;
 
 namespace {
 
-constexpr uint32_t kPsnMask = 0xFFFFFF;
 
 bool is_first(uint8_t op)
 {
@@ -34,7 +34,7 @@ bool is_last(uint8_t op)
 
 }  // namespace
 
-void Nic::rc_receive(VerbsQp& q, uint32_t h, const PacketMeta& m, const uint8_t* payload, const NicAddress& src,
+void VerbsEngine::rc_receive(VerbsQp& q, uint32_t h, const PacketMeta& m, const uint8_t* payload, const NicAddress& src,
                      const wire::Headers& hd)
 {
     // The connected peer's IP (its GID) only, as for UC.
@@ -50,13 +50,13 @@ void Nic::rc_receive(VerbsQp& q, uint32_t h, const PacketMeta& m, const uint8_t*
 // Queue an ACK or NAK for `psn`. Coalescing: a plain ACK still waiting at the end of the queue
 // is replaced by the newer one (ACK or NAK), which covers it, since the responder's PSNs only
 // grow; so at most one ACK waits behind each NAK or READ.
-void Nic::rc_queue_ack(VerbsQp& q, uint32_t h, uint32_t psn, uint32_t syndrome)
+void VerbsEngine::rc_queue_ack(VerbsQp& q, uint32_t h, uint32_t psn, uint32_t syndrome)
 {
     const uint32_t aeth = wire::aeth(syndrome, q.msn);
     if (q.resp_n) {
         RcResp& last = q.resp[(q.resp_head + q.resp_n - 1) % kRcRespDepth];
         if (!last.read && (last.aeth >> 29) == 0) {
-            last.psn = psn & kPsnMask;
+            last.psn = psn & psn::kMask;
             last.aeth = aeth;
             return;
         }
@@ -64,14 +64,14 @@ void Nic::rc_queue_ack(VerbsQp& q, uint32_t h, uint32_t psn, uint32_t syndrome)
     if (q.resp_n == kRcRespDepth) return;  // full: the requester's timer covers a lost ACK
     RcResp& r = q.resp[(q.resp_head + q.resp_n++) % kRcRespDepth];
     r = RcResp{};
-    r.psn = psn & kPsnMask;
+    r.psn = psn & psn::kMask;
     r.aeth = aeth;
     verbs_doorbell(h);
 }
 
 // A request the responder cannot execute: NAK with `nak_code` for `psn`, then the QP goes to ERR
 // (both queues flush); the NAK is its last packet.
-void Nic::rc_responder_error(VerbsQp& q, uint32_t h, uint32_t psn, uint32_t nak_code)
+void VerbsEngine::rc_responder_error(VerbsQp& q, uint32_t h, uint32_t psn, uint32_t nak_code)
 {
     const bool was_err = q.state == QpState::Err;
     rc_enter_err(q);
@@ -88,12 +88,12 @@ void Nic::rc_responder_error(VerbsQp& q, uint32_t h, uint32_t psn, uint32_t nak_
                                  h);
 }
 
-void Nic::rc_request(VerbsQp& q, uint32_t h, const PacketMeta& m, const uint8_t* payload, const wire::Headers& hd)
+void VerbsEngine::rc_request(VerbsQp& q, uint32_t h, const PacketMeta& m, const uint8_t* payload, const wire::Headers& hd)
 {
     const uint8_t op = m.opcode;
     // PSN: behind ePSN (within half the space) a duplicate, ahead a sequence error.
-    const uint32_t diff = (m.psn - q.epsn) & kPsnMask;
-    if (diff >= 0x800000) {
+    const uint32_t diff = psn::diff(m.psn, q.epsn);
+    if (diff >= psn::kHalf) {
         if (op == wire::kOpRcReadRequest) return rc_read_request(q, h, m, hd, true);
         verbs_drop(RxDrop::Duplicate, &q);
         return rc_queue_ack(q, h, q.epsn - 1, wire::kAethAck);  // its ACK may have been lost
@@ -199,11 +199,11 @@ void Nic::rc_request(VerbsQp& q, uint32_t h, const PacketMeta& m, const uint8_t*
         }
     }
     q.in_msg = !last;
-    q.epsn = (m.psn + 1) & kPsnMask;
+    q.epsn = psn::next(m.psn);
     q.counters.rx_packets++;
     port_.rx_placed_bytes += len;
     if (last) {
-        q.msn = (q.msn + 1) & kPsnMask;
+        q.msn = (q.msn + 1) & psn::kMask;
         q.counters.rx_messages++;
     }
     // ACK at the end of every message and whenever the requester asks; never per packet.
@@ -211,7 +211,7 @@ void Nic::rc_request(VerbsQp& q, uint32_t h, const PacketMeta& m, const uint8_t*
 }
 
 // The responder's next packet: the ACK/NAK or READ response at the head of its queue.
-bool Nic::rc_resp_next(VerbsQp& q, uint32_t h, TxPacket* out)
+bool VerbsEngine::rc_resp_next(VerbsQp& q, uint32_t h, TxPacket* out)
 {
     RcResp& r = q.resp[q.resp_head];
     *out = TxPacket{};
@@ -228,7 +228,7 @@ bool Nic::rc_resp_next(VerbsQp& q, uint32_t h, TxPacket* out)
         const VerbsMr* mr = verbs_mr(r.key);
         const uint8_t* at = mr ? mr->remote(r.va, r.len) : nullptr;
         if (!mr || mr->pd != q.pd || !(mr->access & verbs::kRemoteRead) || !at) {
-            rc_responder_error(q, h, (r.psn + r.off / q.pmtu) & kPsnMask, wire::kNakRemoteAccess);
+            rc_responder_error(q, h, (r.psn + r.off / q.pmtu) & psn::kMask, wire::kNakRemoteAccess);
             return rc_resp_next(q, h, out);
         }
         const uint32_t n = std::min(q.pmtu, r.len - r.off);
@@ -237,7 +237,7 @@ bool Nic::rc_resp_next(VerbsQp& q, uint32_t h, TxPacket* out)
                            : first       ? wire::kOpRcReadRespFirst
                            : last        ? wire::kOpRcReadRespLast
                                          : wire::kOpRcReadRespMiddle;
-        out->meta.psn = (r.psn + r.off / q.pmtu) & kPsnMask;
+        out->meta.psn = (r.psn + r.off / q.pmtu) & psn::kMask;
         out->meta.dma_len = n;
         out->meta.imm = wire::aeth(wire::kAethAck, q.msn);  // the AETH (verbs_encode)
         out->payload = n ? at + r.off : nullptr;
