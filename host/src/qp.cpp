@@ -4,7 +4,6 @@
 
 #include "internal.hpp"
 
-#include <sdr/emu/wire.hpp>
 
 using sdr::host::set_error;
 
@@ -95,9 +94,11 @@ sdr_qp* sdr_qp_create_ext(sdr_context* ctx, sdr_qp_attr* attr, const sdr_qp_attr
     if (std::string e; !sdr::host::resolve_ext(ext, *ctx->dev, &xv, &e)) return set_error("sdr_qp_create: " + e), nullptr;
 
     // A device on a real interface carries frames up to its MTU: a QP whose packets cannot
-    // fit would lose every one of them.
+    // fit would lose every one of them. A packet's frame is its payload and the RoCEv2 headers
+    // the firmware paces by (Ethernet, IPv4, UDP, BTH, RETH, ImmDt, ICRC: the NIC model
+    // asserts the wire codec agrees).
     const uint32_t cap = ctx->dev->max_frame_bytes();
-    auto frame = [](int mtu) { return sdr::emu::wire::frame_bytes_write_imm(size_t{64} << mtu); };
+    auto frame = [](int mtu) { return (size_t{64} << mtu) + FW_FRAME_OVERHEAD_BYTES; };
     if (cap && frame(attr->mtu) > cap) {
         int fits = SDR_MTU_4096;
         while (fits >= SDR_MTU_64 && frame(fits) > cap) fits--;
