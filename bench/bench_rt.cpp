@@ -259,7 +259,7 @@ private:
 };
 
 // One sdr_write_bw run over the verbs devices (verbs:: SDR's firmware on host threads over
-// rdma-core, hal/verbs), as sdr_run over the port: UC, 1 MiB messages; NIC threads on the cores
+// rdma-core, host/verbs), as sdr_run over the port: UC, 1 MiB messages; NIC threads on the cores
 // of sdr_run's polling threads, the programs on core 1.
 Sdr sdr_verbs_run(const VerbsDevices& v, uint32_t iters, int port)
 {
@@ -522,7 +522,7 @@ int main(int argc, char** argv)
             bench::Result l = result(rcname + ln, median(rcl_gbps), "Gbit/s", ceil_gbps, base + " ceiling");
             l.paired_ratio = median(rcl_ratio);
             rs.push_back(l);
-            // SDR's own firmware over the verbs device (hal/verbs on host threads) against SDR on the
+            // SDR's own firmware over the verbs device (host/verbs on host threads) against SDR on the
             // emulated DPA over the same port: the cost of verbs plus host-core firmware.
             const std::string svname = kind + " sdr_write_bw over verbs:";
             if (!json)

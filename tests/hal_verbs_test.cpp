@@ -1,4 +1,4 @@
-// hal/verbs: SDR's firmware on host worker threads over rdma-core, as `verbs:` devices of our
+// host/verbs: SDR's firmware on host worker threads over rdma-core, as `verbs:` devices of our
 // own rdma-core provider (emu/verbs) in two network namespaces joined by a veth. sdr_write_bw
 // (server in b, client in a) moves messages verbs: -> verbs: over 8 channels with UC and with
 // RC transport QPs, 4 KiB to 64 MiB, and the server checks every chunk's bytes (--verify):
@@ -152,7 +152,7 @@ TEST_F(HalVerbs, RawSenderToVerbsReceiverByteExact)
 // transport QPs (SDR's own), every frame either way lost with probability 1 % (SDR_RT_LOSS in
 // both processes: data one way, control the other): each 5 MiB message delivered byte-exact
 // (tests/rel_peer_app.c checks every byte). Not over RC: its go-back-N resends whole windows
-// behind every loss, and ec-mds gives up (hal/verbs/README.md, "Limits").
+// behind every loss, and ec-mds gives up (host/verbs/README.md, "Limits").
 TEST_F(HalVerbs, ReliableSrAndEcUnderOnePercentLoss)
 {
     const std::string schemes = "sr ec-mds:16,4", port = std::to_string(19900 + getpid() % 97);

@@ -31,7 +31,7 @@ uint64_t live_transport_qps(sdr_context* ctx)
 
 }  // namespace
 
-// The verbs row opens through the table (its module, hal/verbs) and refuses a device that is not
+// The verbs row opens through the table (its module, host/verbs) and refuses a device that is not
 // there with a reason: the device list without it, no device list at all (no RDMA on this
 // machine), or the module itself missing.
 TEST(HostSeam, VerbsRowOpensThroughTheTableAndRefusesAnAbsentDevice)

@@ -1,4 +1,4 @@
-// The AF_XDP port's XDP program (emu/include/sdr/emu/xdp_program.hpp) on its own: loaded into
+// The AF_XDP port's XDP program (emu/rt/include/sdr/emu/xdp_program.hpp) on its own: loaded into
 // the kernel and run through BPF_PROG_TEST_RUN (libbpf's bpf_prog_test_run_opts) on crafted
 // frames, without an interface. A RoCEv2 frame to our address and UDP port 4791 is redirected to
 // the AF_XDP socket of its queue (XDP_REDIRECT), or passed to the kernel when no socket sits at

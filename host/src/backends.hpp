@@ -21,7 +21,7 @@ std::unique_ptr<Device> open_xdp_device(const std::string& name, const std::stri
 std::unique_ptr<Device> open_verbs_device(const std::string& name, const std::string& arg, uint32_t num_channels,
                                           std::string* err);  // device_verbs_loader.cpp
 
-// What the verbs module (hal/verbs) exports: the open function behind C linkage, so libsdr finds
+// What the verbs module (host/verbs) exports: the open function behind C linkage, so libsdr finds
 // it with dlsym. The module is built from the same tree (same Device layout).
 extern "C" typedef Device* (*ModuleOpenFn)(const std::string* name, const std::string* arg, uint32_t num_channels,
                                            std::string* err);

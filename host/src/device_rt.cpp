@@ -63,7 +63,7 @@ public:
         return s.delay_ns + reorder + dup + kLifetimeMarginNs;
     }
 
-    // The emulated NIC's RC responder drops a duplicate unplaced (emu/src/nic_sdr_rc.cpp).
+    // The emulated NIC's RC responder drops a duplicate unplaced (emu/nic/src/sdr/nic_sdr_rc.cpp).
     bool rc_places_once() const override { return true; }
 
     uint32_t mr_reg(void* addr, size_t len) override { return locked([&] { return nic_.mr_reg(addr, len); }); }

@@ -39,7 +39,7 @@ public:
         return (fabric_.max_transit_ps() + emu::kPsPerNs - 1) / emu::kPsPerNs + kLifetimeMarginNs;
     }
     void run_due() override { fabric_.catch_up(); }
-    // The emulated NIC's RC responder drops a duplicate unplaced (emu/src/nic_sdr_rc.cpp).
+    // The emulated NIC's RC responder drops a duplicate unplaced (emu/nic/src/sdr/nic_sdr_rc.cpp).
     bool rc_places_once() const override { return true; }
 
     uint32_t mr_reg(void* addr, size_t len) override { return nic_.mr_reg(addr, len); }

@@ -1,5 +1,5 @@
 // The `verbs:` row of the backend table: the rdma-core backend is a separately loaded module
-// (hal/verbs, libsdr_hal_verbs.so), so its hal_* binding and its copy of the firmware never meet
+// (host/verbs, libsdr_hal_verbs.so), so its hal_* binding and its copy of the firmware never meet
 // the emulator's in one symbol space. Found beside libsdr in sdr/ (installed: ${libdir}/sdr/;
 // build tree: build/host/sdr/), or at $SDR_HAL_VERBS; loaded once, never unloaded (devices it
 // opened run its code).

@@ -1,6 +1,6 @@
 // SDR's root keys over rdma-core: a zero-based key over the S slots of one generation whose
 // entries the receiver re-points slot by slot at user buffers, the NULL key in between. Each
-// device offers it its own way (hal/verbs/README.md, "Root and NULL keys").
+// device offers it its own way (host/verbs/README.md, "Root and NULL keys").
 #pragma once
 
 #include "worker.hpp"

@@ -6,7 +6,7 @@
 // zero-based address a sender writes. The UMRs go through a private RC QP connected to itself
 // (a UMR is a local operation, but the QP must be in RTS), waited for before the call returns.
 //
-// Compiled, not run on hardware here (hal/verbs/README.md says how a ConnectX user checks it).
+// Compiled, not run on hardware here (host/verbs/README.md says how a ConnectX user checks it).
 #include "root_keys.hpp"
 
 #include <infiniband/mlx5dv.h>

@@ -1,5 +1,5 @@
 // Root keys on any rdma-core device: zero-based staging regions, and a copy per chunk
-// (root_keys.hpp, StagingRootKeys; hal/verbs/README.md, "Root and NULL keys").
+// (root_keys.hpp, StagingRootKeys; host/verbs/README.md, "Root and NULL keys").
 #include "root_keys.hpp"
 
 #include <sys/mman.h>

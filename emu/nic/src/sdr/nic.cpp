@@ -1,11 +1,9 @@
-// The NIC (nic.hpp): construction, its DPA workers, events into the firmware (doorbells,
-// timers) and the counters summed over workers. The other jobs have files of their own:
-// memory and keys (nic_memory.cpp), transport QPs (nic_qp.cpp), the receive path and UC
-// responder (nic_rx.cpp), the control QPs' UD datagrams (nic_ctrl.cpp), the send engine
-// (nic_tx.cpp), and the verbs device: its objects (nic_verbs_objects.cpp), QPs and their
-// queues (nic_verbs_qp.cpp), requester (nic_verbs_tx.cpp), receive dispatch (nic_verbs_rx.cpp)
-// and the transport rules of UC (nic_uc.cpp), UD (nic_ud.cpp) and RC (nic_rc_requester.cpp,
-// nic_rc_responder.cpp, nic_rc_read.cpp).
+// The NIC's SDR engine (nic.hpp): construction, its DPA workers, events into the firmware
+// (doorbells, timers) and the counters summed over workers. The other jobs have files of their
+// own: memory and keys (nic_memory.cpp), transport QPs (nic_qp.cpp), the receive path and UC
+// responder (nic_rx.cpp), SDR's RC transport QPs (nic_sdr_rc.cpp), the control QPs' UD
+// datagrams (nic_ctrl.cpp), the send engine (nic_tx.cpp) and the HAL binding (hal_emu.cpp).
+// The verbs device is the other engine (verbs_engine.hpp, src/verbs/).
 
 #include <sdr/emu/nic.hpp>
 #include <sdr/emu/wire.hpp>

@@ -1,5 +1,5 @@
 // The NIC's receive path: frame decode (hostile bytes), dispatch to the control QPs, the verbs
-// QPs (nic_verbs_rx.cpp) or SDR's UC responder (its RC transport QPs: nic_sdr_rc.cpp), whose
+// QPs (verbs/rx.cpp) or SDR's UC responder (its RC transport QPs: nic_sdr_rc.cpp), whose
 // checks each count a drop and write nothing; then the DMA and the CQE to the channel's DPA
 // worker.
 

@@ -3,7 +3,7 @@
 // the port: control datagrams first (strict priority, they are few and small), then SDR's ring
 // and the verbs QPs one packet each in turn while both have work, so neither starves the other
 // and a long verbs message never delays SDR by more than one packet per packet of its own;
-// among verbs QPs, one packet per QP in turn (nic_verbs_tx.cpp).
+// among verbs QPs, one packet per QP in turn (verbs/tx.cpp).
 
 #include <sdr/emu/nic.hpp>
 #include <sdr/emu/psn.hpp>

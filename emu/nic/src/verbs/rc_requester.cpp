@@ -137,7 +137,7 @@ void VerbsEngine::rc_arm(VerbsQp& q, uint32_t h, uint64_t deadline_ns)
 
 // Every PSN up to `psn` is acknowledged: sent WQEs whose last PSN it covers complete in order
 // (also ones a rewind is about to send again: the requester then skips ahead). A READ completes
-// only with its last response (nic_rc_read.cpp) and is acknowledged only as far as its
+// only with its last response (verbs/rc_read.cpp) and is acknowledged only as far as its
 // responses landed: an ACK past a READ whose responses did not all arrive means they were
 // lost, so the requester asks again from the first one missing (false: it rewound).
 bool VerbsEngine::rc_retire(VerbsQp& q, uint32_t h, uint32_t psn)

@@ -1,6 +1,6 @@
-// The verbs QPs' receive dispatch: a frame whose QPN names a verbs QP (nic.hpp, kVerbsQpnBit)
+// The verbs QPs' receive dispatch: a frame whose QPN names a verbs QP (nic_core.hpp, kVerbsQpnBit)
 // goes to its QP, which must be ready to receive (RTR or RTS), and to the rules of its
-// transport (nic_uc.cpp, nic_ud.cpp, nic_rc_*.cpp). SDR's own frames never come here.
+// transport (verbs/uc.cpp, verbs/ud.cpp, nic_rc_*.cpp). SDR's own frames never come here.
 
 #include <sdr/emu/verbs_engine.hpp>
 

@@ -1,8 +1,8 @@
 // The verbs requester: a send WQE (a message) is cut into packets of the path MTU, UC SEND and
 // RDMA WRITE as FIRST/MIDDLE/LAST/ONLY (+immediate on the last), UD SEND as one ONLY with a
-// DETH; one packet per turn of the QP (nic_tx.cpp arbitrates with SDR's queue), a UC/UD WQE
-// completing when its last packet leaves the port. RC QPs make their packets in
-// nic_rc_requester.cpp and complete at the ACK.
+// DETH; one packet per turn of the QP (the NIC's nic_tx.cpp arbitrates with SDR's queue), a
+// UC/UD WQE completing when its last packet leaves the port. RC QPs make their packets in
+// verbs/rc_requester.cpp and complete at the ACK.
 
 #include <sdr/emu/verbs_engine.hpp>
 #include <sdr/emu/psn.hpp>

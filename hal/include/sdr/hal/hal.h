@@ -7,7 +7,7 @@
  * hardware each is a PCIe transaction), posts transmit work elements, reads the clock, arms
  * timers and bumps counters. Nothing else: no OS calls, no heap, no locks.
  *
- * Backends bind the hal_* functions at link time (emu/ for the emulated NIC, hal/verbs/ later),
+ * Backends bind the hal_* functions at link time (emu/nic for the emulated NIC, host/verbs for rdma-core),
  * so a handler makes direct calls only. hal/PORTING.md maps every call to FlexIO and rdma-core.
  * Freestanding C11; also compiles as C++.
  */

@@ -18,7 +18,7 @@ enum class RxDrop : uint8_t {
     BadQkey,      // control datagram whose Q_Key is not the control QP's
     CtrlRingFull, // control datagram arrived while the host had not drained the ring
     CqOverflow,   // its CQE found the DPA thread's CQ full (cost model, dpa_model.hpp)
-    // verbs QPs (nic_verbs_rx.cpp, nic_uc.cpp, nic_ud.cpp)
+    // verbs QPs (verbs/rx.cpp, verbs/uc.cpp, verbs/ud.cpp)
     QpNotReady,   // the verbs QP is not in RTR or RTS
     PsnSequence,  // UC: a PSN gap, or a MIDDLE/LAST of a message the responder abandoned
     Duplicate,    // UC: a PSN behind the expected one (a duplicate)
