@@ -80,7 +80,7 @@ ibv_mr* reg_mr(ibv_pd* ibpd, void* addr, size_t length, uint64_t hca_va, int acc
     {
         std::lock_guard lock(pd->engine->lock());
         // An iova other than the address (ibv_reg_mr_iova: a zero-based region, say) is where
-        // remote requests address it; local SGEs cannot name such a region (Nic::verbs_mr_reg).
+        // remote requests address it; local SGEs cannot name such a region (VerbsEngine::mr_reg).
         key = pd->engine->nic().verbs().mr_reg(pd->h, addr, length, static_cast<uint32_t>(access), hca_va);
     }
     if (key == 0) {  // all 2^16 keys live

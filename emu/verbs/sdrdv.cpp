@@ -1,5 +1,5 @@
 // The direct-verbs extension (include/sdr/verbs/sdrdv.h): SDR's root keys as indirect keys of
-// the NIC model (Nic::verbs_root_key_*), exported from the provider with default visibility.
+// the NIC model (VerbsEngine::root_key_*), exported from the provider (provider.map).
 #include <sdr/verbs/sdrdv.h>
 
 #include "engine.hpp"

@@ -99,7 +99,7 @@ public:
         return false;
     }
     // The next hop's MAC towards IPv4 address ip (host order), for a verbs address vector: the
-    // one place a GID becomes a MAC (Nic::resolve_gid). The simulator knows every NIC's address;
+    // one place a GID becomes a MAC (VerbsEngine::resolve_gid). The simulator knows every NIC's address;
     // the real-time executor asks the kernel's route and neighbour tables (neighbour.hpp).
     virtual bool resolve_mac(uint32_t ip, std::array<uint8_t, 6>* mac)
     {
@@ -107,7 +107,7 @@ public:
         (void)mac;
         return false;
     }
-    // A completion reached verbs CQ `cq`, or the CQ went into error (Nic::verbs_complete, with
+    // A completion reached verbs CQ `cq`, or the CQ went into error (VerbsEngine::verbs_complete, with
     // the executor's lock held): where a provider raises its completion-channel event.
     // `solicited`: a receive of a solicited message or an error completion (or the overrun),
     // what a CQ armed for solicited completions only waits for.
