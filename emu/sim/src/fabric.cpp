@@ -128,13 +128,15 @@ public:
     void arm(uint32_t nic, uint32_t worker, uint32_t id, uint64_t deadline_ns)
     {
         uint64_t k = key(nic, worker, id);
-        deadline_[k] = deadline_ns;  // re-arming replaces the earlier deadline
-        f_.sim_.at(deadline_ns * kPsPerNs, this, k);
+        // A deadline already past fires now (hal_timer_arm: at or after it), once.
+        const SimTime t = std::max<SimTime>(deadline_ns * kPsPerNs, f_.sim_.now());
+        deadline_[k] = t;  // re-arming replaces the earlier deadline
+        f_.sim_.at(t, this, k);
     }
     void fire(SimTime now, uint64_t k) override
     {
         auto it = deadline_.find(k);
-        if (it == deadline_.end() || it->second * kPsPerNs != now) return;  // re-armed since
+        if (it == deadline_.end() || it->second != now) return;  // re-armed since
         deadline_.erase(it);
         if (Nic* n = f_.find_nic(static_cast<uint32_t>(k >> 48)))
             n->timer_fired(static_cast<uint32_t>((k >> 32) & 0xFFFF), static_cast<uint32_t>(k));
