@@ -78,22 +78,34 @@ BENCHMARK(BM_fw_rx)->Args({0, 0})->Args({4, 0})->Args({6, 0})->Args({0, 1})->Arg
 
 // Floors of the ratio to the fetch-or baseline (bench/README.md, "Floors"): 1-packet chunks,
 // then 16 and 64.
-constexpr double kFloor[2] = {0.18, 0.23};
+constexpr double kFloor[2] = {0.20, 0.25};
 
 int main(int argc, char** argv)
 {
+    // Defaults, before the caller's flags so those still win: 3 repetitions in random order, each
+    // rate their median. One run on this shared VM dips by a third when a neighbour takes the
+    // core for a moment, under any floor that still catches a halving (bench/README.md, "Floors").
+    static char reps[] = "--benchmark_repetitions=3", interleave[] = "--benchmark_enable_random_interleaving=true";
+    std::vector<char*> args(argv, argv + argc);
+    args.insert(args.begin() + 1, {reps, interleave});
     bool json, smoke;
-    auto rate = sdr::bench::run(argc, argv, &json, &smoke);
+    auto rate = sdr::bench::run(static_cast<int>(args.size()), args.data(), &json, &smoke);
+    // The median where there were repetitions, else the one run; 0 if it did not run.
+    auto rate_of = [&](const std::string& key) {
+        if (auto m = rate.find(key + "_median"); m != rate.end()) return m->second;
+        auto r = rate.find(key);
+        return r != rate.end() ? r->second : 0.0;
+    };
     std::vector<sdr::bench::Result> out;
     const char* order[2] = {"in order", "shuffled"};
     for (int shuffled = 0; shuffled < 2; shuffled++) {
-        double base = rate["BM_fetch_or_baseline/" + std::to_string(shuffled)] / 1e6;
+        double base = rate_of("BM_fetch_or_baseline/" + std::to_string(shuffled)) / 1e6;
         for (int log_ppc : {0, 4, 6}) {
             std::string key = "BM_fw_rx/" + std::to_string(log_ppc) + "/" + std::to_string(shuffled);
-            if (!rate.count(key)) continue;
+            if (rate_of(key) == 0) continue;
             sdr::bench::Result r;
             r.name = "fw_rx " + std::to_string(1 << log_ppc) + "-packet chunks, " + order[shuffled];
-            r.value = rate[key] / 1e6;
+            r.value = rate_of(key) / 1e6;
             r.unit = "MCQE/s";
             r.baseline = base;
             r.baseline_name = "fetch-or only";

@@ -2,13 +2,15 @@
 // measured in the same run (and a published reference where one exists), as a table or as one
 // JSON object per line (--json, through tools/common's JSON writer, as every tool prints it). A
 // result may carry a floor for its ratio (bench/README.md): finish() makes the program fail when
-// a ratio falls under it, so CI's smoke runs catch a regression that halves a ratio.
+// a ratio falls under it, so CI's smoke runs catch a regression that halves a ratio, and when a
+// benchmark failed its own check (SkipWithError), which leaves no rate to judge.
 #pragma once
 
 #include <benchmark/benchmark.h>
 
 #include <common/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -19,7 +21,31 @@
 
 namespace sdr::bench {
 
-// Rates per benchmark name (counter "rate", per second), captured from the runs.
+// Benchmarks that failed their own check (State::SkipWithError), "name: message", from run()
+// for finish(): such a run reports no rate, so no result would show it, and the program must
+// still fail.
+inline std::vector<std::string>& errored()
+{
+    static std::vector<std::string> e;
+    return e;
+}
+
+// Whether a run ended in SkipWithError, and its message: Google Benchmark 1.7 has
+// error_occurred, 1.8 on a `skipped` kind.
+template <class Run>
+bool run_erred(const Run& r, std::string* message)
+{
+    if constexpr (requires { r.error_occurred; }) {
+        *message = r.error_message;
+        return r.error_occurred;
+    } else {
+        *message = r.skip_message;
+        return r.skipped == decltype(r.skipped)::SkippedWithError;
+    }
+}
+
+// Rates per benchmark name (counter "rate", per second), captured from the runs; errored runs
+// go to errored() instead.
 class Capture : public benchmark::ConsoleReporter {
 public:
     explicit Capture(bool quiet) : quiet_(quiet) {}
@@ -27,6 +53,11 @@ public:
     void ReportRuns(const std::vector<Run>& runs) override
     {
         for (const auto& r : runs) {
+            if (std::string why; run_erred(r, &why)) {
+                const std::string e = r.benchmark_name() + ": " + why;  // once, whatever the repetitions
+                if (std::find(errored().begin(), errored().end(), e) == errored().end()) errored().push_back(e);
+                continue;
+            }
             auto it = r.counters.find("rate");
             if (it != r.counters.end()) rate[r.benchmark_name()] = it->second.value;
         }
@@ -133,11 +164,16 @@ inline void print(const std::vector<Result>& rs, bool json)
     }
 }
 
-// Print the results; the exit status: 1 if a ratio fell under its floor (named on stderr).
+// Print the results; the exit status: 1 if a ratio fell under its floor or a benchmark failed
+// its own check (each named on stderr).
 inline int finish(const std::vector<Result>& rs, bool json)
 {
     print(rs, json);
     int status = 0;
+    for (const std::string& e : errored()) {
+        std::fprintf(stderr, "%s: the benchmark failed its check; its result is missing\n", e.c_str());
+        status = 1;
+    }
     for (const auto& r : rs)
         if (r.below_floor()) {
             std::fprintf(stderr, "%s: ratio %.3f to %s is below its floor %.3f (bench/README.md)\n", r.name.c_str(),

@@ -1,6 +1,7 @@
 // Test helper: the two-namespace veth testbed of tools/sdr-netns, and entering a namespace on
 // the calling thread (sockets keep the namespace they were opened in, so one process can own a
-// port on each side). Tests that need it skip with the reason when it cannot run.
+// port on each side). Tests that need it skip with netns_unavailable()'s reason (not root, no
+// iproute2); where it is available (as root), a testbed that does not come up fails them.
 #pragma once
 
 #include <fcntl.h>

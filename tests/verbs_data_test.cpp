@@ -62,7 +62,7 @@ protected:
         ASSERT_NE(mkdtemp(tmpl), nullptr);
         dir_ = tmpl;
         bed_ = std::make_unique<sdr::test::Testbed>("vrd");
-        if (!bed_->ok()) GTEST_SKIP() << "tools/sdr-netns could not build the testbed";
+        ASSERT_TRUE(bed_->ok()) << "tools/sdr-netns could not build the testbed";  // as root: a failure
         const std::string kind = GetParam();
         for (int side = 0; side < 2; side++) {
             Result add = run(in(side, std::string(SDR_RDMA) + " link add " + dev(side) + " netdev " + bed_->ns(side) +
@@ -118,9 +118,10 @@ protected:
 
     // One perftest run (Debian's perftest 4.5) of 2 seconds (-D 2: a UC SEND that finds no
     // receive posted is lost, as the verbs spec says, so a count of messages could wait
-    // forever): server in b, client in a; each prints its result line, with messages moved and
-    // a positive average bandwidth.
-    void perftest(const std::string& prog, const std::string& args, unsigned port)
+    // forever): server in b, client in a; each prints its result line: messages of `bytes`
+    // (perftest's default, 64 KiB; UD: one MTU), some moved, and the average bandwidth and
+    // message rate those messages make in the 2 seconds.
+    void perftest(const std::string& prog, const std::string& args, unsigned port, unsigned bytes = 65536)
     {
         if (run("command -v " + prog).status != 0) GTEST_SKIP() << "perftest (" << prog << ") is not installed";
         const std::string common = " -x 0 -D 2 -p " + std::to_string(port) + " " + args;
@@ -130,14 +131,19 @@ protected:
         int server_status = -1;
         const std::string server_out = server.finish(&server_status);
         // " #bytes #iterations BW peak[MB/sec] BW average[MB/sec] MsgRate[Mpps]"
-        const std::regex result("\\n\\s*([0-9]+)\\s+([0-9]+)\\s+[0-9.]+\\s+([0-9.]+)\\s+[0-9.]+");
+        const std::regex result("\\n\\s*([0-9]+)\\s+([0-9]+)\\s+[0-9.]+\\s+([0-9.]+)\\s+([0-9.]+)");
         EXPECT_EQ(client.status, 0) << client.out;
         EXPECT_EQ(server_status, 0) << server_out;
         for (const std::string* out : {static_cast<const std::string*>(&client.out), &server_out}) {
             std::smatch m;
             ASSERT_TRUE(std::regex_search(*out, m, result)) << *out;
-            EXPECT_GT(std::stoull(m[2].str()), 0u) << *out;
-            EXPECT_GT(std::stod(m[3].str()), 0.0) << *out;
+            EXPECT_EQ(std::stoul(m[1].str()), bytes) << *out;
+            const double iters = std::stod(m[2].str());
+            EXPECT_GT(iters, 0) << *out;
+            // perftest's MB is 2^20 bytes; it prints 2 decimals of MB/s and 6 of Mpps.
+            const double mb_s = bytes * iters / 2 / 1048576, mpps = iters / 2 / 1e6;
+            EXPECT_NEAR(std::stod(m[3].str()), mb_s, 0.01 * mb_s + 0.005) << *out;
+            EXPECT_NEAR(std::stod(m[4].str()), mpps, 0.01 * mpps + 5e-7) << *out;
             if (out == &client.out)
                 std::printf("%s %s over %s: %s\n", prog.c_str(), args.c_str(), GetParam(), m[0].str().c_str() + 1);
         }
@@ -206,7 +212,7 @@ TEST_P(VerbsData, UcPingpongEvents) { pingpong("ibv_uc_pingpong", "-e", 18612, 2
 TEST_P(VerbsData, UdPingpong) { pingpong("ibv_ud_pingpong", "", 18613, 500); }
 TEST_P(VerbsData, UdPingpongEvents) { pingpong("ibv_ud_pingpong", "-e", 18614, 200); }
 
-TEST_P(VerbsData, PerftestSendBwUd) { perftest("ib_send_bw", "-c UD", 18621); }
+TEST_P(VerbsData, PerftestSendBwUd) { perftest("ib_send_bw", "-c UD", 18621, 4096); }
 TEST_P(VerbsData, PerftestSendBwUc) { perftest("ib_send_bw", "-c UC", 18622); }
 TEST_P(VerbsData, PerftestWriteBwUc) { perftest("ib_write_bw", "-c UC", 18623); }
 TEST_P(VerbsData, PerftestSendBwRc) { perftest("ib_send_bw", "-c RC", 18624); }

@@ -103,7 +103,7 @@ protected:
         if (run("command -v ibv_devinfo").status != 0)
             GTEST_SKIP() << "ibverbs-utils (ibv_devices, ibv_devinfo) is not installed";
         bed_ = std::make_unique<sdr::test::Testbed>("vrb");
-        if (!bed_->ok()) GTEST_SKIP() << "tools/sdr-netns could not build the testbed";
+        ASSERT_TRUE(bed_->ok()) << "tools/sdr-netns could not build the testbed";  // as root: a failure
     }
     // A command inside namespace `side` with the state directory and the two exports.
     std::string in(int side, const std::string& cmd) const

@@ -90,27 +90,42 @@ TEST(WriteBwErrors, AbsentServerIsAClearErrorAfterTheTimeout)
 
 // --rate_limit (perftest's name, in Gbit/s) sets the client QP's rate_limit attribute: the
 // firmware paces its frames, so what the client measures it sent stays under the limit, and
-// every chunk still arrives.
+// comes within reach of it (tests/README.md: at most 0.5 Gbit/s, more than 0.3), and every
+// chunk still arrives.
 TEST(WriteBwRateLimit, ThePacedClientSendsNoFasterThanTheLimit)
 {
     if (auto why = netns_unavailable(); !why.empty()) GTEST_SKIP() << why;
     Testbed tb("sdrbwrl");
     ASSERT_TRUE(tb.ok());
     const std::string port = std::to_string(18590 + getpid() % 8);
-    const WriteBwRun r = run_write_bw(tb, "raw", port, "--timeout-ms 20000",
-                                      "-s 256K -n 40 -w 4 -q 4 --rate_limit 0.5 --timeout-ms 20000");
-    ASSERT_TRUE(r.ok());
-    const double gbps = json_number(r.cj, "tx_gbps");
-    EXPECT_EQ(json_number(r.cj, "rate_limit_gbps"), 0.5);
-    EXPECT_LE(gbps, 0.5) << r.cj;
-    // The firmware held frames for their slot. How close the rate comes to the limit depends on
-    // the machine's load (CI measured 0.27 of 0.5 Gbit/s), so this test does not time it.
-    EXPECT_GT(json_number(r.cj, "fw.tx_paced"), 0.0) << r.cj;
-    EXPECT_EQ(json_number(r.sj, "chunks_received"), json_number(r.sj, "chunks_expected"));
+    // The limit counts whole frames (FW_FRAME_OVERHEAD_BYTES, 78 B, on each 4 KiB of payload);
+    // tx_gbps counts payload. 2560 packets take at least 2559 of their slots.
+    const double most = 0.5 * 4096 / 4174 * 2560 / 2559, least = 0.3;
+    // The pacing timer fires on the client's polling thread (--busy-poll: it never sleeps), and
+    // the pacer does not make up the time a late wake-up lost: where neighbours take the cores,
+    // one run fell to 0.20-0.27 of 0.5 Gbit/s (0.40-0.46 otherwise). The upper bound holds in
+    // every run; the lower one, what pacing reaches, in one of up to three.
+    std::string rates;
+    bool reached = false;
+    for (int run = 0; run < 3 && !reached; run++) {
+        const WriteBwRun r = run_write_bw(tb, "raw", port, "--timeout-ms 20000",
+                                          "-s 256K -n 40 -w 4 -q 4 --rate_limit 0.5 --busy-poll --timeout-ms 20000");
+        ASSERT_TRUE(r.ok());
+        const double gbps = json_number(r.cj, "tx_gbps");
+        rates += " " + std::to_string(gbps);
+        reached = gbps > least;
+        EXPECT_EQ(json_number(r.cj, "rate_limit_gbps"), 0.5);
+        EXPECT_LE(gbps, most) << r.cj;
+        // The firmware held frames for their slot.
+        EXPECT_GT(json_number(r.cj, "fw.tx_paced"), 0.0) << r.cj;
+        EXPECT_EQ(json_number(r.sj, "chunks_received"), json_number(r.sj, "chunks_expected"));
+    }
+    EXPECT_TRUE(reached) << "no run sent faster than 0.3 Gbit/s:" << rates;
 }
 
 // -a (perftest's name): every size 2^k from 2 B to 8 MiB, one run each on one bootstrap
-// connection; both sides print one valid JSON object per size, in order, and every run moves data.
+// connection; both sides print one valid JSON object per size, in order, and every run delivers
+// every chunk of its 8 messages, and the NIC placed every byte of them and of the 2 warm-up ones.
 // The server's 23 reports (each with every counter) outgrow a pipe that nobody reads until the
 // client ended, so the server writes them to a file.
 TEST(WriteBwAllSizes, OneRunPerPowerOfTwoFrom2BTo8MiB)
@@ -121,7 +136,7 @@ TEST(WriteBwAllSizes, OneRunPerPowerOfTwoFrom2BTo8MiB)
     const std::string port = std::to_string(18580 + getpid() % 8);
     const std::string server_file = "/tmp/sdr_write_bw_all_" + std::to_string(getpid()) + ".txt";
     Child server("ip netns exec " + tb.ns(1) + " " + kTool + " -d raw:" + tb.ns(1) + " -p " + port +
-                 " --json --timeout-ms 20000 > " + server_file);
+                 " --json --timeout-ms 20000 --settle-ms 2000 > " + server_file);
     Child client("ip netns exec " + tb.ns(0) + " " + kTool + " -d raw:" + tb.ns(0) + " -p " + port +
                  " --json -a -n 8 -w 2 -q 4 --timeout-ms 20000 " + Testbed::ip(1));
     int cst, sst;
@@ -142,12 +157,18 @@ TEST(WriteBwAllSizes, OneRunPerPowerOfTwoFrom2BTo8MiB)
              at = out.find("{\"role\":\"" + std::string(who) + "\"", at + 1)) {
             const std::string j = out.substr(at, out.find('\n', at) - at);
             ASSERT_TRUE(nlohmann::json::accept(j)) << j;
-            sizes.push_back(json_number(j, "size"));
-            // Every run moves data. Not asserted: that every chunk arrives: on a loaded machine a
-            // small-message run sometimes ends a message by the 20 ms settle time before its packet
-            // was polled (seen once in ten runs during the full suite: 6 of 8 chunks at 8 B).
+            const double size = json_number(j, "size");
+            sizes.push_back(size);
+            // Nothing is lost on this link. The server waits up to 2 s (--settle-ms) for a message
+            // the client reported sent: with the default 20 ms a loaded machine sometimes ended a
+            // small message before its packet was polled (6 of 8 chunks at 8 B, once in ten runs).
+            const double chunks = 8 * std::ceil(size / 65536);
             if (std::string(who) == "server") {
-                EXPECT_GT(json_number(j, "chunks_received"), 0.0) << j;
+                EXPECT_EQ(json_number(j, "chunks_expected"), chunks) << j;
+                EXPECT_EQ(json_number(j, "chunks_received"), chunks) << j;
+                EXPECT_EQ(json_number(j, "rx_placed_bytes"), 10 * size) << j;
+            } else {
+                EXPECT_EQ(json_number(j, "chunk_loss_pct"), 0.0) << j;
             }
         }
         ASSERT_EQ(sizes.size(), 23u) << who << ":\n" << out;

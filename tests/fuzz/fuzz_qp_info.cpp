@@ -4,7 +4,8 @@
 // The input, cut or zero-padded to sdr_qp_info_size_get bytes, is the remote QP's blob handed
 // to sdr_qp_connect on a fresh QP (2 channels, MTU 4 KiB, 4 KiB chunks, 16 slots of 64 KiB);
 // "sim:1" holds a second QP whose real blob is the seed. Invariants:
-//  - a refused blob returns SDR_ERROR with a message, and leaves the QP unconnected;
+//  - a refused blob returns SDR_ERROR with a message, and leaves the QP unconnected (a send
+//    is then refused: "the QP is not connected");
 //  - an accepted blob describes a QP that sdr_qp_create could have made (chunk size within
 //    [MTU, 2^30], slot at least a chunk and at most 2^32 bytes, slot packets within the
 //    packet-offset bits, slots within the message-id bits, 2^40 bytes in flight at most);
@@ -138,6 +139,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
     int rc = sdr_qp_connect(w->qp[0], blob.data());
     if (rc == SDR_ERROR) {
         SDR_FUZZ_CHECK(*sdr_last_error(), "SDR_ERROR without a message");
+        // Unconnected: a send is refused as such (and nothing was posted to run).
+        uint32_t lkey = 0;
+        sdr_mr_lkey_get(w->mr, &lkey);
+        sdr_send_wr wr{SDR_WR_WRITE, 0, 64, lkey, reinterpret_cast<uint64_t>(w->buf.data()), 0};
+        sdr_send_handle* h = nullptr;
+        rc = sdr_send_post(w->qp[0], &wr, &h);
+        SDR_FUZZ_CHECK(rc == SDR_ERROR && std::strstr(sdr_last_error(), "the QP is not connected"),
+                       "a refused blob left the QP connected: a send returned %d (%s)", rc, sdr_last_error());
         return 0;
     }
     SDR_FUZZ_CHECK(rc == SDR_SUCCESS, "sdr_qp_connect returned %d", rc);

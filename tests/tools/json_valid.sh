@@ -1,8 +1,8 @@
-#!/bin/sh
+#!/usr/bin/env bash
 # json_valid.sh BINDIR JSON_CHECK: every tool with --json prints valid JSON (json_check parses it
 # with nlohmann-json): sdr-model, and sdr-pcap summary on a capture sdr_demo writes. sdr_write_bw's
 # JSON is parsed by its own tests (write_bw_util.hpp), which need namespaces.
-set -eu
+set -euo pipefail
 bin=$1
 check=$2
 work=$(mktemp -d)
