@@ -1,5 +1,5 @@
 // The paper's figures, each from the points of one CSV: nothing when its rows are absent.
-// tools/README.md ("Figures") says what each shows and which figure of the paper it mirrors.
+// tools/REPRODUCTION.md ("Figures") says what each shows and which figure of the paper it mirrors.
 #pragma once
 
 #include "gnuplot.hpp"

@@ -1,5 +1,5 @@
 // The paper's figures from sdr_sweep's CSV files (messages.csv, allreduce.csv), drawn by gnuplot.
-// tools/README.md ("Figures") says what each figure shows and which figure of the paper it mirrors.
+// tools/REPRODUCTION.md ("Figures") says what each figure shows and which figure of the paper it mirrors.
 #pragma once
 
 #include <string>

@@ -49,7 +49,7 @@ public:
     [[nodiscard]] uint32_t mr_reg(uint32_t pd, void* addr, size_t len, uint32_t access);
     [[nodiscard]] uint32_t mr_reg(uint32_t pd, void* addr, size_t len, uint32_t access, uint64_t iova);
     [[nodiscard]] int mr_dereg(uint32_t key);  // also destroys a root key
-    // The equivalent of mlx5's indirect mkey, for SDR over verbs (emu/verbs/README.md, "SDR's
+    // The equivalent of mlx5's indirect mkey, for SDR over verbs (emu/verbs/SEMANTICS.md, "SDR's
     // root keys"): a remote-write key of `pd` over nslots zero-based slots of slot_bytes, each
     // the NULL key (writes discarded, a WRITE-with-immediate still completes its receive WQE)
     // until set to a range of a region of the same PD. 0 on failure.
