@@ -25,7 +25,9 @@ public:
     static constexpr uint32_t kVerbsQpnBit = NicCore::kVerbsQpnBit;
     static constexpr uint32_t kMaxVerbsQps = NicCore::kMaxVerbsQps;
     static constexpr uint32_t kVerbsTimerWorker = NicCore::kVerbsTimerWorker;
-    explicit VerbsEngine(Nic& nic, NicCore& core);
+
+    // nic and core are the same NIC: the one the executor's calls name, and the state shared.
+    VerbsEngine(Nic& nic, NicCore& core);
     ~VerbsEngine() override;
 
     // The NIC as an RDMA device: protection domains, memory regions with access flags, address
@@ -74,7 +76,7 @@ public:
     [[nodiscard]] int qp_destroy(uint32_t qp);
     uint32_t qpn(uint32_t qp) const;
     // ibv_modify_qp: RESET->INIT->RTR->RTS, *->ERR (flushes both queues), *->RESET; the
-    // attributes each transition needs (README), EINVAL otherwise.
+    // attributes each transition needs (emu/nic/VERBS.md), EINVAL otherwise.
     [[nodiscard]] int qp_modify(uint32_t qp, const verbs::QpAttr& attr, uint32_t mask);
     verbs::QpState qp_state(uint32_t qp) const;
     [[nodiscard]] int post_send(uint32_t qp, const verbs::SendWr& wr);  // ENOMEM: send queue full
@@ -93,7 +95,6 @@ public:
     uint64_t cq_errors() const { return verbs_cq_errors_; }
     // IPv4-mapped GID -> the peer's MAC and IP, through the executor's resolve_mac.
     bool resolve_gid(const verbs::Gid& gid, NicAddress* out) const;
-
 
     // NicEngine: what the NIC hands this engine. hd: the decoded headers: the RETH's DMA length
     // (a WRITE FIRST's is the message's, a READ request's the READ's; m.dma_len is the
@@ -258,7 +259,6 @@ private:
     void rc_read_request(VerbsQp& q, uint32_t h, const PacketMeta& m, const wire::Headers& hd, bool duplicate);
     void rc_read_response(VerbsQp& q, uint32_t h, const PacketMeta& m, const uint8_t* payload, uint32_t aeth);
 
-
     // The NIC core's state this engine shares (nic_core.hpp).
     Nic& nic_;  // what the executor's calls name
     NicCore& core_;
@@ -266,6 +266,7 @@ private:
     NicExecutor* const exec_;
     NicIds& ids_;
     PortCounters& port_;
+    // The verbs device.
     std::vector<VerbsPd> vpds_;
     std::vector<VerbsMr> vmrs_;
     std::vector<VerbsAh> vahs_;
