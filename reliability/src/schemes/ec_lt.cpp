@@ -69,7 +69,6 @@ uint32_t repair_request(const Code& c, uint32_t round)
 
 const SchemeOps kEcLtOps{
     .id = Scheme::EcLt,
-    .name = "ec-lt",
     .takes_params = true,
     .repair = Repair::Code,
     .valid = valid,

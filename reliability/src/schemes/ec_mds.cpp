@@ -27,7 +27,6 @@ void estimate(const model::Params& base, const Config& cfg, std::vector<SchemeEs
 
 const SchemeOps kEcMdsOps{
     .id = Scheme::EcMds,
-    .name = "ec-mds",
     .takes_params = true,
     .repair = Repair::Code,
     .valid = valid,

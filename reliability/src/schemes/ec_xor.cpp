@@ -28,7 +28,6 @@ void estimate(const model::Params& p, const Config& cfg, std::vector<SchemeEstim
 
 const SchemeOps kEcXorOps{
     .id = Scheme::EcXor,
-    .name = "ec-xor",
     .takes_params = true,
     .repair = Repair::Code,
     .valid = valid,

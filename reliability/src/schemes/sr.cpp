@@ -13,7 +13,6 @@ void estimate(const model::Params& p, const Config& cfg, std::vector<SchemeEstim
 
 const SchemeOps kSrOps{
     .id = Scheme::Sr,
-    .name = "sr",
     .takes_params = false,
     .repair = Repair::Timer,
     .valid = nullptr,

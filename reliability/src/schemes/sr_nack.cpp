@@ -13,7 +13,6 @@ void estimate(const model::Params& p, const Config&, std::vector<SchemeEstimate>
 
 const SchemeOps kSrNackOps{
     .id = Scheme::SrNack,
-    .name = "sr-nack",
     .takes_params = false,
     .repair = Repair::NameHoles,
     .valid = nullptr,
