@@ -77,6 +77,7 @@ const SchemeOps kEcLtOps{
     .decodable = decodable,
     .coder = coder,
     .estimate = nullptr,  // no model: auto never picks it
+    .mean = nullptr,
     .cts_params = cts_params,
     .repair_request = repair_request,
 };

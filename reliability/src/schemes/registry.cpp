@@ -30,6 +30,7 @@ const SchemeOps kAutoOps{
     .decodable = nullptr,
     .coder = nullptr,
     .estimate = nullptr,
+    .mean = nullptr,
     .cts_params = nullptr,
     .repair_request = nullptr,
 };

@@ -56,6 +56,17 @@ struct SubmessageView {
     }
 };
 
+// How a model's mean relates to what the protocol does (sdr_sweep's model_kind).
+enum class ModelFit : uint8_t {
+    Exact,       // the protocol's mean, where the model's assumptions hold
+    LowerBound,  // the protocol takes at least this long
+    Approx,      // an approximation
+};
+struct ModelMean {
+    double s;  // seconds
+    ModelFit fit;
+};
+
 struct SchemeOps {
     Scheme id;              // its line of the registry: wire id and name
     bool takes_params;      // written name:k,m
@@ -72,6 +83,10 @@ struct SchemeOps {
     std::unique_ptr<Coder> (*coder)(const Code& c);
     // auto: the model's candidates of this scheme (mean and p99.9); nullptr: auto never picks it.
     void (*estimate)(const model::Params& p, const Config& cfg, std::vector<SchemeEstimate>* out);
+    // The model's mean completion of one message on the path p describes (model_params: packet
+    // memory; k, m and beta from cfg; rto_rtts is the hook's), with the timers cfg gives the
+    // engines: what sdr_sweep sets beside the simulated mean. nullptr: no model.
+    ModelMean (*mean)(model::Params p, const Config& cfg);
     // Scheme-specific bytes of the clear-to-send's parameter area (ctrl_msg.hpp); nullptr: none.
     std::vector<uint8_t> (*cts_params)(const Code& c);
     // Receiver: after repair round r (0-based) of a submessage, how many parity chunks to ask
