@@ -593,6 +593,48 @@ TEST(DissectorInput, Version2ClearToSendCarriesEcLtParameters)
     std::remove(path.c_str());
 }
 
+// The dissector's scheme names are the registry's (sdr_rel_schemes.def): a clear-to-send of every
+// registered scheme, and of auto, shows its name (with k,m where the scheme takes them, and its
+// parameter area where it has one) and is not malformed.
+TEST(DissectorInput, ClearToSendNamesEveryRegisteredScheme)
+{
+    if (!tshark_available()) GTEST_SKIP() << "tshark is not on PATH; install tshark to run the dissector tests";
+    const std::string path = "/tmp/sdr_dissector_schemes_" + std::to_string(getpid()) + ".pcap";
+    std::vector<const rel::SchemeOps*> all(rel::registered_schemes().begin(), rel::registered_schemes().end());
+    all.push_back(&rel::kAutoOps);
+    std::vector<std::string> want;
+    {
+        Capture c(path);
+        for (const rel::SchemeOps* o : all) {
+            rel::CtrlMsg cts;
+            cts.type = rel::CtrlType::Cts;
+            cts.scheme = o->id;
+            const bool coded = o->coded();
+            cts.k = coded ? 8 : 0, cts.m = coded ? 2 : 0;
+            cts.seq = 1;
+            cts.length = 4096;
+            if (o->cts_params) cts.params = o->cts_params(rel::Code{o->id, cts.k, cts.m});
+            c.add(ctrl_headers(0x800123), rel::encode(cts));
+            want.push_back("SDR CTS seq=1 length=4096 " + std::string(o->name()) + (coded ? ":8,2" : ""));
+        }
+    }
+    EXPECT_EQ(errors_in(path), "");
+    EXPECT_TRUE(frames_matching(path, "sdr.malformed").empty());
+    std::string err;
+    auto rows = tshark_fields(path, {"sdr.ctrl.scheme", "_ws.col.Info"}, &err, lua());
+    ASSERT_TRUE(rows) << err;
+    ASSERT_EQ(rows->size(), all.size());
+    for (size_t i = 0; i < all.size(); i++) {
+        EXPECT_EQ(num((*rows)[i][0]), static_cast<uint64_t>(all[i]->id)) << want[i];
+        // The name ends the scheme's part of the Info column (a parameter area follows after a space).
+        const std::string& info = (*rows)[i][1];
+        const size_t at = info.find(want[i]);
+        EXPECT_TRUE(at != std::string::npos && (at + want[i].size() == info.size() || info[at + want[i].size()] == ' '))
+            << info;
+    }
+    std::remove(path.c_str());
+}
+
 TEST(DissectorInput, MessageIdWrapStartsANewMessage)
 {
     if (!tshark_available()) GTEST_SKIP() << "tshark is not on PATH; install tshark to run the dissector tests";

@@ -1,6 +1,7 @@
 // Reliable delivery on the simulator: every scheme, sizes, loss models, fallback, dead links.
 #include <sdr/reliability/codec.hpp>
 #include <sdr/reliability/endpoint.hpp>
+#include <sdr/reliability/scheme.hpp>
 
 #include "sim_util.hpp"
 
@@ -112,7 +113,19 @@ void expect_delivered(const Outcome& o)
     EXPECT_TRUE(o.bytes_equal);
 }
 
-const char* kSchemes[] = {"sr", "sr-nack", "ec-xor:8,2", "ec-mds:8,2", "ec-lt:8,2", "auto:8,2"};
+// Every registered scheme (k = 8, m = 2 where it takes them) and auto: a new scheme runs here
+// with no edit.
+const std::vector<std::string> kSchemeNames = [] {
+    std::vector<std::string> v;
+    for (const SchemeOps* s : registered_schemes()) v.push_back(std::string(s->name()) + (s->takes_params ? ":8,2" : ""));
+    v.push_back("auto:8,2");
+    return v;
+}();
+const std::vector<const char*> kSchemes = [] {
+    std::vector<const char*> v;
+    for (const std::string& s : kSchemeNames) v.push_back(s.c_str());
+    return v;
+}();
 
 }  // namespace
 

@@ -3,10 +3,12 @@
 #include <sdr/reliability/ctrl_msg.hpp>
 #include <sdr/reliability/lt_code.hpp>
 #include <sdr/reliability/scheme.hpp>
+#include <sdr_rel.h>
 
 #include <gtest/gtest.h>
 
 #include <random>
+#include <set>
 
 using namespace sdr::rel;
 
@@ -14,12 +16,16 @@ TEST(Schemes, RegistryNamesParsesAndRoundTripsIds)
 {
     std::vector<std::string> names;
     for (const SchemeOps* s : registered_schemes()) {
-        names.push_back(s->name);
-        EXPECT_EQ(find_scheme(s->name), s);
+        names.push_back(s->name());
+        EXPECT_EQ(find_scheme(s->name()), s);
         EXPECT_EQ(find_scheme(static_cast<uint8_t>(s->id)), s);
-        EXPECT_EQ(s->coded(), s->repair == Repair::Code) << s->name;
+        EXPECT_EQ(s->coded(), s->repair == Repair::Code) << s->name();
     }
+    // These first, in the order auto has always weighed them; newer schemes are appended.
+    ASSERT_GE(names.size(), 5u);
+    names.resize(5);
     EXPECT_EQ(names, (std::vector<std::string>{"sr", "sr-nack", "ec-xor", "ec-mds", "ec-lt"}));
+    EXPECT_EQ(scheme_list().rfind("sr, sr-nack, ec-xor:k,m, ec-mds:k,m, ec-lt:k,m", 0), 0u) << scheme_list();
     Config c;
     std::string err;
     ASSERT_TRUE(parse_scheme("ec-lt:16,4", &c, &err)) << err;
@@ -29,7 +35,41 @@ TEST(Schemes, RegistryNamesParsesAndRoundTripsIds)
     EXPECT_FALSE(parse_scheme("fountain", &c, &err));
     EXPECT_NE(err.find("ec-lt[:k,m]"), std::string::npos) << err;
     EXPECT_EQ(find_scheme(uint8_t{0}), nullptr);
-    EXPECT_EQ(find_scheme(uint8_t{7}), nullptr);
+    EXPECT_EQ(find_scheme(uint8_t{255}), nullptr);
+    EXPECT_EQ(scheme_name(Scheme{255}), nullptr);
+    EXPECT_STREQ(to_string(Scheme{255}), "?");
+}
+
+// Each line of the registry (sdr_rel_schemes.def) is its file's SchemeOps: the file's id is the
+// line's, the name and C enumerator come from the line, names are unique.
+TEST(Schemes, EveryRegistryLineIsItsFilesScheme)
+{
+    struct Line {
+        int id;
+        const char* name;
+        Scheme scheme;
+        int c;
+        const SchemeOps* ops;
+    };
+    const Line lines[] = {
+#define SDR_REL_SCHEME(id, name, c, cxx) {id, name, Scheme::cxx, SDR_REL_##c, &k##cxx##Ops},
+#include <sdr_rel_schemes.def>
+#undef SDR_REL_SCHEME
+    };
+    ASSERT_EQ(std::size(lines), registered_schemes().size());
+    std::set<std::string> names{"auto"};
+    for (size_t i = 0; i < std::size(lines); i++) {
+        const Line& l = lines[i];
+        SCOPED_TRACE(l.name);
+        EXPECT_EQ(registered_schemes()[i], l.ops);
+        EXPECT_EQ(static_cast<int>(l.ops->id), l.id) << "the file's SchemeOps::id names another line";
+        EXPECT_EQ(static_cast<int>(l.scheme), l.id);
+        EXPECT_EQ(l.c, l.id);
+        EXPECT_STREQ(l.ops->name(), l.name);
+        EXPECT_TRUE(names.insert(l.name).second) << "a second scheme of this name";
+    }
+    EXPECT_EQ(static_cast<int>(Scheme::Auto), SDR_REL_AUTO);
+    EXPECT_STREQ(kAutoOps.name(), "auto");
 }
 
 namespace {
@@ -187,6 +227,6 @@ TEST(CtrlMsg, BadVersionsAndParameterAreasAreRefused)
     v1[0] = 1;
     EXPECT_FALSE(decode(v1.data(), v1.size(), &d));
     auto unknown = v;
-    unknown[3] = 7;  // no scheme has wire id 7
+    unknown[3] = 255;  // no scheme has wire id 255 (RegistryNamesParsesAndRoundTripsIds)
     EXPECT_FALSE(decode(unknown.data(), unknown.size(), &d));
 }

@@ -7,6 +7,7 @@
 #include <sdr.h>
 #include <sdr_ext.h>
 #include <sdr/emu/fabric.hpp>
+#include <sdr/reliability/scheme.hpp>
 #include <sdr_mr.h>
 #include <sdr_rel.h>
 #include <sdr_sim.h>
@@ -59,7 +60,7 @@ Options parse(int argc, char** argv)
     add_size(app, "--chunk", &o.chunk, 64, 1u << 31, "chunk size, a power of two >= MTU")->default_str("64K");
     add_count(app, "--channels", &o.channels, 1, 16, "channels (DPA workers), 1..16")->default_str("8");
     add_count(app, "--seed", &o.seed, 0, UINT64_MAX, "the link's random seed")->default_str("1");
-    app.add_option("--scheme", o.schemes, "sr, sr-nack, ec-xor:k,m, ec-mds:k,m or ec-lt:k,m; repeat for several (sr and ec-mds:32,8)")
+    app.add_option("--scheme", o.schemes, sdr::rel::scheme_list() + " or auto; repeat for several (sr and ec-mds:32,8)")
         ->type_name("S")
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
     add_real(app, "--alpha", &o.alpha, 0, 1e6, "RTO = RTT * (1 + alpha)")->default_str("2");
@@ -95,14 +96,15 @@ double wire_bytes(uint64_t bytes, uint32_t mtu) { return bytes + (bytes + mtu - 
 
 // Lossless ideal of a reliable message: everything injected, the last packet crosses (RTT/2)
 // and the ACK comes back (RTT/2). The receive is posted ahead, so the clear-to-send is already
-// at the sender. EC adds the parity of every submessage but the last: its data completes the
-// message before its own parity is on the wire.
+// at the sender. A coded scheme adds the parity it sends with every submessage but the last (its
+// data completes the message before its own parity is on the wire), as its registry entry says.
 double ideal_ms(const Options& o, const sdr_rel_attr& ra)
 {
     double bytes = wire_bytes(o.size, o.mtu);
-    if (ra.scheme == SDR_REL_EC_XOR || ra.scheme == SDR_REL_EC_MDS || ra.scheme == SDR_REL_EC_LT) {
+    const sdr::rel::Code code{static_cast<sdr::rel::Scheme>(ra.scheme), ra.k, ra.m};
+    if (const sdr::rel::SchemeOps& ops = sdr::rel::ops(code); ops.coded()) {
         uint64_t chunks = (o.size + o.chunk - 1) / o.chunk, subs = (chunks + ra.k - 1) / ra.k;
-        bytes += wire_bytes(uint64_t{o.chunk} * ra.m, o.mtu) * static_cast<double>(subs - 1);
+        bytes += wire_bytes(uint64_t{o.chunk} * ops.parity_first(code), o.mtu) * static_cast<double>(subs - 1);
     }
     return bytes * 8 / (o.bw_gbps * 1e6) + o.rtt_ms;
 }

@@ -1,7 +1,7 @@
 // sdr_sweep: paper-scale experiments on the simulator, payload-free (the whole stack runs in
 // virtual time, only the bytes are left out). Two grids, on one worker process per core:
-//  - messages: size x per-packet drop, N seeded samples per point and scheme (sr, sr-nack,
-//    ec-xor, ec-mds, auto), with the analytic model's value beside each;
+//  - messages: size x per-packet drop, N seeded samples per point and scheme (any registered
+//    scheme, and auto), with the analytic model's value beside each;
 //  - allreduce: ring Allreduce over 4..8 nodes x drop, per scheme;
 //  - dpa (only when asked for): the paper's DPA hardware figures from the DPA cost model.
 // Writes messages.csv and allreduce.csv, the figures (gnuplot), and prints the headline numbers.
@@ -20,6 +20,7 @@
 #include <sdr/reliability/config.hpp>
 #include <sdr/reliability/model.hpp>
 #include <sdr/reliability/policy.hpp>
+#include <sdr/reliability/scheme.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -74,33 +75,37 @@ double ec_unwaited_parity_ms(const sdr::rel::model::Params& p)
     return (paper - ours) * model::t_inj_s(p) * 1e3;
 }
 
-// The model's value for a scheme (what the simulation is compared with) and whether it is exact
-// there or a lower bound.
-std::pair<double, const char*> model_of(const sdr::rel::Config& c, const LinkSetup& l, uint64_t size)
-{
-    namespace model = sdr::rel::model;
-    model::Params p = sdr::exp::model_params(l, size, c);
-    switch (c.scheme) {
-    case sdr::rel::Scheme::Sr:
-        p.rto_rtts = 1 + c.alpha + 1.0 / 64;
-        return {model::e_t_sr_s(p) * 1e3, model::sr_exact(p) ? "exact" : "lower_bound"};
-    case sdr::rel::Scheme::SrNack:
-        p.rto_rtts = 1;
-        return {model::e_t_sr_s(p) * 1e3, "approx"};
-    case sdr::rel::Scheme::EcLt:  // no analytic model of the fountain code: its lossless time
-        return {model::ideal_ec_s(p) * 1e3 - ec_unwaited_parity_ms(p), "none"};
-    default:
-        return {model::e_t_ec_s(p, c.scheme == sdr::rel::Scheme::EcXor ? model::Code::Xor : model::Code::Mds) * 1e3 -
-                    ec_unwaited_parity_ms(p),
-                "lower_bound"};
-    }
-}
-
+// The lossless time: line-rate injection (a coded scheme's with the parity it waits for) + RTT.
 double ideal_of(const sdr::rel::Config& c, const LinkSetup& l, uint64_t size)
 {
     namespace model = sdr::rel::model;
     model::Params p = sdr::exp::model_params(l, size, c);
     return sdr::rel::is_ec(c.scheme) ? model::ideal_ec_s(p) * 1e3 - ec_unwaited_parity_ms(p) : model::ideal_s(p) * 1e3;
+}
+
+// The model_kind column.
+const char* fit_name(sdr::rel::ModelFit f)
+{
+    switch (f) {
+    case sdr::rel::ModelFit::Exact:
+        return "exact";
+    case sdr::rel::ModelFit::LowerBound:
+        return "lower_bound";
+    case sdr::rel::ModelFit::Approx:
+        return "approx";
+    }
+    return "?";
+}
+
+// The model's value for a scheme (what the simulation is compared with) and what it is to the
+// protocol; a scheme without a model has its lossless time there, "none".
+std::pair<double, const char*> model_of(const sdr::rel::Config& c, const LinkSetup& l, uint64_t size)
+{
+    const sdr::rel::SchemeOps& o = sdr::rel::ops(c.scheme);
+    if (!o.mean) return {ideal_of(c, l, size), "none"};
+    const sdr::rel::model::Params p = sdr::exp::model_params(l, size, c);
+    const sdr::rel::ModelMean m = o.mean(p, c);
+    return {o.coded() ? m.s * 1e3 - ec_unwaited_parity_ms(p) : m.s * 1e3, fit_name(m.fit)};
 }
 
 std::string fmt(const char* f, ...) __attribute__((format(printf, 1, 2)));

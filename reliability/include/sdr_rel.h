@@ -11,10 +11,11 @@
  * match. Both sides must use the same scheme (checked: the send fails with a clear error),
  * or the sender uses auto, which follows whatever the receiver names.
  *
- * auto: the receiver picks a code per message (sr, sr-nack, ec-xor:k,m, ec-mds:k,m, 2m or 4m)
- * from the analytic model on its path estimate — the RTT (rtt_ms, or the measured SRTT of this
- * endpoint's own sends), bw_gbps, and the drop rate it measures from arrivals (drop_hint until
- * then) — and names it in its clear-to-send. stats.scheme/k/m report what a message used. */
+ * auto: the receiver picks a code per message among the schemes that have an analytic model (sr,
+ * sr-nack, ec-xor:k,m, ec-mds:k,m, k,2m or k,4m as this is written), from the model on its path
+ * estimate — the RTT (rtt_ms, or the measured SRTT of this endpoint's own sends), bw_gbps, and
+ * the drop rate it measures from arrivals (drop_hint until then) — and names it in its
+ * clear-to-send. stats.scheme/k/m report what a message used. */
 #ifndef SDR_REL_H
 #define SDR_REL_H
 
@@ -27,9 +28,14 @@ extern "C" {
 
 struct sdr_rel_endpoint;
 
-/* SDR_REL_EC_LT: ec-lt:k,m, a fountain (LT) code; auto never picks it (it has no model). */
-enum sdr_rel_scheme { SDR_REL_SR = 1, SDR_REL_SR_NACK = 2, SDR_REL_EC_XOR = 3, SDR_REL_EC_MDS = 4, SDR_REL_AUTO = 5,
-                      SDR_REL_EC_LT = 6 };
+/* The wire ids: SDR_REL_SR = 1, SDR_REL_SR_NACK = 2, ... one per line of sdr_rel_schemes.def (the
+ * registry, installed beside this header), and SDR_REL_AUTO = 5, the receiver's choice. */
+enum sdr_rel_scheme {
+#define SDR_REL_SCHEME(id, name, c, cxx) SDR_REL_##c = id,
+#include "sdr_rel_schemes.def"
+#undef SDR_REL_SCHEME
+    SDR_REL_AUTO = 5
+};
 
 struct sdr_rel_attr {
     enum sdr_rel_scheme scheme;
@@ -60,7 +66,8 @@ struct sdr_rel_path {
 
 /* sr, RTT 25 ms, 100 Gbit/s, alpha 2, max_rounds 16, derived timeout; k = 32, m = 8; drop_hint 0. */
 void sdr_rel_attr_default(struct sdr_rel_attr *attr);
-/* "sr", "sr-nack", "ec-xor[:k,m]", "ec-mds[:k,m]", "auto[:k,m]". SDR_ERROR (attr unchanged) if invalid. */
+/* A registered scheme's name, "name:k,m" for a coded one ("sr", "ec-mds:32,8"), or "auto[:k,m]".
+ * SDR_ERROR (attr unchanged) if invalid. */
 int sdr_rel_attr_parse_scheme(struct sdr_rel_attr *attr, const char *text);
 
 struct sdr_rel_endpoint *sdr_rel_endpoint_create(struct sdr_context *ctx, struct sdr_qp *qp,

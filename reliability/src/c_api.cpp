@@ -8,6 +8,9 @@
 
 using namespace sdr::rel;
 
+// Both enums take the registry's ids from sdr_rel_schemes.def; auto's is written in each.
+static_assert(static_cast<int>(Scheme::Auto) == SDR_REL_AUTO);
+
 struct sdr_rel_endpoint {
     std::unique_ptr<Endpoint> ep;
 };

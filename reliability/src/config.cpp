@@ -5,7 +5,11 @@
 
 namespace sdr::rel {
 
-const char* to_string(Scheme s) { return find_scheme(static_cast<uint8_t>(s)) ? ops(s).name : "?"; }
+const char* to_string(Scheme s)
+{
+    const char* name = scheme_name(s);
+    return name ? name : "?";
+}
 
 std::string to_string(const Code& c)
 {
@@ -27,7 +31,7 @@ bool parse_scheme(const std::string& text, Config* cfg, std::string* err)
         *err = "unknown scheme '" + name + "': expected";
         const char* sep = " ";
         for (const SchemeOps* s : registered_schemes()) {
-            *err += sep + std::string(s->name) + (s->takes_params ? "[:k,m]" : "");
+            *err += sep + std::string(s->name()) + (s->takes_params ? "[:k,m]" : "");
             sep = ", ";
         }
         *err += " or auto[:k,m]";
@@ -41,7 +45,7 @@ bool parse_scheme(const std::string& text, Config* cfg, std::string* err)
         if (!o->takes_params) {
             *err = "scheme '" + text + "': only ";
             for (const SchemeOps* s : registered_schemes())
-                if (s->takes_params) *err += std::string(s->name) + ", ";
+                if (s->takes_params) *err += std::string(s->name()) + ", ";
             err->resize(err->size() - 2);
             *err += " and auto take parameters";
             return false;

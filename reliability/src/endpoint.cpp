@@ -68,7 +68,7 @@ std::unique_ptr<Endpoint> Endpoint::create(sdr_context* ctx, sdr_qp* qp, const s
     g.slot_bytes = 1ull << (attr.max_in_flight_log_bytes - attr.max_log_num_msgs);
     const bool coded = ops(cfg.scheme).coded();
     if ((coded || cfg.scheme == Scheme::Auto) && (1u << attr.max_log_num_msgs) < 2)
-        return *err = std::string(coded ? ops(cfg.scheme).name : "auto (which may pick a coded scheme)") +
+        return *err = std::string(coded ? ops(cfg.scheme).name() : "auto (which may pick a coded scheme)") +
                       " needs at least 2 message slots (data and parity submessages)",
                nullptr;
     return std::unique_ptr<Endpoint>(new Endpoint(ctx, qp, cfg, g));

@@ -4,6 +4,7 @@
 #include <sdr_ext.h>
 #include <sdr/emu/fabric.hpp>
 #include <sdr/reliability/endpoint.hpp>
+#include <sdr/reliability/scheme.hpp>
 #include <sdr_mr.h>
 #include <sdr_sim.h>
 
@@ -52,16 +53,18 @@ std::string check(const AllreduceParams& p)
     return {};
 }
 
-// Chunk size and MTU from the params; a slot holds the largest segment or its EC parity, and
-// every receive of the run (two SDR messages each for EC: data and parity) has its own slot,
-// since all are posted at the start.
+// Chunk size and MTU from the params; a slot holds the largest segment or its parity (the
+// parity chunks the scheme reserves per submessage), and every receive of the run (two SDR
+// messages each for a coded scheme: data and parity) has its own slot, since all are posted at
+// the start.
 sdr_qp_attr qp_attr(const AllreduceParams& p)
 {
     const uint64_t seg = max_segment(p);
     uint64_t slot = std::max<uint64_t>(seg, p.chunk_bytes);
-    if (rel::is_ec(p.rel.scheme)) {
+    const rel::Code code = rel::fixed_code(p.rel);
+    if (const rel::SchemeOps& ops = rel::ops(code); ops.coded()) {
         uint64_t subs = (seg + p.chunk_bytes - 1) / p.chunk_bytes / p.rel.k + 1;
-        slot = std::max(slot, subs * p.rel.m * p.chunk_bytes);
+        slot = std::max(slot, subs * ops.parity_slots(code) * p.chunk_bytes);
     }
     uint32_t slots_log = log2_ceil(2 * rounds(p));
     return sdr_qp_attr{log2_ceil(p.chunk_bytes), log2_ceil(slot) + slots_log, slots_log,

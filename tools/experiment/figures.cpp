@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <set>
 #include <sstream>
 
 namespace sdr::exp::plot {
@@ -214,11 +213,10 @@ std::optional<Figure> auto_vs_best(const Messages& g)
 {
     std::string automatic = g.first_of("auto");
     if (automatic.empty()) return std::nullopt;
-    static const std::set<std::string> fixed = {"sr", "sr-nack", "ec-xor", "ec-mds"};
     auto best = [&](uint64_t x, double d, double MessagePoint::*field) {
         double b = NAN;
         for (const auto& s : g.series)
-            if (const MessagePoint* p = g.find(s, x, d); p && fixed.count(scheme_of(s)) && valid(p->*field))
+            if (const MessagePoint* p = g.find(s, x, d); p && auto_candidate(scheme_of(s)) && valid(p->*field))
                 b = std::isnan(b) ? p->*field : std::min(b, p->*field);
         return b;
     };

@@ -1,5 +1,7 @@
 #include "plot_points.hpp"
 
+#include <sdr/reliability/scheme.hpp>
+
 #include <array>
 #include <cctype>
 #include <cerrno>
@@ -123,6 +125,12 @@ std::string series_label(const std::string& scheme, uint64_t k, uint64_t m)
 }
 
 std::string scheme_of(const std::string& series) { return series.substr(0, series.find(':')); }
+
+bool auto_candidate(const std::string& scheme)
+{
+    const rel::SchemeOps* o = rel::find_scheme(scheme);
+    return o && o->estimate;
+}
 
 // The paper's order of schemes, then any other by name: the order of lines and legends.
 bool series_before(const std::string& a, const std::string& b)

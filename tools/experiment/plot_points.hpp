@@ -14,6 +14,9 @@ namespace sdr::exp::plot {
 std::string series_label(const std::string& scheme, uint64_t k, uint64_t m);
 std::string scheme_of(const std::string& series);
 bool series_before(const std::string& a, const std::string& b);
+// A fixed scheme auto chooses among (a registered one with a model): the candidates of "the
+// best fixed scheme" auto is held against.
+bool auto_candidate(const std::string& scheme);
 
 template <class T>
 void insert_sorted(std::vector<T>& v, const T& x)

@@ -1,5 +1,7 @@
 #include "summary.hpp"
 
+#include "plot_points.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -106,7 +108,8 @@ void print_messages(FILE* out, const Table& t)
         int over = 0, points = 0;
         for (const auto& [key, p] : g) {
             double a = val(p, "auto", col), best = INFINITY;
-            for (const char* s : {"sr", "sr-nack", "ec-xor", "ec-mds"}) best = std::fmin(best, val(p, s, col));
+            for (const auto& [scheme, row] : p)
+                if (plot::auto_candidate(scheme)) best = std::fmin(best, t.num(row, col));
             if (std::isnan(a) || !std::isfinite(best)) continue;
             points++;
             over += a / best > 1.10;

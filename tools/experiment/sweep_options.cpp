@@ -2,6 +2,8 @@
 
 #include "common/options.hpp"
 
+#include <sdr/reliability/scheme.hpp>
+
 #include <sched.h>
 #include <unistd.h>
 
@@ -79,9 +81,9 @@ void build(CLI::App& app, SweepOptions& o, Given& g)
     app.footer(
         "messages: sizes double from MIN to MAX, per-packet drops log-spaced N per decade; per point and scheme\n"
         "min(--samples, max(--min-samples, --bytes-per-point / size)) samples. allreduce: ring Allreduce of\n"
-        "--ar-bytes per node over MIN..MAX nodes at the same drops. Schemes: sr, sr-nack, ec-xor:k,m, ec-mds:k,m,\n"
-        "ec-lt:k,m (messages only), auto (the model-based choice). RTO = (1+alpha) RTT. BYTES take K/M/G (also KiB/MiB/GiB) suffixes,\n"
-        "binary: 128K = 131072.\n"
+        "--ar-bytes per node over MIN..MAX nodes at the same drops.\n"
+        "Schemes: " + sdr::rel::scheme_list() + ", and auto (the model-based choice; messages only).\n"
+        "RTO = (1+alpha) RTT. BYTES take K/M/G (also KiB/MiB/GiB) suffixes, binary: 128K = 131072.\n"
         "--shard I/N runs shard I (0-based) of N: a share of the grid fixed by the grid and N alone, its CSV rows\n"
         "and shard.txt in --out, no figures or summary unless --plots/--summary.\n"
         "--merge DIR... joins the directories of all N shards of one grid into the CSVs, summary and figures an\n"

@@ -12,8 +12,9 @@
 --    parameter area (ec-lt's robust soliton c and delta) and the chunk bitmap
 --    (reliability/include/sdr/reliability/ctrl_msg.hpp); malformed input is an expert error.
 --
--- Use: tshark -X lua_script:sdr.lua -r capture.pcap, or copy this file into Wireshark's
--- personal Lua plugin folder (Help > About > Folders; ~/.local/lib/wireshark/plugins/).
+-- Use: tshark -X lua_script:sdr.lua -r capture.pcap, or copy this file and the scheme registry
+-- sdr_rel_schemes.def (installed beside it) into Wireshark's personal Lua plugin folder
+-- (Help > About > Folders; ~/.local/lib/wireshark/plugins/).
 -- Preferences (Edit > Preferences > Protocols > SDR, or tshark -o sdr.NAME:VALUE): the
 -- immediate split, the chunk size and the MTU, all with the project's defaults.
 
@@ -45,8 +46,33 @@ f.retrans_of = ProtoField.framenum("sdr.retransmission.of_frame", "Earlier copy 
 f.retrans_why = ProtoField.string("sdr.retransmission.why", "Why")
 -- control datagrams
 local types = { [1] = "CTS", [2] = "ACK", [3] = "NACK", [4] = "REQ", [5] = "ABORT" }
-local schemes = { [1] = "sr", [2] = "sr-nack", [3] = "ec-xor", [4] = "ec-mds", [5] = "auto", [6] = "ec-lt" }
-local CODED = { [3] = true, [4] = true, [6] = true }  -- schemes written name:k,m
+
+-- The schemes' wire ids and names come from the library's registry, sdr_rel_schemes.def (one
+-- `SDR_REL_SCHEME(id, "name", C, Cxx)` line per scheme), so that a new scheme needs no edit
+-- here: the copy installed beside this script (share/sdr/wireshark), else the source tree's.
+-- Auto (5) is no scheme of the registry but the receiver's choice.
+local function read_schemes()
+    local here = debug.getinfo(1, "S").source:match("^@(.*[/\\])") or ""
+    local places = { here .. "sdr_rel_schemes.def", here .. "../../reliability/include/sdr_rel_schemes.def" }
+    for _, path in ipairs(places) do
+        local file = io.open(path, "r")
+        if file then
+            local names = { [5] = "auto" }
+            for line in file:lines() do
+                local id, name = line:match('^SDR_REL_SCHEME%(%s*(%d+)%s*,%s*"([^"]+)"')
+                if id then names[tonumber(id)] = name end
+            end
+            file:close()
+            return names
+        end
+    end
+    error("sdr.lua: the scheme table sdr_rel_schemes.def is in none of " .. table.concat(places, ", ") ..
+        "; copy it from the install's share/sdr/wireshark or include/ next to sdr.lua")
+end
+local schemes = read_schemes()
+local scheme_id = {}
+for id, name in pairs(schemes) do scheme_id[name] = id end
+
 f.ctrl = ProtoField.none("sdr.ctrl", "Control message")
 f.version = ProtoField.uint8("sdr.ctrl.version", "Version")
 f.type = ProtoField.uint8("sdr.ctrl.type", "Type", base.DEC, types)
@@ -118,7 +144,7 @@ local OP_UC_WRITE_ONLY_IMM, OP_UD_SEND_ONLY, OP_UD_SEND_ONLY_IMM = 0x2B, 0x64, 0
 local CTRL_QPN_BIT = 0x800000
 local CTRL_HEADER = 48
 local CTRL_MAX_PARAMS = 64  -- bytes of a version-2 parameter area (kCtrlMaxParams)
-local SCHEME_EC_LT = 6
+local SCHEME_EC_LT = scheme_id["ec-lt"]
 
 ---------------------------------------------------------------------------------------------
 -- The immediate split, checked as fw_imm_layout_valid does; nil + reason if invalid.
@@ -356,7 +382,9 @@ local function dissect_ctrl(tvb, pinfo, root)
 
     if ty == 1 then
         info = info .. string.format(" length=%s %s", tostring(tvb(16, 8):le_uint64()), schemes[scheme])
-        if CODED[scheme] then info = info .. string.format(":%d,%d", tvb(4, 1):uint(), tvb(5, 1):uint()) end
+        -- k and m as the clear-to-send names them (0, 0 for a scheme without parameters)
+        local k, m = tvb(4, 1):uint(), tvb(5, 1):uint()
+        if k > 0 or m > 0 then info = info .. string.format(":%d,%d", k, m) end
     elseif ty == 4 then
         info = info .. string.format(" length=%s", tostring(tvb(16, 8):le_uint64()))
     end

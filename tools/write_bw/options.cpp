@@ -14,19 +14,6 @@
 
 namespace sdr::write_bw {
 
-namespace {
-
-// "sr, sr-nack, ec-xor:k,m, ..., auto": what --scheme takes, read from the scheme registry.
-std::string scheme_names()
-{
-    std::string s;
-    for (const rel::SchemeOps* o : rel::registered_schemes())
-        s += std::string(s.empty() ? "" : ", ") + o->name + (o->takes_params ? ":k,m" : "");
-    return s + ", auto";
-}
-
-}  // namespace
-
 Options parse(int argc, char** argv)
 {
     using namespace sdr::tools;
@@ -57,7 +44,7 @@ Options parse(int argc, char** argv)
                  "client: ping-pong of one message each way, -n round trips; half the round trip as ib_write_lat reports it");
     app.add_flag("-b,--bidirectional", o.bidirectional,
                  "client: both sides send and receive at once; each reports both directions and their sum");
-    bind_option(app, "--scheme", "S", "client: send through the reliability layer (sdr_rel.h): " + scheme_names(),
+    bind_option(app, "--scheme", "S", "client: send through the reliability layer (sdr_rel.h): " + rel::scheme_list() + ", auto",
                 [&o](const std::string& name, const std::string& v) {
                     sdr_rel_attr a;
                     sdr_rel_attr_default(&a);

@@ -69,7 +69,6 @@ uint32_t repair_request(const Code& c, uint32_t round)
 
 const SchemeOps kEcLtOps{
     .id = Scheme::EcLt,
-    .name = "ec-lt",
     .takes_params = true,
     .repair = Repair::Code,
     .valid = valid,
@@ -78,6 +77,7 @@ const SchemeOps kEcLtOps{
     .decodable = decodable,
     .coder = coder,
     .estimate = nullptr,  // no model: auto never picks it
+    .mean = nullptr,
     .cts_params = cts_params,
     .repair_request = repair_request,
 };

@@ -23,11 +23,12 @@ void estimate(const model::Params& base, const Config& cfg, std::vector<SchemeEs
         out->push_back(ec_estimate(Scheme::EcMds, p, model::Code::Mds));
     }
 }
+
+ModelMean mean(model::Params p, const Config&) { return {model::e_t_ec_s(p, model::Code::Mds), ModelFit::LowerBound}; }
 }  // namespace
 
 const SchemeOps kEcMdsOps{
     .id = Scheme::EcMds,
-    .name = "ec-mds",
     .takes_params = true,
     .repair = Repair::Code,
     .valid = valid,
@@ -36,6 +37,7 @@ const SchemeOps kEcMdsOps{
     .decodable = decodable,
     .coder = coder,
     .estimate = estimate,
+    .mean = mean,
     .cts_params = nullptr,
     .repair_request = nullptr,
 };

@@ -24,11 +24,12 @@ void estimate(const model::Params& p, const Config& cfg, std::vector<SchemeEstim
 {
     if (cfg.m <= cfg.k) out->push_back(ec_estimate(Scheme::EcXor, p, model::Code::Xor));
 }
+
+ModelMean mean(model::Params p, const Config&) { return {model::e_t_ec_s(p, model::Code::Xor), ModelFit::LowerBound}; }
 }  // namespace
 
 const SchemeOps kEcXorOps{
     .id = Scheme::EcXor,
-    .name = "ec-xor",
     .takes_params = true,
     .repair = Repair::Code,
     .valid = valid,
@@ -37,6 +38,7 @@ const SchemeOps kEcXorOps{
     .decodable = decodable,
     .coder = coder,
     .estimate = estimate,
+    .mean = mean,
     .cts_params = nullptr,
     .repair_request = nullptr,
 };

@@ -1,4 +1,5 @@
-// The registry of reliability schemes: adding a scheme is its file plus one line here.
+// The registry of reliability schemes: the lines of sdr_rel_schemes.def, each naming its file's
+// SchemeOps. Adding a scheme is its file plus one line there.
 #include <sdr/reliability/scheme.hpp>
 
 #include <array>
@@ -7,11 +8,9 @@ namespace sdr::rel {
 
 namespace {
 constexpr std::array kSchemes{
-    &kSrOps,
-    &kSrNackOps,
-    &kEcXorOps,
-    &kEcMdsOps,
-    &kEcLtOps,
+#define SDR_REL_SCHEME(id, name, c, cxx) &k##cxx##Ops,
+#include <sdr_rel_schemes.def>
+#undef SDR_REL_SCHEME
 };
 }  // namespace
 
@@ -19,7 +18,6 @@ constexpr std::array kSchemes{
 // Its k, m are the code its EC candidates start from, so they must suit ec-mds.
 const SchemeOps kAutoOps{
     .id = Scheme::Auto,
-    .name = "auto",
     .takes_params = true,
     .repair = Repair::Timer,
     .valid = [](uint32_t k, uint32_t m, std::string* err) {
@@ -32,6 +30,7 @@ const SchemeOps kAutoOps{
     .decodable = nullptr,
     .coder = nullptr,
     .estimate = nullptr,
+    .mean = nullptr,
     .cts_params = nullptr,
     .repair_request = nullptr,
 };
@@ -40,10 +39,17 @@ std::span<const SchemeOps* const> registered_schemes() { return kSchemes; }
 
 const SchemeOps* find_scheme(std::string_view name)
 {
-    if (name == kAutoOps.name) return &kAutoOps;
+    if (name == kAutoOps.name()) return &kAutoOps;
     for (const SchemeOps* s : kSchemes)
-        if (name == s->name) return s;
+        if (name == s->name()) return s;
     return nullptr;
+}
+
+std::string scheme_list()
+{
+    std::string s;
+    for (const SchemeOps* o : kSchemes) s += std::string(s.empty() ? "" : ", ") + o->name() + (o->takes_params ? ":k,m" : "");
+    return s;
 }
 
 // By table: the engines ask for a message's scheme several times per progress call.

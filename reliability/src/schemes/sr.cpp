@@ -9,11 +9,18 @@ void estimate(const model::Params& p, const Config& cfg, std::vector<SchemeEstim
 {
     out->push_back(sr_estimate(Scheme::Sr, p, 1 + cfg.alpha));
 }
+
+// The sender repeats a chunk after RTT·(1+α) plus the ACK interval (RTT/64 unless configured).
+// The model is exact while no repeat has to queue behind first sends (model::sr_exact).
+ModelMean mean(model::Params p, const Config& cfg)
+{
+    p.rto_rtts = 1 + cfg.alpha + (cfg.ack_interval_us > 0 ? cfg.ack_interval_us * 1e-3 / p.rtt_ms : 1.0 / 64);
+    return {model::e_t_sr_s(p), model::sr_exact(p) ? ModelFit::Exact : ModelFit::LowerBound};
+}
 }  // namespace
 
 const SchemeOps kSrOps{
     .id = Scheme::Sr,
-    .name = "sr",
     .takes_params = false,
     .repair = Repair::Timer,
     .valid = nullptr,
@@ -22,6 +29,7 @@ const SchemeOps kSrOps{
     .decodable = nullptr,
     .coder = nullptr,
     .estimate = estimate,
+    .mean = mean,
     .cts_params = nullptr,
     .repair_request = nullptr,
 };

@@ -6,13 +6,35 @@
 
 namespace sdr::rel {
 
-// A scheme's wire id (the control messages' scheme byte). What each scheme does lives in its
-// SchemeOps (scheme.hpp, one file per scheme in src/schemes/): sr, sr-nack, ec-xor, ec-mds,
-// ec-lt (a fountain code).
-// auto: the receiver picks one of the registered schemes that declare a model per message
+// A scheme's wire id (the control messages' scheme byte): one per line of sdr_rel_schemes.def,
+// the registry (Sr = 1, SrNack = 2, ...). What each scheme does lives in its SchemeOps
+// (scheme.hpp, one file per scheme in src/schemes/).
+// Auto: the receiver picks one of the registered schemes that declare a model per message
 // (policy.hpp) and announces it in the clear-to-send.
-enum class Scheme : uint8_t { Sr = 1, SrNack = 2, EcXor = 3, EcMds = 4, Auto = 5, EcLt = 6 };
-const char* to_string(Scheme s);
+enum class Scheme : uint8_t {
+#define SDR_REL_SCHEME(id, name, c, cxx) cxx = id,
+#include <sdr_rel_schemes.def>
+#undef SDR_REL_SCHEME
+    Auto = 5,
+};
+
+// "sr", "ec-mds", "auto"; nullptr for an id that is neither registered nor auto. Being a switch,
+// it is also the compile-time check that no two lines of the registry (or one and auto) share an
+// id: a duplicate case does not compile.
+constexpr const char* scheme_name(Scheme s)
+{
+    switch (s) {
+#define SDR_REL_SCHEME(id, name, c, cxx) \
+    case Scheme::cxx:                    \
+        return name;
+#include <sdr_rel_schemes.def>
+#undef SDR_REL_SCHEME
+    case Scheme::Auto:
+        return "auto";
+    }
+    return nullptr;
+}
+const char* to_string(Scheme s);  // scheme_name, "?" for none
 // The scheme sends parity: k data + parity chunks per submessage, data and parity SDR messages.
 bool is_ec(Scheme s);
 

@@ -1,7 +1,7 @@
 // A reliability scheme as one struct of operations, in the style of ngtcp2's congestion
 // controllers (ngtcp2_cc): the engines and the binding hold a message's Code and call through
 // its SchemeOps; none of them branches on which scheme it is. One file per scheme in
-// reliability/src/schemes/, one line per scheme in the registry (schemes/registry.cpp).
+// reliability/src/schemes/, one line per scheme in the registry (sdr_rel_schemes.def).
 #pragma once
 
 #include <sdr/reliability/config.hpp>
@@ -56,9 +56,19 @@ struct SubmessageView {
     }
 };
 
+// How a model's mean relates to what the protocol does (sdr_sweep's model_kind).
+enum class ModelFit : uint8_t {
+    Exact,       // the protocol's mean, where the model's assumptions hold
+    LowerBound,  // the protocol takes at least this long
+    Approx,      // an approximation
+};
+struct ModelMean {
+    double s;  // seconds
+    ModelFit fit;
+};
+
 struct SchemeOps {
-    Scheme id;              // wire id in the control messages' scheme byte
-    const char* name;       // "sr", "ec-mds"
+    Scheme id;              // its line of the registry: wire id and name
     bool takes_params;      // written name:k,m
     Repair repair;
     // k, m acceptable (schemes that take parameters); false + err otherwise.
@@ -73,12 +83,17 @@ struct SchemeOps {
     std::unique_ptr<Coder> (*coder)(const Code& c);
     // auto: the model's candidates of this scheme (mean and p99.9); nullptr: auto never picks it.
     void (*estimate)(const model::Params& p, const Config& cfg, std::vector<SchemeEstimate>* out);
+    // The model's mean completion of one message on the path p describes (model_params: packet
+    // memory; k, m and beta from cfg; rto_rtts is the hook's), with the timers cfg gives the
+    // engines: what sdr_sweep sets beside the simulated mean. nullptr: no model.
+    ModelMean (*mean)(model::Params p, const Config& cfg);
     // Scheme-specific bytes of the clear-to-send's parameter area (ctrl_msg.hpp); nullptr: none.
     std::vector<uint8_t> (*cts_params)(const Code& c);
     // Receiver: after repair round r (0-based) of a submessage, how many parity chunks to ask
     // the sender to have sent in all; 0: ask for the missing data chunks instead (SR repair).
     uint32_t (*repair_request)(const Code& c, uint32_t round);
 
+    const char* name() const { return scheme_name(id); }  // "sr", "ec-mds"
     bool coded() const { return parity_slots != nullptr; }
 };
 
@@ -91,8 +106,13 @@ inline const SchemeOps& ops(const Code& c) { return ops(c.scheme); }
 // nullptr if no scheme has this name / wire id.
 const SchemeOps* find_scheme(std::string_view name);
 const SchemeOps* find_scheme(uint8_t wire_id);
+// "sr, sr-nack, ec-xor:k,m, ...": the registered schemes as a command line writes them.
+std::string scheme_list();
 
-// The schemes, one file each (schemes/*.cpp).
-extern const SchemeOps kSrOps, kSrNackOps, kEcXorOps, kEcMdsOps, kEcLtOps, kAutoOps;
+// The schemes, one file each (src/schemes/<c>.cpp defines k<Cxx>Ops), and auto's placeholder.
+#define SDR_REL_SCHEME(id, name, c, cxx) extern const SchemeOps k##cxx##Ops;
+#include <sdr_rel_schemes.def>
+#undef SDR_REL_SCHEME
+extern const SchemeOps kAutoOps;
 
 }  // namespace sdr::rel
