@@ -8,6 +8,7 @@
 // Needs root (namespaces, raw sockets): without it the tests skip; as root every set-up failure
 // fails them.
 #include "emu_pair.hpp"
+#include "netns_harness.hpp"
 #include "netns_util.hpp"
 
 #include <sdr/emu/rt_nic.hpp>
@@ -87,15 +88,7 @@ private:
 
 std::unique_ptr<Harness> make_harness(std::string* why, bool* skip)
 {
-    *skip = false;
-    if (std::string no = sdr::test::netns_unavailable(); !no.empty()) {
-        *skip = geteuid() != 0;  // as root, a testbed that cannot be built is a failure
-        *why = no;
-        return nullptr;
-    }
-    auto h = std::make_unique<EmuRtHarness>();
-    if (!h->init(why)) return nullptr;
-    return h;
+    return make_netns_harness<EmuRtHarness>(why, skip);
 }
 
 }  // namespace sdr::hal_conformance

@@ -9,6 +9,7 @@
 // Needs root (namespaces, the device node): without it the tests skip; as root every set-up
 // failure fails them.
 #include "harness.hpp"
+#include "netns_harness.hpp"
 #include "netns_util.hpp"
 #include "worker.hpp"
 
@@ -283,15 +284,7 @@ private:
 
 std::unique_ptr<Harness> make_harness(std::string* why, bool* skip)
 {
-    *skip = false;
-    if (std::string no = sdr::test::netns_unavailable(); !no.empty()) {
-        *skip = geteuid() != 0;  // as root, a testbed that cannot be built is a failure
-        *why = no;
-        return nullptr;
-    }
-    auto h = std::make_unique<VerbsHarness>();
-    if (!h->init(why)) return nullptr;
-    return h;
+    return make_netns_harness<VerbsHarness>(why, skip);
 }
 
 }  // namespace sdr::hal_conformance
