@@ -78,7 +78,7 @@ BENCHMARK(BM_fw_rx)->Args({0, 0})->Args({4, 0})->Args({6, 0})->Args({0, 1})->Arg
 
 // Floors of the ratio to the fetch-or baseline (bench/README.md, "Floors"): 1-packet chunks,
 // then 16 and 64.
-constexpr double kFloor[2] = {0.20, 0.25};
+constexpr double kFloor[2] = {0.18, 0.23};
 
 int main(int argc, char** argv)
 {
