@@ -40,8 +40,8 @@ enum sdr_rel_scheme {
 struct sdr_rel_attr {
     enum sdr_rel_scheme scheme;
     uint32_t k, m;          /* EC: data and parity chunks per submessage; auto: its EC candidates' */
-    double rtt_ms;          /* initial RTT estimate (measured from ACKs afterwards) */
-    double bw_gbps;         /* link rate: injection-time estimates and EC's fallback timeout */
+    double rtt_ms;          /* first RTT estimate (measured from ACKs afterwards) */
+    double bw_gbps;         /* first delivery-rate estimate (measured from ACKs afterwards) */
     double alpha;           /* RTO = RTT * (1 + alpha) */
     uint32_t max_rounds;    /* bound on retransmissions of a chunk, NACK rounds and probes */
     double timeout_ms;      /* per-message global timeout from post; 0 = derived */
@@ -57,11 +57,18 @@ struct sdr_rel_stats {
     uint32_t k, m;               /* its k and m if EC, else 0 */
 };
 
-/* What an auto receiver goes by (see above); samples = chunk transmissions the drop estimate
- * rests on (0: still drop_hint). */
+/* The endpoint's measured path: what its timers (RTO, fallback timeout, ACK interval) and an auto
+ * receiver go by. rtt_ms = SRTT and rttvar_ms = RTTVAR from ACKs as RFC 6298 computes them,
+ * rto_ms the retransmission timeout they give; bw_gbps = the delivery rate, as BBR estimates it
+ * (acknowledged bytes over the time they took, the largest recent sample). Until measured
+ * (rtt_samples / rate_samples 0) they are the configured first estimates. drop = per-packet
+ * drop rate measured from arrivals; samples = the chunk transmissions it rests on (0: still
+ * drop_hint). */
 struct sdr_rel_path {
     double rtt_ms, bw_gbps, drop;
     uint64_t samples;
+    double rttvar_ms, rto_ms;
+    uint64_t rtt_samples, rate_samples;
 };
 
 /* sr, RTT 25 ms, 100 Gbit/s, alpha 2, max_rounds 16, derived timeout; k = 32, m = 8; drop_hint 0. */

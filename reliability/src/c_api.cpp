@@ -151,7 +151,9 @@ int sdr_rel_path_get(sdr_rel_endpoint* ep, sdr_rel_path* path)
 {
     if (!ep || !path) return fail("sdr_rel_path_get: endpoint or path is NULL");
     PathEstimate e = ep->ep->path_estimate();
-    *path = sdr_rel_path{e.rtt_ms, e.bw_gbps, e.drop, ep->ep->drop_samples()};
+    PathState s = ep->ep->path_state();
+    *path = sdr_rel_path{e.rtt_ms, e.bw_gbps, e.drop, ep->ep->drop_samples(), s.rttvar_ms, s.rto_ms, s.rtt_samples,
+                         s.rate_samples};
     return SDR_SUCCESS;
 }
 

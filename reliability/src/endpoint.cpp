@@ -118,6 +118,18 @@ PathEstimate Endpoint::path_estimate() const
             kPacketOverheadBytes};
 }
 
+PathState Endpoint::path_state() const
+{
+    PathState s;
+    s.srtt_ms = tx_.rtt().srtt_ns() / 1e6;
+    s.rttvar_ms = tx_.rtt().rttvar_ns() / 1e6;
+    s.rto_ms = double(tx_.rto_ns()) / 1e6;
+    s.rtt_samples = tx_.rtt().samples();
+    s.delivery_gbps = tx_.rate().gbps();
+    s.rate_samples = tx_.rate().samples();
+    return s;
+}
+
 // A message and its parity must each fit one SDR slot of the peer (auto's sender learns its
 // code from the CTS, and checks the parity then).
 int Endpoint::check_post(const char* what, const void* buf, uint64_t len, const uint64_t* id, const Code& code) const

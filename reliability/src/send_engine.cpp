@@ -12,7 +12,8 @@
 namespace sdr::rel {
 
 SendEngine::SendEngine(const Config& c, const Geometry& g, uint32_t incarnation)
-    : cfg_(c), geo_(g), inc_(incarnation), ns_per_byte_(wire_ns_per_byte(c, g)), srtt_(c.rtt_ms * 1e6), rttvar_(0)
+    : cfg_(c), geo_(g), inc_(incarnation), ns_per_byte_(wire_ns_per_byte(c, g)), rtt_(c.rtt_ms * 1e6),
+      rate_(1 / ns_per_byte_)
 {
 }
 
@@ -21,8 +22,8 @@ SendEngine::SendEngine(const Config& c, const Geometry& g, uint32_t incarnation)
 // for α = 2. The ACK interval covers the receiver's pacing of ACKs.
 uint64_t SendEngine::rto_ns() const
 {
-    double rto = srtt_ * (1 + cfg_.alpha);
-    if (rtt_sampled_) rto = std::max(rto, srtt_ + 4 * rttvar_);
+    double rto = rtt_.srtt_ns() * (1 + cfg_.alpha);
+    if (rtt_.samples()) rto = std::max(rto, rtt_.srtt_ns() + 4 * rtt_.rttvar_ns());
     return static_cast<uint64_t>(rto + cfg_.ack_interval_ns());
 }
 
@@ -231,16 +232,7 @@ void SendEngine::on_ack(uint64_t now, Msg& m, const CtrlMsg& a)
     // RTT sample (Karn: only chunks sent once; ack delay removed, as QUIC does).
     if (a.newest < m.lay.chunks && m.tx_count[a.newest] == 1 && !m.acked[a.newest] && m.sent_ns[a.newest]) {
         double sample = double(now) - double(m.sent_ns[a.newest]) - a.ack_delay_us * 1e3;
-        if (sample > 0) {
-            if (!rtt_sampled_) {
-                srtt_ = sample;
-                rttvar_ = sample / 2;
-                rtt_sampled_ = true;
-            } else {
-                rttvar_ = 0.75 * rttvar_ + 0.25 * std::fabs(srtt_ - sample);
-                srtt_ = 0.875 * srtt_ + 0.125 * sample;
-            }
-        }
+        rtt_.sample(sample);
     }
     uint32_t cum = std::min(a.base, m.lay.chunks);
     for (uint32_t c = 0; c < cum; c++) mark_acked(m, c);
@@ -277,7 +269,7 @@ void SendEngine::on_nack(uint64_t now, Msg& m, const CtrlMsg& n)
         // Named, not acknowledged, and not already repeated within half an RTT (a NACK that
         // crossed our own retransmission).
         bool go = c < m.lay.chunks && bit(n.bits.data(), i) && !m.acked[c] &&
-                  (m.tx_count[c] == 0 || double(now) >= double(m.sent_ns[c]) + srtt_ / 2);
+                  (m.tx_count[c] == 0 || double(now) >= double(m.sent_ns[c]) + rtt_.srtt_ns() / 2);
         if (go && m.tx_count[c] > cfg_.max_rounds)
             return finish(now, m, false, "chunk " + std::to_string(c) + " was lost " + std::to_string(m.tx_count[c]) +
                                              " times (max_rounds " + std::to_string(cfg_.max_rounds) + ")");

@@ -54,6 +54,8 @@ public:
     // What auto's receiver goes by: the RTT (this endpoint's own sends' SRTT once measured,
     // else the configured one), the configured bandwidth, and the drop rate it has measured.
     PathEstimate path_estimate() const;
+    // The measured RTT and delivery rate the timers go by (the configured ones until measured).
+    PathState path_state() const;
     // Chunk transmissions the drop estimate rests on (0: it is still the configured hint).
     uint64_t drop_samples() const { return rx_.drops().judged(); }
 

@@ -7,6 +7,7 @@
 #include <sdr/reliability/config.hpp>
 #include <sdr/reliability/ctrl_msg.hpp>
 #include <sdr/reliability/drop_meter.hpp>
+#include <sdr/reliability/path_meter.hpp>
 #include <sdr/reliability/policy.hpp>
 
 #include <cstdint>
@@ -107,9 +108,11 @@ public:
     [[nodiscard]] bool poll_action(Action* out) { return out_.poll(out); }
     const MessageStats* stats(uint64_t seq) const;  // kept until forget()
     void forget(uint64_t seq);
-    double srtt_ns() const { return srtt_; }
-    bool rtt_sampled() const { return rtt_sampled_; }
+    double srtt_ns() const { return rtt_.srtt_ns(); }
+    bool rtt_sampled() const { return rtt_.samples() > 0; }
     uint64_t rto_ns() const;
+    const RttMeter& rtt() const { return rtt_; }
+    const RateMeter& rate() const { return rate_; }
 
 private:
     enum class St : uint8_t { WaitCts, Starting, Sending, Done };
@@ -159,8 +162,8 @@ private:
     Geometry geo_;
     uint32_t inc_;
     double ns_per_byte_;       // wire time per data byte, packet overheads included
-    double srtt_, rttvar_;
-    bool rtt_sampled_ = false;
+    RttMeter rtt_;
+    RateMeter rate_;  // acknowledged wire bytes over time
     uint64_t tx_free_ = 0;     // estimated time the NIC has injected everything asked so far
     uint64_t outstanding_ = 0; // SR window: injected, unacknowledged bytes
     uint64_t next_seq_ = 0, next_start_ = 0;

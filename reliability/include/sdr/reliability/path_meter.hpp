@@ -1,0 +1,61 @@
+// What an endpoint measures of its path, so that no timer rests on a configured constant: the
+// RTT as RFC 6298 smooths it (SRTT, RTTVAR) and the delivery rate as BBR estimates it (bytes
+// delivered over the time they took, the largest recent sample). The configured RTT and rate
+// are only the first estimates, kept until the first samples come.
+#pragma once
+
+#include <cstdint>
+
+namespace sdr::rel {
+
+// RFC 6298 section 2: the first sample R sets SRTT = R, RTTVAR = R/2; later ones
+// RTTVAR = 3/4 RTTVAR + 1/4 |SRTT - R|, SRTT = 7/8 SRTT + 1/8 R.
+class RttMeter {
+public:
+    explicit RttMeter(double first_ns) : srtt_(first_ns), min_(first_ns) {}
+    void sample(double r_ns);
+    double srtt_ns() const { return srtt_; }
+    double rttvar_ns() const { return rttvar_; }
+    double min_ns() const { return min_; }  // the smallest sample: the path without queues
+    uint64_t samples() const { return samples_; }
+
+private:
+    double srtt_, rttvar_ = 0, min_;
+    uint64_t samples_ = 0;
+};
+
+// BBR's delivery rate (Cheng et al., "Delivery Rate Estimation", IETF draft): bytes delivered
+// between two observations over the time between them. A sample spans at least `span_ns` (one
+// observation per ACK or per bitmap read is too short an interval: timing noise would dominate),
+// and the estimate is the largest of the samples of the last `window` spans, as BBR's max filter,
+// since queueing and idle periods only ever make a sample smaller than the path's rate.
+class RateMeter {
+public:
+    explicit RateMeter(double first_bytes_per_ns) : rate_(first_bytes_per_ns) {}
+    // `bytes` more delivered at `now`; `span_ns` is the shortest interval a sample may cover.
+    void delivered(uint64_t now, uint64_t bytes, uint64_t span_ns);
+    // A pause in the flow (nothing was in flight since the last call, e.g. between messages):
+    // the next sample starts here, so the idle time does not count as slow delivery.
+    void restart() { marked_ = false; }
+    double bytes_per_ns() const { return rate_; }
+    double gbps() const { return rate_ * 8; }
+    uint64_t samples() const { return samples_; }
+
+private:
+    static constexpr int kWindow = 8;  // samples kept in the max filter
+    double rate_;
+    double window_[kWindow] = {};
+    int next_ = 0;
+    uint64_t samples_ = 0;
+    uint64_t total_ = 0;               // bytes delivered so far
+    uint64_t mark_ns_ = 0, mark_bytes_ = 0;  // the start of the sample being measured
+    bool marked_ = false;
+};
+
+// The path as an endpoint reports it (sdr_rel_path in C).
+struct PathState {
+    double srtt_ms = 0, rttvar_ms = 0, rto_ms = 0, delivery_gbps = 0;
+    uint64_t rtt_samples = 0, rate_samples = 0;
+};
+
+}  // namespace sdr::rel
