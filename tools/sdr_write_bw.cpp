@@ -28,7 +28,7 @@ namespace {
 // sim: the simulated link; on raw:/xdp: a LAN of 1 ms RTT plus the added delay, 10 Gbit/s or
 // the shaped rate.
 struct PathGuess {
-    double rtt_ms = 1, bw_gbps = 10;
+    double rtt_ms = 10, bw_gbps = 10;
 };
 PathGuess g_path;
 
