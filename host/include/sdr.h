@@ -126,7 +126,11 @@ int sdr_streaming_send_end(struct sdr_send_handle *handle);
 int sdr_send_poll(struct sdr_send_handle *handle, int *completed_flag,
                   struct sdr_send_status *status);
 
-/* extension: what the last failing call on this thread said (never NULL; "" if none). */
+/* extension: the message of the last call on this thread that failed (returned SDR_ERROR or
+ * NULL), or the reason of sdr_recv_post's SDR_RETRY; never NULL, "" before the first. Like
+ * errno, a call that succeeds leaves it unchanged: a call's return value says whether it failed,
+ * this says why, read right after it. sdr_rel.h's calls make sdr.h calls and may change it;
+ * their own failures are in sdr_rel_last_error(). */
 const char *sdr_last_error(void);
 
 #ifdef __cplusplus

@@ -114,7 +114,6 @@ int sdr_context_stats_get(sdr_context* ctx, struct sdr_stat* stats, size_t cap, 
         stats[i].value = all[i].value;
     }
     *count = all.size();
-    sdr::host::clear_error();
     return SDR_SUCCESS;
 }
 
