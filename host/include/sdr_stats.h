@@ -41,10 +41,10 @@ struct sdr_stat {
  * how many the context has: call with cap 0 to size the array. The list is a consistent
  * snapshot (taken under the NIC's lock on "raw:"/"xdp:"). Call from the thread that drives the
  * context, as every other call on it. */
-int sdr_context_stats_get(sdr_context *ctx, struct sdr_stat *stats, size_t cap, size_t *count);
+int sdr_context_stats_get(struct sdr_context *ctx, struct sdr_stat *stats, size_t cap, size_t *count);
 
 /* Prints every counter as "name value" lines, after a "# sdr-stats device=NAME" line. */
-int sdr_context_stats_print(sdr_context *ctx, FILE *out);
+int sdr_context_stats_print(struct sdr_context *ctx, FILE *out);
 
 #ifdef __cplusplus
 }
