@@ -52,8 +52,8 @@ enum sdr_mtu {
 };
 
 struct sdr_dev_attr {
-    uint32_t num_channels; /* transport channels = DPA worker threads */
-    uint32_t log_max_qps;
+    uint32_t num_channels; /* transport channels = DPA worker threads: 1..16 */
+    uint32_t log_max_qps;  /* the context holds at most 2^log_max_qps QPs: 0..8 */
 };
 
 enum sdr_wr_opcode { SDR_WR_WRITE, SDR_WR_WRITE_WITH_IMM };
@@ -101,6 +101,8 @@ struct sdr_send_status {
 /* extension: sdr_send_status.flags bit, the send was not delivered (see above) */
 #define SDR_SEND_STATUS_FAILED 1u
 
+/* dev_name: "sim:N", "raw:IF", "xdp:IF" or "verbs:IBDEV" (man sdr.h says what each needs);
+ * dev_attr is required (NULL fails), each field within its range. */
 struct sdr_context *sdr_context_create(const char *dev_name, struct sdr_dev_attr *dev_attr);
 int sdr_context_destroy(struct sdr_context *context);
 
