@@ -1,7 +1,8 @@
 // sdr_write_bw -d sim: server and client in one process on the simulated fabric, no root
 // needed. Each mode moves data and both sides' JSON parses with its members: bandwidth (every
 // chunk, verified), --latency (the round trips and ib_write_lat's statistics), -b (both
-// directions and their sum), --scheme under 1 % loss (every message delivered byte-exact).
+// directions and their sum), --scheme under 1 % loss (every message delivered byte-exact, with
+// each message's completion time and both endpoints' path estimate).
 // Counts and bytes only: performance lives in the benchmarks.
 #include "child_util.hpp"
 
@@ -118,6 +119,14 @@ TEST_P(WriteBwSimScheme, DeliversEveryMessageByteExactUnderOnePercentLoss)
     EXPECT_EQ(r.client["acked_failed"], 0);
     EXPECT_EQ(r.server["corrupt_messages"], 0);
     EXPECT_GT(r.client["retransmitted_chunks"].get<double>() + r.server["decoded_chunks"].get<double>(), 0) << r.out;
+    // Each message took at least its injection time (256 KiB at 100 Gbit/s: 21 us); p99 bounds the mean.
+    EXPECT_GE(r.client["msg_ms_mean"].get<double>(), 0.021);
+    EXPECT_LE(r.client["msg_ms_mean"].get<double>(), r.client["msg_ms_p99"].get<double>());
+    for (const json* side : {&r.client, &r.server})
+        for (const char* k : {"srtt_ms", "rttvar_ms", "rto_ms", "delivery_gbps", "drop", "rtt_samples", "rate_samples"})
+            EXPECT_TRUE((*side)["path"][k].is_number()) << k << ": " << (*side).dump();
+    // The sender timed its chunks against the ACKs.
+    EXPECT_GT(r.client["path"]["rtt_samples"].get<double>(), 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Schemes, WriteBwSimScheme, ::testing::Values("sr", "sr-nack", "ec-xor:4,1", "ec-mds:4,2", "ec-lt:4,2"),

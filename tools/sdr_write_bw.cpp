@@ -115,8 +115,9 @@ void print_report(const Options& o, const RunParams& rp, const Party& p, const c
             std::printf(" %12s %10s %10s %10s %10s %10s %10s %10s %10s\n", "bytes", "iterations", "t_min[us]", "t_max[us]",
                         "t_typical", "t_avg[us]", "t_stdev", "99%[us]", "99.9%[us]");
         else if (rp.scheme[0])
-            std::printf(" %12s %10s %-14s %12s %16s %10s %10s %14s\n", "bytes", "iterations", "scheme", "Gbit/s sent",
-                        "goodput Gbit/s", "delivered", "failed", "retransmitted");
+            std::printf(" %12s %10s %-14s %12s %16s %10s %10s %14s %12s %12s\n", "bytes", "iterations", "scheme",
+                        "Gbit/s sent", "goodput Gbit/s", "delivered", "failed", "retransmitted", "msg mean[ms]",
+                        "msg p99[ms]");
         else
             std::printf(" %12s %10s %12s %10s %12s %16s %12s\n", "bytes", "iterations", "Gbit/s sent", "Mpps", "msgs/s",
                         "goodput Gbit/s", "chunks lost");
