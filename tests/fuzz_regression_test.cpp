@@ -27,7 +27,7 @@ TEST(FuzzRegression, SendWaitingForALostCtsStillTimesOut)
     RecvEngine rx(cfg, geo, 2);
     const uint64_t t0 = 1'000'000;
     uint64_t seq = tx.post(t0, 0);
-    rx.post(t0, 0, rx.choose_code(0, cfg.rtt_ms));
+    rx.post(t0, 0, rx.choose_code(0, cfg.rtt_ms, cfg.bw_gbps));
     Action a;
     while (rx.poll_action(&a))
         if (a.kind == Action::PostRecv) rx.on_posted(t0, a.seq);  // its CTS and FINAL ACKs are lost

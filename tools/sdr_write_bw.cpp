@@ -241,7 +241,7 @@ int main(int argc, char** argv)
         if (sched_setaffinity(0, sizeof set, &set)) die("--app-core " + std::to_string(o.app_core) + ": " + std::strerror(errno));
     }
     if (o.sim()) return run_sim(o);
-    // A LAN of 1 ms RTT plus both sides' added delay, 10 Gbit/s unless shaped.
-    g_path = first_estimates(o, 1 + 2 * o.delay_ms, o.rate_gbps > 0 ? o.rate_gbps : 10);
+    // 10 ms of RTT plus both sides' added delay, 10 Gbit/s unless shaped.
+    g_path = first_estimates(o, 10 + 2 * o.delay_ms, o.rate_gbps > 0 ? o.rate_gbps : 10);
     return o.server.empty() ? run_server(o) : run_client(o);
 }

@@ -112,21 +112,34 @@ sdr_mr* Endpoint::reg(Region& buf, uint64_t bytes, const char* what)
     return mr;
 }
 
+// The link rate that carries `rate` payload bytes per ns, packet overheads included.
+static double link_gbps(const RateMeter& rate, const Geometry& g)
+{
+    return rate.gbps() * (g.mtu + kPacketOverheadBytes) / g.mtu;
+}
+
+// What this endpoint measured: the RTT from its own sends' ACKs, else from what it received;
+// the rate at which data arrived, else at which its own data was acknowledged; the configured
+// ones until then.
 PathEstimate Endpoint::path_estimate() const
 {
-    return {tx_.rtt_sampled() ? tx_.srtt_ns() / 1e6 : cfg_.rtt_ms, cfg_.bw_gbps, rx_.drops().packet_drop(),
-            kPacketOverheadBytes};
+    const double rtt_ms = (tx_.rtt_sampled() ? tx_.srtt_ns() : rx_.rtt_ns()) / 1e6;
+    const double gbps = rx_.rate().samples() ? link_gbps(rx_.rate(), geo_)
+                        : tx_.rate().samples() ? link_gbps(tx_.rate(), geo_)
+                                               : cfg_.bw_gbps;
+    return {rtt_ms, gbps, rx_.drops().packet_drop(), kPacketOverheadBytes};
 }
 
 PathState Endpoint::path_state() const
 {
+    const PathEstimate e = path_estimate();
     PathState s;
-    s.srtt_ms = tx_.rtt().srtt_ns() / 1e6;
+    s.srtt_ms = e.rtt_ms;
     s.rttvar_ms = tx_.rtt().rttvar_ns() / 1e6;
     s.rto_ms = double(tx_.rto_ns()) / 1e6;
-    s.rtt_samples = tx_.rtt().samples();
-    s.delivery_gbps = tx_.rate().gbps();
-    s.rate_samples = tx_.rate().samples();
+    s.rtt_samples = tx_.rtt().samples() + rx_.rtt().samples();
+    s.delivery_gbps = e.bw_gbps;
+    s.rate_samples = tx_.rate().samples() + rx_.rate().samples();
     return s;
 }
 
@@ -168,7 +181,8 @@ int Endpoint::send(const void* buf, uint64_t len, uint32_t lkey, uint64_t* id)
 
 int Endpoint::recv(void* buf, uint64_t len, uint32_t lkey, uint64_t* id)
 {
-    const Code code = rx_.choose_code(len, path_estimate().rtt_ms);
+    const PathEstimate path = path_estimate();
+    const Code code = rx_.choose_code(len, path.rtt_ms, path.bw_gbps);
     if (int rc = check_post("reliable recv", buf, len, id, code)) return rc;
     Layout l = Layout::of(code, geo_, len);
     RxState r;

@@ -11,23 +11,58 @@
 namespace sdr::rel {
 
 RecvEngine::RecvEngine(const Config& c, const Geometry& g, uint32_t incarnation)
-    : cfg_(c), geo_(g), inc_(incarnation), ns_per_byte_(wire_ns_per_byte(c, g)),
-      rto_ns_(static_cast<uint64_t>(c.rtt_ms * 1e6 * (1 + c.alpha) + c.ack_interval_ns())),
+    : cfg_(c), geo_(g), inc_(incarnation), rtt_(c.rtt_ms * 1e6), rate_(1 / wire_ns_per_byte(c, g)),
       drops_(c.drop_hint, g.packets_per_chunk())
 {
 }
 
+uint64_t RecvEngine::ack_interval_ns() const
+{
+    return static_cast<uint64_t>(cfg_.ack_interval_us > 0 ? cfg_.ack_interval_us * 1e3 : rtt_ns() / 64);
+}
+
+// RTT (1 + alpha) plus the ACK interval: when a clear-to-send that let nothing in is sent again.
+uint64_t RecvEngine::rto() const { return static_cast<uint64_t>(rtt_ns() * (1 + cfg_.alpha)) + ack_interval_ns(); }
+
 // How long a named chunk's repair gets to land before it is named again: 1.25 RTT, since a
 // repeat queued behind other repeats arrives later than one RTT, and naming it again sooner only
 // duplicates it. Far shorter than an RTO, which a repair lost once more would otherwise cost.
-uint64_t RecvEngine::renack_ns() const { return static_cast<uint64_t>(cfg_.rtt_ms * 1.25e6 + cfg_.ack_interval_ns()); }
+uint64_t RecvEngine::renack_ns() const { return static_cast<uint64_t>(rtt_ns() * 1.25) + ack_interval_ns(); }
+
+// How long arrivals may pause before the sender counts as done: the FTO's margin (0.5·α·RTT),
+// or four times the longest pause seen inside recent messages and this one while they were sent
+// (a real-time NIC whose thread was not scheduled pauses too, and its frames were not lost).
+uint64_t RecvEngine::quiet_ns(const Msg& m) const
+{
+    return std::max(static_cast<uint64_t>(0.5 * cfg_.fto_alpha * rtt_ns()), 4 * std::max(stall_ns(), m.max_gap_ns));
+}
+
+uint64_t RecvEngine::stall_ns() const { return *std::max_element(gaps_, gaps_ + kGaps); }
+
+// One past the last send position of a message (see judge_losses).
+uint64_t RecvEngine::end_pos(const Msg& m) const
+{
+    if (!ops(m.code).coded() || m.lay.submessages == 0) return m.lay.chunks;
+    const uint64_t k = m.lay.k, pm = m.lay.first_parity, last = m.lay.chunks - (m.lay.submessages - 1) * k;
+    return (m.lay.submessages - 1) * (k + pm) + (pm ? k + pm : last);
+}
+
+// EC's fallback timeout has come; the sender's first transmissions of the message are over if
+// its last send position arrived, a later message's chunks arrive (messages are sent in order),
+// or nothing has arrived for quiet_ns(). Before that, a missing chunk may still be on its way:
+// the timeout rests on a rate estimate, and a NIC slower than it, or a message queued behind
+// others, would have its chunks named while they are sent.
+bool RecvEngine::injection_over(uint64_t now, const Msg& m) const
+{
+    return m.judged_to >= end_pos(m) || newest_seq_ > m.seq + 1 || now >= last_arrival_ns_ + quiet_ns(m);
+}
 
 uint32_t RecvEngine::fit_bits() const { return static_cast<uint32_t>((geo_.ctrl_max_bytes - kCtrlHeaderBytes) * 8); }
 
-Code RecvEngine::choose_code(uint64_t bytes, double rtt_ms) const
+Code RecvEngine::choose_code(uint64_t bytes, double rtt_ms, double bw_gbps) const
 {
     if (cfg_.scheme != Scheme::Auto) return fixed_code(cfg_);
-    PathEstimate path{rtt_ms, cfg_.bw_gbps, drops_.packet_drop(), kPacketOverheadBytes};
+    PathEstimate path{rtt_ms, bw_gbps, drops_.packet_drop(), kPacketOverheadBytes};
     Config c = cfg_;
     c.rtt_ms = rtt_ms;
     auto v = estimate_schemes(path, bytes, geo_.chunk_bytes, geo_.mtu, c);
@@ -45,7 +80,7 @@ uint64_t RecvEngine::post(uint64_t now, uint64_t bytes, const Code& code)
     m.seq = next_seq_++;
     m.code = code;
     m.lay = Layout::of(code, geo_, bytes);
-    m.deadline = now + 2 * message_timeout_ns(cfg_, rto(), ns_per_byte_, bytes);
+    m.deadline = now + 2 * message_timeout_ns(cfg_, rto(), ns_per_byte(), bytes);
     m.st_out.id = m.seq;
     m.st_out.bytes = bytes;
     m.st_out.post_ns = now;
@@ -101,6 +136,7 @@ void RecvEngine::send_cts(uint64_t now, Msg& m)
     c.length = m.lay.bytes;
     send_ctrl(c);
     m.cts_at = now;
+    m.cts_sent++;
 }
 
 void RecvEngine::on_posted(uint64_t now, uint64_t seq)
@@ -178,6 +214,8 @@ void RecvEngine::on_bitmap(uint64_t now, uint64_t seq, const uint8_t* data_bits,
     const bool ec = ops(m->code).coded();
     const uint32_t k = m->lay.k, pm = m->lay.first_parity, slots = m->lay.slots;
     uint64_t sent_to = 0;  // past the furthest send position that arrived
+    uint64_t arrived = 0;  // payload bytes
+    const uint64_t prev_ns = m->any ? m->newest_ns : 0;
     auto touch = [&](uint32_t s) {
         if (!m->is_touched[s]) {
             m->is_touched[s] = 1;
@@ -185,6 +223,7 @@ void RecvEngine::on_bitmap(uint64_t now, uint64_t seq, const uint8_t* data_bits,
         }
     };
     take_new_bits(data_bits, m->lay.chunks, m->have, m->have_full, [&](uint32_t c) {
+        arrived += std::min<uint64_t>(geo_.chunk_bytes, m->lay.bytes - uint64_t{c} * geo_.chunk_bytes);
         m->held++;
         m->dirty = true;
         m->any = true;
@@ -201,27 +240,44 @@ void RecvEngine::on_bitmap(uint64_t now, uint64_t seq, const uint8_t* data_bits,
     });
     if (ec && parity_bits)
         take_new_bits(parity_bits, m->lay.parity, m->parity_have, m->parity_full, [&](uint32_t c) {
+            arrived += geo_.chunk_bytes;
             m->any = true;
             m->sub_parity[c / slots]++;
             touch(c / slots);
             // Parity sent with the data has a send position; repair asked for later has none.
             if (c % slots < pm) sent_to = std::max(sent_to, uint64_t{c / slots} * (k + pm) + k + c % slots + 1);
         });
+    if (arrived) on_arrival(now, *m, arrived, prev_ns, sent_to);
     if (sent_to > m->judged_to) judge_losses(*m, sent_to);  // before decoding fills chunks in
     if (m->any && m->nack_at == kNever && ops(m->code).repair == Repair::NameHoles)
-        m->nack_at = now + static_cast<uint64_t>(cfg_.ack_interval_ns());
+        m->nack_at = now + ack_interval_ns();
+    // The paper's FTO = M/BW + 0.5·α·RTT from the first arrival, at the measured rate and RTT.
     if (m->any && m->fto_at == kNever && ec)
         m->fto_at = now + static_cast<uint64_t>(double(m->lay.bytes + uint64_t{m->lay.parity} * geo_.chunk_bytes) *
-                                                    ns_per_byte_ +
-                                                0.5 * cfg_.fto_alpha * cfg_.rtt_ms * 1e6);
+                                                    ns_per_byte() +
+                                                0.5 * cfg_.fto_alpha * rtt_ns());
     if (ec) check_submessages(*m);
     bool whole = ec ? m->subs_ok == m->lay.submessages : m->held == m->lay.chunks;
     if (whole) {
         send_ack(now, *m, kAckFinal);
         deliver(now, *m, true, "");
-    } else if (m->dirty && now >= m->last_ack + static_cast<uint64_t>(cfg_.ack_interval_ns())) {
+    } else if (m->dirty && now >= m->last_ack + ack_interval_ns()) {
         send_ack(now, *m, 0);
     }
+}
+
+// What arrivals tell of the path: the RTT (from a clear-to-send sent once to the first chunk it
+// let in), the arrival rate (a pause longer than half an RTT, between messages, starts a new
+// sample), and the pauses inside a message still being sent.
+void RecvEngine::on_arrival(uint64_t now, Msg& m, uint64_t bytes, uint64_t prev_ns, uint64_t sent_to)
+{
+    if (!prev_ns && m.cts_sent == 1) rtt_.sample(double(now - m.cts_at));
+    if (now - last_arrival_ns_ > rtt_ns() / 2) rate_.restart();
+    rate_.delivered(now, bytes, std::max<uint64_t>(static_cast<uint64_t>(rtt_ns() / 2), 1000000));
+    if (prev_ns && !m.fallback && m.judged_to < end_pos(m) && sent_to > m.judged_to)
+        m.max_gap_ns = std::max(m.max_gap_ns, now - prev_ns);
+    last_arrival_ns_ = now;
+    newest_seq_ = std::max(newest_seq_, m.seq + 1);
 }
 
 // Drop meter: the sender injects a message in send positions (SR: chunk c at c; EC: each
@@ -348,17 +404,21 @@ void RecvEngine::request_repair(uint64_t now, Msg& m, uint32_t want)
     m.nack_at = now + renack_ns();
 }
 
-// sr-nack: a chunk missing behind a later arrival, for longer than the reordering allowance,
-// is named; it is named again only after renack_ns().
+// sr-nack: a chunk missing behind a later arrival is named once the hole has persisted the
+// reordering allowance (reorder_us, or four times stall_ns(): a real-time
+// NIC sets the bits of one batch of frames worker by worker, so a pause of its thread can show
+// a chunk before an earlier one) and something has arrived since it was first seen (the NIC
+// has moved on). It is named again only after renack_ns().
 void RecvEngine::scan_holes(uint64_t now, Msg& m)
 {
-    const uint64_t hold = static_cast<uint64_t>(cfg_.reorder_us * 1e3);
+    const uint64_t hold = std::max(static_cast<uint64_t>(cfg_.reorder_us * 1e3), 4 * stall_ns());
     const uint64_t again = renack_ns();
     std::vector<uint32_t> named;
     for (uint32_t c = 0; c + 1 < m.highest; c++) {
         if (held(m.have, c)) continue;
         if (m.hole_since[c] == kNever) m.hole_since[c] = now;
-        if (now >= m.hole_since[c] + hold && (m.named_at[c] == 0 || now >= m.named_at[c] + again)) {
+        if (now >= m.hole_since[c] + hold && last_arrival_ns_ > m.hole_since[c] &&
+            (m.named_at[c] == 0 || now >= m.named_at[c] + again)) {
             named.push_back(c);
             m.named_at[c] = now;
         }
@@ -394,6 +454,8 @@ void RecvEngine::deliver(uint64_t now, Msg& m, bool ok, const std::string& err)
     m.st_out.ok = ok;
     m.st_out.error = err;
     m.st_out.done_ns = now;
+    gaps_[next_gap_] = m.max_gap_ns;
+    next_gap_ = (next_gap_ + 1) % kGaps;
     history_[m.seq] = ok;
     while (history_.size() > 4096) history_.erase(history_.begin());
     m.have = {};
@@ -421,7 +483,9 @@ void RecvEngine::on_ctrl(uint64_t now, const CtrlMsg& c)
         }
         if (m->st != St::Active) return;
         m->sender_seen = true;
-        if (ops(m->code).coded() && !m->fallback) send_nack_failed(now, *m);  // injection is over
+        // The sender's probe says its injection should be over by its estimate, which may run
+        // ahead of a NIC slower than it: the arrivals decide (injection_over).
+        if (ops(m->code).coded() && !m->fallback && injection_over(now, *m)) send_nack_failed(now, *m);  // injection is over
         else send_ack(now, *m, 0);
     } else if (c.type == CtrlType::Abort && m && m->st != St::Done) {
         deliver(now, *m, false, "the sender abandoned the message (see its error)");
@@ -441,21 +505,23 @@ void RecvEngine::on_timer(uint64_t now)
         }
         if (m.st != St::Active) continue;
         if (!m.any && !m.sender_seen && now >= m.cts_at + rto()) send_cts(now, m);  // CTS may be lost
-        if (m.dirty && now >= m.last_ack + static_cast<uint64_t>(cfg_.ack_interval_ns())) send_ack(now, m, 0);
+        if (m.dirty && now >= m.last_ack + ack_interval_ns()) send_ack(now, m, 0);
         const Repair repair = ops(m.code).repair;
         if (repair == Repair::NameHoles && m.any && now >= m.nack_at) {
             scan_holes(now, m);
-            m.nack_at = now + static_cast<uint64_t>(cfg_.ack_interval_ns());
+            m.nack_at = now + ack_interval_ns();
         }
-        if (repair == Repair::Code && !m.fallback && now >= m.fto_at) send_nack_failed(now, m);
-        else if (repair == Repair::Code && m.fallback && now >= m.nack_at) send_nack_failed(now, m);
+        if (repair == Repair::Code && !m.fallback && now >= m.fto_at) {
+            if (injection_over(now, m)) send_nack_failed(now, m);
+            else m.fto_at = std::max(now + 1, last_arrival_ns_ + quiet_ns(m));
+        } else if (repair == Repair::Code && m.fallback && now >= m.nack_at) send_nack_failed(now, m);
     }
 }
 
 uint64_t RecvEngine::next_deadline() const
 {
     uint64_t t = kNever;
-    const uint64_t ack = static_cast<uint64_t>(cfg_.ack_interval_ns());
+    const uint64_t ack = ack_interval_ns();
     for (const auto& [seq, m] : msgs_) {
         if (m.st != St::Active) continue;
         t = std::min(t, m.deadline);

@@ -12,9 +12,14 @@
 namespace sdr::rel {
 
 SendEngine::SendEngine(const Config& c, const Geometry& g, uint32_t incarnation)
-    : cfg_(c), geo_(g), inc_(incarnation), ns_per_byte_(wire_ns_per_byte(c, g)), rtt_(c.rtt_ms * 1e6),
-      rate_(1 / ns_per_byte_)
+    : cfg_(c), geo_(g), inc_(incarnation), rtt_(c.rtt_ms * 1e6), rate_(1 / wire_ns_per_byte(c, g))
 {
+}
+
+// The receiver's pacing of ACKs as this side expects it: the configured interval, or RTT/64.
+uint64_t SendEngine::ack_interval_ns() const
+{
+    return static_cast<uint64_t>(cfg_.ack_interval_us > 0 ? cfg_.ack_interval_us * 1e3 : rtt_.srtt_ns() / 64);
 }
 
 // The paper's RTO = RTT·(1+α) on a steady path; a jittery one stretches it to SRTT + 4·RTTVAR
@@ -24,7 +29,46 @@ uint64_t SendEngine::rto_ns() const
 {
     double rto = rtt_.srtt_ns() * (1 + cfg_.alpha);
     if (rtt_.samples()) rto = std::max(rto, rtt_.srtt_ns() + 4 * rtt_.rttvar_ns());
-    return static_cast<uint64_t>(rto + cfg_.ack_interval_ns());
+    return static_cast<uint64_t>(rto) + ack_interval_ns();
+}
+
+// How long ACKs may pause before the path counts as silent: half the RTO's margin over the RTT,
+// or four RTTVARs on a jittery path. A tail chunk lost in the simulator is found silent by its
+// timer (α·RTT after the last ACK), as the paper's per-chunk timer finds it.
+uint64_t SendEngine::quiet_ns() const
+{
+    return static_cast<uint64_t>(std::max(0.5 * cfg_.alpha * rtt_.srtt_ns(), 4 * rtt_.rttvar_ns())) + ack_interval_ns();
+}
+
+// A chunk whose timer expired is repeated only when the path shows its transmission was lost
+// (RFC 8985's principle): a transmission of the same message made after it was acknowledged
+// (ACKs are per message: another message's ACK says nothing of ACKs of this one that were
+// lost). Its injection time is an estimate: on a NIC slower than the estimate, or behind other
+// messages, a chunk may not have left yet when its timer expires, and repeating it then repeats
+// a chunk that was never lost.
+bool SendEngine::shown_lost(const Msg& m, uint32_t c) const { return m.acked_pos > m.pos[c] + 1; }
+
+// Without that evidence: nothing new has been acknowledged for quiet_ns() since the chunk left
+// (the tail, or everything, was lost). Then, as TCP's RTO (RFC 6298 5.4), only the earliest such
+// chunk is repeated: its acknowledgement shows the others lost, and a silence that was a pause of
+// the path costs one chunk, not every chunk still queued.
+bool SendEngine::silent(uint64_t now, const Msg& m, uint32_t c) const
+{
+    return now >= std::max(progress_ns_, m.sent_ns[c]) + quiet_ns();
+}
+
+// Chunks deferred by shown_lost() whose loss a newer acknowledgement has now shown: due at once.
+void SendEngine::release_deferred(uint64_t now, Msg& m)
+{
+    std::erase_if(m.deferred, [&](uint32_t c) {
+        if (m.acked[c] || m.rto_at[c] == 0) return true;
+        if (!shown_lost(m, c)) return false;
+        m.rto_at[c] = now;
+        m.rto_heap.emplace_back(now, c);
+        std::push_heap(m.rto_heap.begin(), m.rto_heap.end(), std::greater<>());
+        m.next_rto = std::min(m.next_rto, now);
+        return true;
+    });
 }
 
 uint64_t SendEngine::post(uint64_t now, uint64_t bytes)
@@ -33,7 +77,7 @@ uint64_t SendEngine::post(uint64_t now, uint64_t bytes)
     m.seq = next_seq_++;
     m.code = cfg_.scheme == Scheme::Auto ? Code{Scheme::Auto} : fixed_code(cfg_);
     m.lay = Layout::of(m.code, geo_, bytes);  // auto: data chunks only, until the CTS names the code
-    m.deadline = now + message_timeout_ns(cfg_, rto_ns(), ns_per_byte_, bytes);
+    m.deadline = now + message_timeout_ns(cfg_, rto_ns(), ns_per_byte(), bytes);
     m.st_out.id = m.seq;
     m.st_out.bytes = bytes;
     m.st_out.post_ns = now;
@@ -89,7 +133,7 @@ uint32_t SendEngine::peer_of(uint64_t seq)
 
 uint64_t SendEngine::inject(uint64_t now, uint64_t bytes)
 {
-    tx_free_ = std::max(tx_free_, now) + static_cast<uint64_t>(double(bytes) * ns_per_byte_);
+    tx_free_ = std::max(tx_free_, now) + static_cast<uint64_t>(double(bytes) * ns_per_byte());
     return tx_free_;
 }
 
@@ -110,6 +154,7 @@ void SendEngine::emit_data(uint64_t now, Msg& m, uint32_t first, uint32_t count,
     for (uint32_t c = first; c < first + count; c++) {
         uint64_t len = chunk_len(m.lay, geo_.chunk_bytes, c);
         m.sent_ns[c] = inject(now, len);
+        m.pos[c] = tx_pos_++;
         if (m.tx_count[c] < UINT16_MAX) m.tx_count[c]++;
         if (retransmit) m.st_out.retransmitted_chunks++;
         else if (!ec) outstanding_ += len;
@@ -204,6 +249,7 @@ void SendEngine::on_started(uint64_t now, uint64_t seq, const std::string& error
     }
     m->st = St::Sending;
     m->sent_ns.assign(m->lay.chunks, 0);
+    m->pos.assign(m->lay.chunks, 0);
     m->rto_at.assign(m->lay.chunks, 0);
     m->tx_count.assign(m->lay.chunks, 0);
     m->acked.assign(m->lay.chunks, 0);
@@ -234,10 +280,29 @@ void SendEngine::on_ack(uint64_t now, Msg& m, const CtrlMsg& a)
         double sample = double(now) - double(m.sent_ns[a.newest]) - a.ack_delay_us * 1e3;
         rtt_.sample(sample);
     }
+    const uint32_t before = m.acked_count;
+    const uint64_t acked_pos = m.acked_pos;
+    uint64_t bytes = 0;
+    auto ack = [&](uint32_t c) {
+        if (m.acked[c]) return;
+        mark_acked(m, c);
+        m.acked_pos = std::max(m.acked_pos, m.pos[c] + 1);
+        bytes += chunk_len(m.lay, geo_.chunk_bytes, c);
+    };
     uint32_t cum = std::min(a.base, m.lay.chunks);
-    for (uint32_t c = 0; c < cum; c++) mark_acked(m, c);
+    for (uint32_t c = 0; c < cum; c++) ack(c);
     for (uint32_t i = 0; i < a.nbits && a.base + i < m.lay.chunks; i++)
-        if (bit(a.bits.data(), i)) mark_acked(m, a.base + i);
+        if (bit(a.bits.data(), i)) ack(a.base + i);
+    if (m.acked_count > before) {
+        // Delivery rate: a pause in the ACKs (between messages) starts a new sample. Coded
+        // messages carry their first parity with the data: it took the path's time too.
+        if (now - progress_ns_ > rtt_.srtt_ns() / 2) rate_.restart();
+        const double with_parity = ops(m.code).coded() ? double(m.lay.k + m.lay.first_parity) / m.lay.k : 1;
+        rate_.delivered(now, static_cast<uint64_t>(double(bytes) * with_parity),
+                        std::max<uint64_t>(static_cast<uint64_t>(rtt_.srtt_ns() / 2), 1000000));
+        progress_ns_ = now;
+    }
+    if (m.acked_pos > acked_pos && !m.deferred.empty()) release_deferred(now, m);
     if (a.flags & kAckFailed) return finish(now, m, false, "the receiver gave up the message");
     if (a.flags & kAckFinal) finish(now, m, true, "");
 }
@@ -267,9 +332,11 @@ void SendEngine::on_nack(uint64_t now, Msg& m, const CtrlMsg& n)
     for (uint32_t i = 0; i < n.nbits; i++) {
         uint32_t c = n.base + i;
         // Named, not acknowledged, and not already repeated within half an RTT (a NACK that
-        // crossed our own retransmission).
+        // crossed our own retransmission). A chunk named again after a repeat: only once the
+        // repeat is shown lost, since behind other messages' data it may still be queued.
         bool go = c < m.lay.chunks && bit(n.bits.data(), i) && !m.acked[c] &&
-                  (m.tx_count[c] == 0 || double(now) >= double(m.sent_ns[c]) + rtt_.srtt_ns() / 2);
+                  (m.tx_count[c] == 0 || double(now) >= double(m.sent_ns[c]) + rtt_.srtt_ns() / 2) &&
+                  (m.tx_count[c] <= 1 || shown_lost(m, c));
         if (go && m.tx_count[c] > cfg_.max_rounds)
             return finish(now, m, false, "chunk " + std::to_string(c) + " was lost " + std::to_string(m.tx_count[c]) +
                                              " times (max_rounds " + std::to_string(cfg_.max_rounds) + ")");
@@ -358,6 +425,8 @@ void SendEngine::finish(uint64_t now, Msg& m, bool ok, const std::string& err)
     m.sent_ns = {};
     m.rto_at = {};
     m.rto_heap = {};
+    m.deferred = {};
+    m.pos = {};
     m.tx_count = {};
     m.acked = {};
     m.parity_sent = {};
@@ -392,6 +461,17 @@ void SendEngine::on_timer(uint64_t now)
             }
             std::sort(due_.begin(), due_.end());
             due_.erase(std::unique(due_.begin(), due_.end()), due_.end());
+            uint32_t probe = UINT32_MAX;  // the earliest-sent silent chunk without evidence
+            for (uint32_t c : due_)
+                if (!shown_lost(m, c) && silent(now, m, c) && (probe == UINT32_MAX || m.pos[c] < m.pos[probe])) probe = c;
+            std::erase_if(due_, [&](uint32_t c) {
+                if (c == probe || shown_lost(m, c)) return false;
+                m.rto_at[c] = std::max(progress_ns_, m.sent_ns[c]) + quiet_ns();
+                heap.emplace_back(m.rto_at[c], c);
+                std::push_heap(heap.begin(), heap.end(), std::greater<>());
+                if (std::find(m.deferred.begin(), m.deferred.end(), c) == m.deferred.end()) m.deferred.push_back(c);
+                return true;
+            });
             uint32_t run = 0, first = 0;
             bool failed = false;
             for (uint32_t c : due_) {
@@ -412,7 +492,7 @@ void SendEngine::on_timer(uint64_t now)
                 continue;
             }
             if (run) emit_data(now, m, first, run, true);
-            m.st_out.rounds++;
+            if (!due_.empty()) m.st_out.rounds++;
             while (!heap.empty() && m.rto_at[heap.front().second] != heap.front().first) {
                 std::pop_heap(heap.begin(), heap.end(), std::greater<>());
                 heap.pop_back();

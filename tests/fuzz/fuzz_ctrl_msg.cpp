@@ -101,7 +101,7 @@ struct Conn {
     }
     void post_recv(uint64_t bytes)
     {
-        Code code = rx->choose_code(bytes, cfg.rtt_ms);
+        Code code = rx->choose_code(bytes, cfg.rtt_ms, cfg.bw_gbps);
         uint64_t seq = rx->post(now, bytes, code);
         SDR_FUZZ_CHECK(!recvs.count(seq), "receive seq %llu posted twice", (unsigned long long)seq);
         RxMsg m;

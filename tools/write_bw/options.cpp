@@ -129,7 +129,7 @@ Options parse(int argc, char** argv)
     add_count(app, "--timeout-ms", &o.timeout_ms, 1, 1u << 30, "bootstrap timeout")->default_str("10000");
     add_real(app, "--rtt-ms", &o.rtt_ms, 0, 1e5,
              "the reliability layer's first RTT estimate, which the endpoint then measures from its ACKs (default: raw:, "
-             "xdp:, verbs: 1 ms + 2 x --delay-ms; sim: the simulated link's RTT)",
+             "xdp:, verbs: 10 ms + 2 x --delay-ms; sim: the simulated link's RTT)",
              true)
         ->type_name("R");
     add_real(app, "--gbps", &o.gbps, 0, 1e6,

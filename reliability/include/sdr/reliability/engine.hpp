@@ -10,6 +10,7 @@
 #include <sdr/reliability/path_meter.hpp>
 #include <sdr/reliability/policy.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -128,6 +129,7 @@ private:
         std::string mismatch_why;
         uint64_t deadline = 0;
         std::vector<uint64_t> sent_ns;   // estimated injection time of the last transmission
+        std::vector<uint64_t> pos;       // the engine's transmission number of that transmission
         std::vector<uint64_t> rto_at;    // SR timer per chunk; 0 = acknowledged / not armed
         std::vector<uint16_t> tx_count;  // transmissions per chunk
         std::vector<uint8_t> acked;
@@ -138,6 +140,8 @@ private:
         // changed since (acknowledged, re-armed) is stale and skipped. Finding the due chunks
         // costs their number, not a scan of the message (O(chunks) per lost chunk before).
         std::vector<std::pair<uint64_t, uint32_t>> rto_heap;
+        std::vector<uint32_t> deferred;  // chunks whose timer expired before the path showed them lost
+        uint64_t acked_pos = 0;          // one past the highest transmission number acknowledged
         uint64_t probe_at = kNever;
         uint32_t probes = 0;
         std::vector<uint16_t> parity_sent;  // coded: parity chunks sent per submessage
@@ -149,6 +153,12 @@ private:
     void emit_data(uint64_t now, Msg& m, uint32_t first, uint32_t count, bool retransmit);
     void emit_parity(uint64_t now, Msg& m, uint32_t sub, uint32_t count, uint32_t from = 0);
     uint64_t inject(uint64_t now, uint64_t bytes);  // estimated end of injection of these bytes
+    double ns_per_byte() const { return 1 / rate_.bytes_per_ns(); }
+    uint64_t ack_interval_ns() const;
+    uint64_t quiet_ns() const;
+    bool shown_lost(const Msg& m, uint32_t c) const;
+    bool silent(uint64_t now, const Msg& m, uint32_t c) const;
+    void release_deferred(uint64_t now, Msg& m);
     void on_ack(uint64_t now, Msg& m, const CtrlMsg& a);
     void on_nack(uint64_t now, Msg& m, const CtrlMsg& n);
     void mark_acked(Msg& m, uint32_t c);
@@ -161,9 +171,10 @@ private:
     Config cfg_;
     Geometry geo_;
     uint32_t inc_;
-    double ns_per_byte_;       // wire time per data byte, packet overheads included
     RttMeter rtt_;
-    RateMeter rate_;  // acknowledged wire bytes over time
+    RateMeter rate_;           // acknowledged payload bytes (data, and parity sent with it) over time
+    uint64_t tx_pos_ = 0;      // transmissions so far (chunk transmissions, each numbered)
+    uint64_t progress_ns_ = 0; // when an ACK last acknowledged something new
     uint64_t tx_free_ = 0;     // estimated time the NIC has injected everything asked so far
     uint64_t outstanding_ = 0; // SR window: injected, unacknowledged bytes
     uint64_t next_seq_ = 0, next_start_ = 0;
@@ -177,9 +188,9 @@ class RecvEngine {
 public:
     RecvEngine(const Config& c, const Geometry& g, uint32_t incarnation);
     // The code a receive of `bytes` gets: the configured one, or for auto the policy's choice
-    // on the path {rtt_ms, the configured bandwidth, the measured drop rate} among the codes
-    // whose parity fits one SDR message.
-    Code choose_code(uint64_t bytes, double rtt_ms) const;
+    // on the path {rtt_ms, bw_gbps, the measured drop rate} among the codes whose parity fits
+    // one SDR message.
+    Code choose_code(uint64_t bytes, double rtt_ms, double bw_gbps) const;
     uint64_t post(uint64_t now, uint64_t bytes, const Code& code);
     void on_posted(uint64_t now, uint64_t seq);  // the binding posted the SDR receive(s)
     // The live bitmaps the binding read (data chunks; parity chunks for EC, else nullptr).
@@ -194,6 +205,13 @@ public:
     // the caller: this runs on every progress call).
     void active(std::vector<uint64_t>* out) const;
     const DropMeter& drops() const { return drops_; }
+    // The path as arrivals show it: the RTT and the arrival rate of payload bytes. The time from
+    // a clear-to-send to the first chunk it let in is never shorter than the RTT (as long when
+    // the sender was waiting for it, longer when it posted later), so it only lowers the first
+    // estimate; an endpoint that also sends has its SRTT from ACKs (Endpoint::path_state).
+    double rtt_ns() const { return std::min(rtt_.min_ns(), cfg_.rtt_ms * 1e6); }
+    const RttMeter& rtt() const { return rtt_; }
+    const RateMeter& rate() const { return rate_; }
 
 private:
     enum class St : uint8_t { WaitPost, Active, Done };
@@ -213,6 +231,8 @@ private:
         bool any = false, dirty = false, sender_seen = false, fallback = false;
         uint32_t newest = 0;
         uint64_t newest_ns = 0, last_ack = 0, cts_at = 0, fto_at = kNever, nack_at = kNever;
+        uint32_t cts_sent = 0;
+        uint64_t max_gap_ns = 0;  // the longest pause between arrivals while it was sent
         uint32_t peer = 0;  // sender incarnation, once a REQ named it
         uint32_t repair_round = 0;  // rateless codes: repair requests so far
         uint64_t judged_to = 0;  // drop meter: send positions before this are judged
@@ -229,17 +249,29 @@ private:
     void send_cts(uint64_t now, Msg& m);
     void send_ctrl(const CtrlMsg& c) { out_.ctrl(c, inc_, peer_of(c.seq)); }
     uint32_t peer_of(uint64_t seq);
-    uint64_t rto() const { return rto_ns_; }
+    uint64_t rto() const;
     uint64_t renack_ns() const;
+    uint64_t ack_interval_ns() const;
+    uint64_t quiet_ns(const Msg& m) const;
+    uint64_t stall_ns() const;  // the longest pause between arrivals inside recent messages
+    uint64_t end_pos(const Msg& m) const;
+    bool injection_over(uint64_t now, const Msg& m) const;
+    double ns_per_byte() const { return 1 / rate_.bytes_per_ns(); }
     uint32_t fit_bits() const;
     bool sub_decodable(const Msg& m, uint32_t s) const;
     void judge_losses(Msg& m, uint64_t to);
+    void on_arrival(uint64_t now, Msg& m, uint64_t bytes, uint64_t prev_ns, uint64_t sent_to);
 
     Config cfg_;
     Geometry geo_;
     uint32_t inc_;
-    double ns_per_byte_;
-    uint64_t rto_ns_;  // RTT (1 + alpha) plus the ACK interval: the configuration's, fixed
+    RttMeter rtt_;
+    RateMeter rate_;               // arrived payload bytes (data and parity) over time
+    uint64_t last_arrival_ns_ = 0; // any message's
+    uint64_t newest_seq_ = 0;      // one past the newest message that had an arrival
+    static constexpr int kGaps = 8;
+    uint64_t gaps_[kGaps] = {};    // max_gap_ns of the last messages
+    int next_gap_ = 0;
     uint64_t next_seq_ = 0;
     std::map<uint64_t, Msg> msgs_;
     std::map<uint64_t, bool> history_;  // seq → ok, for REQs about finished messages
