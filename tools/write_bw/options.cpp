@@ -156,7 +156,8 @@ Options parse(int argc, char** argv)
         if (!real_only.empty()) bad("-d sim: " + real_only.front());
         if (app.count("--port")) bad("-d sim: --port: both sides are in this process, with no TCP bootstrap");
     } else {
-        // Set in the environment rather than by option, the device still shapes the path by them.
+        // Given in the environment instead, they still shape the path: the settle time and the
+        // first estimates count them too.
         if (const char* d = std::getenv("SDR_RT_DELAY_MS"); d && !app.count("--delay-ms")) o.delay_ms = std::atof(d);
         if (const char* r = std::getenv("SDR_RT_RATE_GBPS"); r && !app.count("--rate-gbps")) o.rate_gbps = std::atof(r);
     }
