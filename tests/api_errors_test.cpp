@@ -1,20 +1,35 @@
-// Bad arguments to every C API call: SDR_ERROR (or NULL) with a readable message, no crash.
+// Bad arguments to every C API call: SDR_ERROR (or NULL) with a readable message, no crash;
+// sdr_last_error() and sdr_rel_last_error() keep the last failure's message across successes.
 #include "sim_util.hpp"
 
+#include <sdr_rel.h>
 #include <sdr_sim.h>
+#include <sdr_stats.h>
 
 using namespace sdr;
 using namespace sdr::test;
 
-#define EXPECT_API_ERROR(call)                                                     \
-    do {                                                                           \
-        EXPECT_EQ((call), SDR_ERROR) << #call;                                     \
-        EXPECT_STRNE(sdr_last_error(), "") << #call << " left no message";        \
+namespace {
+
+// The message must be this call's own ("sdr_qp_create: ..."): successes leave sdr_last_error()
+// as it was, so a call that failed silently would show an earlier call's message.
+void expect_own_message(const char* call)
+{
+    const std::string c = call, fn = c.substr(0, c.find('(')), msg = sdr_last_error();
+    EXPECT_EQ(msg.rfind(fn + ": ", 0), 0u) << c << " left no message of its own, sdr_last_error() is \"" << msg << "\"";
+}
+
+}  // namespace
+
+#define EXPECT_API_ERROR(call)                     \
+    do {                                           \
+        EXPECT_EQ((call), SDR_ERROR) << #call;     \
+        expect_own_message(#call);                 \
     } while (0)
-#define EXPECT_API_NULL(call)                                                      \
-    do {                                                                           \
-        EXPECT_EQ((call), nullptr) << #call;                                       \
-        EXPECT_STRNE(sdr_last_error(), "") << #call << " left no message";        \
+#define EXPECT_API_NULL(call)                      \
+    do {                                           \
+        EXPECT_EQ((call), nullptr) << #call;       \
+        expect_own_message(#call);                 \
     } while (0)
 
 TEST(ApiErrors, ContextAndMemory)
@@ -212,4 +227,52 @@ TEST(ApiErrors, SendOnUnconnectedOrReceiveOnlyQp)
     sdr_qp_destroy(s);
     sdr_qp_destroy(r);
     sdr_context_destroy(ctx);
+}
+
+// Like errno: a failing call sets the message, later calls that succeed leave it (among them the
+// two that once cleared it, sdr_context_create and sdr_context_stats_get), the next failure
+// replaces it. sdr_rel_last_error() the same for sdr_rel.h.
+TEST(ApiErrors, ASuccessLeavesTheLastErrorAsItWas)
+{
+    emu::SimFabric::install(nullptr);
+    sdr_dev_attr da{2, 1};
+    EXPECT_EQ(sdr_context_create("nonexistent", &da), nullptr);
+    const std::string failed = sdr_last_error();
+    EXPECT_EQ(failed.rfind("sdr_context_create: unknown device 'nonexistent'", 0), 0u) << failed;
+
+    sdr_context* ctx = sdr_context_create("sim:0", &da);
+    ASSERT_NE(ctx, nullptr);
+    EXPECT_EQ(sdr_last_error(), failed);
+    size_t n = 0;
+    ASSERT_EQ(sdr_context_stats_get(ctx, nullptr, 0, &n), SDR_SUCCESS);
+    EXPECT_EQ(sdr_last_error(), failed);
+    sdr_qp_attr qa{16, 24, 2, SDR_MTU_4096, 1, 1, 0};
+    sdr_qp* qp = sdr_qp_create(ctx, &qa);
+    ASSERT_NE(qp, nullptr);
+    ASSERT_EQ(sdr_qp_info_size_get(qp, &n), SDR_SUCCESS);
+    std::vector<uint8_t> buf(4096);
+    sdr_mr* mr = sdr_mr_reg(ctx, buf.data(), buf.size(), SDR_ACCESS_REMOTE_WRITE);
+    ASSERT_NE(mr, nullptr);
+    uint32_t key = 0;
+    ASSERT_EQ(sdr_mr_lkey_get(mr, &key), SDR_SUCCESS);
+    EXPECT_EQ(sdr_sim_run_until_idle(ctx), SDR_SUCCESS);
+    EXPECT_EQ(sdr_last_error(), failed);
+
+    EXPECT_EQ(sdr_qp_destroy(nullptr), SDR_ERROR);
+    const std::string replaced = sdr_last_error();
+    EXPECT_EQ(replaced, "sdr_qp_destroy: qp is NULL");
+    EXPECT_EQ(sdr_mr_dereg(mr), SDR_SUCCESS);
+    EXPECT_EQ(sdr_qp_destroy(qp), SDR_SUCCESS);
+    EXPECT_EQ(sdr_context_destroy(ctx), SDR_SUCCESS);
+    EXPECT_EQ(sdr_last_error(), replaced);
+
+    sdr_rel_attr ra;
+    sdr_rel_attr_default(&ra);
+    EXPECT_EQ(sdr_rel_attr_parse_scheme(&ra, "no-such-scheme"), SDR_ERROR);
+    const std::string rel_failed = sdr_rel_last_error();
+    EXPECT_EQ(rel_failed.rfind("sdr_rel_attr_parse_scheme: ", 0), 0u) << rel_failed;
+    EXPECT_EQ(sdr_rel_attr_parse_scheme(&ra, "ec-mds:8,2"), SDR_SUCCESS);
+    EXPECT_EQ(sdr_rel_last_error(), rel_failed);
+    EXPECT_EQ(sdr_rel_endpoint_destroy(nullptr), SDR_ERROR);
+    EXPECT_EQ(std::string(sdr_rel_last_error()), "sdr_rel_endpoint_destroy: endpoint is NULL");
 }

@@ -4,7 +4,7 @@
 // RC transport QPs, 4 KiB to 64 MiB, and the server checks every chunk's bytes (--verify):
 // every chunk arrives and none is corrupt, also with the portable staged root keys. Cross-backend interop: a verbs: client to a raw:
 // server (the emulated DPA) and a raw: client to a verbs: server, byte-exact: the same frames
-// from two stacks.
+// from two stacks. A verbs: device says its NIC counters are not available.
 #include "child_util.hpp"
 #include "netns_util.hpp"
 
@@ -12,8 +12,12 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
+#include <utility>
 
 namespace {
 
@@ -61,17 +65,17 @@ protected:
         return "ip netns exec " + bed_->ns(side) + " env SDR_RDMA_DIR=" + dir_ + " SYSFS_PATH=" + dir_ +
                " RDMAV_DRIVERS=" + SDR_VERBS_PROVIDER + " " + env + " " + cmd;
     }
-    // sdr_write_bw server in b, client in a; server_dev/client_dev: "verbs" or "raw".
-    // Returns the server's JSON report after checking both ran.
-    std::string write_bw(const std::string& server_dev, const std::string& client_dev, const std::string& args,
-                         const std::string& env)
+    // sdr_write_bw server in b, client in a; server_dev/client_dev: "verbs" or "raw"; json: with
+    // --json. Returns both outputs (server, client) after checking both ran.
+    std::pair<std::string, std::string> write_bw_outputs(const std::string& server_dev, const std::string& client_dev,
+                                                         const std::string& args, const std::string& env, bool json)
     {
         static int runs = 0;
         const std::string port = std::to_string(19300 + (getpid() % 100) * 8 + (runs++ % 8));
         auto device = [&](const std::string& kind, int side) {
             return kind == "verbs" ? "verbs:" + dev(side) : "raw:" + bed_->ns(side);
         };
-        const std::string tool = std::string(SDR_WRITE_BW) + " --json --timeout-ms 20000 -p " + port;
+        const std::string tool = std::string(SDR_WRITE_BW) + (json ? " --json" : "") + " --timeout-ms 20000 -p " + port;
         // A message is over when its bitmap is whole, or --settle-ms after the client sent it: 2 s,
         // not the tool's 20 ms, so a worker thread the shared cores held back loses nothing.
         Child server(in(1, "timeout 120 " + tool + " --verify --settle-ms 2000 -d " + device(server_dev, 1), env));
@@ -81,7 +85,14 @@ protected:
         const std::string sout = server.finish(&sst);
         EXPECT_EQ(client.status, 0) << client.out;
         EXPECT_EQ(sst, 0) << sout;
-        const std::string sj = json_of(sout, "server"), cj = json_of(client.out, "client");
+        return {sout, client.out};
+    }
+    // The same with --json; returns the server's JSON report.
+    std::string write_bw(const std::string& server_dev, const std::string& client_dev, const std::string& args,
+                         const std::string& env)
+    {
+        const auto [sout, cout] = write_bw_outputs(server_dev, client_dev, args, env, true);
+        const std::string sj = json_of(sout, "server"), cj = json_of(cout, "client");
         EXPECT_FALSE(sj.empty()) << sout;
         std::printf("%s -> %s %s %s\n  %s\n  %s\n", client_dev.c_str(), server_dev.c_str(), args.c_str(), env.c_str(),
                     cj.c_str(), sj.c_str());
@@ -103,6 +114,34 @@ protected:
     std::string dir_;
     std::unique_ptr<sdr::test::Testbed> bed_;
 };
+
+// A verbs: device keeps no NIC counters (sdr_stats.h lists none): sdr_write_bw says so on both
+// sides, in text and as "counters":null in JSON, not zeros under an empty heading; so do the
+// SDR_STATS_FILE dumps and sdr-stat reading them.
+TEST_F(HalVerbs, VerbsSaysItsCountersAreNotAvailable)
+{
+    const auto [sout, cout] = write_bw_outputs("verbs", "verbs", "-c 2 -s 4K -n 8 -w 0", "SDR_STATS_FILE=" + dir_ + "/stats.%p",
+                                               false);
+    for (const std::string& out : {sout, cout}) {
+        EXPECT_NE(out.find("\nNIC: counters not available on verbs:\n"), std::string::npos) << out;
+        EXPECT_EQ(out.find("counters (sdr-stat names)"), std::string::npos) << out;
+    }
+    int dumps = 0;
+    for (const auto& f : std::filesystem::directory_iterator(dir_)) {
+        if (f.path().filename().string().rfind("stats.", 0) != 0) continue;
+        dumps++;
+        std::stringstream dump;
+        dump << std::ifstream(f.path()).rdbuf();
+        EXPECT_NE(dump.str().find("\n# counters not available on verbs:\n"), std::string::npos) << dump.str();
+        Result stat = run(std::string(SDR_STAT) + " " + f.path().string());
+        EXPECT_EQ(stat.status, 0) << stat.out;
+        EXPECT_NE(stat.out.find(" (closed) counters not available on verbs:\n"), std::string::npos) << stat.out;
+    }
+    EXPECT_EQ(dumps, 2) << "one SDR_STATS_FILE per side";
+    const std::string sj = write_bw("verbs", "verbs", "-c 2 -s 4K -n 8 -w 0", "");
+    EXPECT_NE(sj.find("\"counters\":null"), std::string::npos) << sj;
+    EXPECT_EQ(sj.find("\"rx_frames\""), std::string::npos) << sj;
+}
 
 // UC and RC (the default) transport QPs: every size byte-exact over 8 channels. UC does not
 // recover a frame the receiving kernel's ring dropped, and a receiver slowed down (a sanitizer

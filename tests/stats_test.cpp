@@ -1,5 +1,6 @@
 // sdr_stats.h on the simulator: every counter by name, consistent with what was sent; the
-// size query and truncation; errors; and the SDR_STATS_FILE dump that sdr-stat prints.
+// size query and truncation; errors; and the SDR_STATS_FILE dump that sdr-stat prints, also for
+// a device that keeps no counters.
 #include "child_util.hpp"
 #include "sim_util.hpp"
 
@@ -125,5 +126,22 @@ TEST(Stats, StatsFileKeepsEveryContextAndSdrStatPrintsIt)
     out = Child(std::string(SDR_STAT) + " /nonexistent/file").finish(&st);
     EXPECT_EQ(st, 1);
     EXPECT_NE(out.find("not readable or not an SDR_STATS_FILE dump"), std::string::npos) << out;
+    std::remove(path.c_str());
+}
+
+// A device without counters ("verbs:" writes its heading and "# counters not available on
+// verbs:") is said to have none, not printed as an empty line or as zeros; the others as usual.
+TEST(Stats, SdrStatSaysWhenADeviceKeepsNoCounters)
+{
+    const std::string path = "/tmp/sdr_stats_test_none_" + std::to_string(getpid()) + ".txt";
+    std::ofstream(path) << "# sdr-stats pid=1\n"
+                           "# sdr-stats device=verbs:sdr0\n# counters not available on verbs:\n# closed\n"
+                           "# sdr-stats device=sim:0\nport.rx_frames 3\n";
+    for (const char* z : {"", "-z "}) {
+        int st;
+        const std::string out = Child(std::string(SDR_STAT) + " " + z + path).finish(&st);
+        EXPECT_EQ(st, 0) << out;
+        EXPECT_EQ(out, "verbs:sdr0 (closed) counters not available on verbs:\nsim:0 port rx_frames 3\n") << z;
+    }
     std::remove(path.c_str());
 }

@@ -1,5 +1,7 @@
-// tools/common: the one size/count/number parser every tool uses, its CLI11 binding, and the
-// JSON writer (strings escaped, no infinities, one line).
+// tools/common: the one size/count/number parser every tool uses, its CLI11 binding, the
+// JSON writer (strings escaped, no infinities, one line), and the note for a device without
+// counters.
+#include "common/counters.hpp"
 #include "common/json.hpp"
 #include "common/options.hpp"
 
@@ -121,6 +123,14 @@ TEST(ToolJson, BytesThatAreNotUtf8StillMakeValidJson)
 {
     const std::string s = printed(Json{{"device", std::string("raw:\xff\xfe")}});
     EXPECT_TRUE(nlohmann::json::accept(s)) << s;
+}
+
+// The note names the device's kind, not the device: every device of the kind keeps none.
+TEST(ToolCounters, AnUnavailableListNamesTheDeviceKind)
+{
+    EXPECT_EQ(counters_unavailable("verbs:mlx5_0"), "counters not available on verbs:");
+    EXPECT_EQ(counters_unavailable("verbs:sdr:0"), "counters not available on verbs:");
+    EXPECT_EQ(counters_unavailable("sim"), "counters not available on sim");
 }
 
 }  // namespace

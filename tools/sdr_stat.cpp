@@ -1,6 +1,7 @@
 // sdr-stat: prints the counters a libsdr process dumps (SDR_STATS_FILE, sdr_stats.h) in the
 // style of `rdma statistic`: one line per device and group, "name value" pairs. With -i it
 // prints again every interval, each value followed by its rate since the previous print.
+#include "common/counters.hpp"
 #include "common/options.hpp"
 
 #include <chrono>
@@ -64,6 +65,11 @@ void print(const std::vector<Device>& devs, const std::map<std::string, uint64_t
 {
     for (size_t i = 0; i < devs.size(); i++) {
         const Device& d = devs[i];
+        if (d.counters.empty()) {  // a device that keeps none ("verbs:"), not one that counted nothing
+            std::printf("%s%s %s\n", d.name.c_str(), d.closed ? " (closed)" : "",
+                        sdr::tools::counters_unavailable(d.name).c_str());
+            continue;
+        }
         std::string line, group;
         auto flush = [&] {
             if (!line.empty()) std::printf("%s %s%s%s\n", d.name.c_str(), group.c_str(), d.closed ? " (closed)" : "", line.c_str());

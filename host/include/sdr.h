@@ -52,8 +52,8 @@ enum sdr_mtu {
 };
 
 struct sdr_dev_attr {
-    uint32_t num_channels; /* transport channels = DPA worker threads */
-    uint32_t log_max_qps;
+    uint32_t num_channels; /* transport channels = DPA worker threads: 1..16 */
+    uint32_t log_max_qps;  /* the context holds at most 2^log_max_qps QPs: 0..8 */
 };
 
 enum sdr_wr_opcode { SDR_WR_WRITE, SDR_WR_WRITE_WITH_IMM };
@@ -101,6 +101,8 @@ struct sdr_send_status {
 /* extension: sdr_send_status.flags bit, the send was not delivered (see above) */
 #define SDR_SEND_STATUS_FAILED 1u
 
+/* dev_name: "sim:N", "raw:IF", "xdp:IF" or "verbs:IBDEV" (man sdr.h says what each needs);
+ * dev_attr is required (NULL fails), each field within its range. */
 struct sdr_context *sdr_context_create(const char *dev_name, struct sdr_dev_attr *dev_attr);
 int sdr_context_destroy(struct sdr_context *context);
 
@@ -126,7 +128,11 @@ int sdr_streaming_send_end(struct sdr_send_handle *handle);
 int sdr_send_poll(struct sdr_send_handle *handle, int *completed_flag,
                   struct sdr_send_status *status);
 
-/* extension: what the last failing call on this thread said (never NULL; "" if none). */
+/* extension: the message of the last call on this thread that failed (returned SDR_ERROR or
+ * NULL), or the reason of sdr_recv_post's SDR_RETRY; never NULL, "" before the first. Like
+ * errno, a call that succeeds leaves it unchanged: a call's return value says whether it failed,
+ * this says why, read right after it. sdr_rel.h's calls make sdr.h calls and may change it;
+ * their own failures are in sdr_rel_last_error(). */
 const char *sdr_last_error(void);
 
 #ifdef __cplusplus

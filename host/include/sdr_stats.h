@@ -39,12 +39,15 @@ struct sdr_stat {
 
 /* Writes up to `cap` counters into `stats` (which may be NULL when cap is 0) and sets *count to
  * how many the context has: call with cap 0 to size the array. The list is a consistent
- * snapshot (taken under the NIC's lock on "raw:"/"xdp:"). Call from the thread that drives the
- * context, as every other call on it. */
-int sdr_context_stats_get(sdr_context *ctx, struct sdr_stat *stats, size_t cap, size_t *count);
+ * snapshot (taken under the NIC's lock on "raw:"/"xdp:"). *count 0 means the device keeps no
+ * counters ("verbs:": they are the emulated NIC's), never that they are all zero: "sim:",
+ * "raw:" and "xdp:" always list their port.* and fw.* counters, also at 0. Call from the
+ * thread that drives the context, as every other call on it. */
+int sdr_context_stats_get(struct sdr_context *ctx, struct sdr_stat *stats, size_t cap, size_t *count);
 
-/* Prints every counter as "name value" lines, after a "# sdr-stats device=NAME" line. */
-int sdr_context_stats_print(sdr_context *ctx, FILE *out);
+/* Prints every counter as "name value" lines, after a "# sdr-stats device=NAME" line; for a
+ * device that keeps none, the line "# counters not available on KIND:" ("verbs:") instead. */
+int sdr_context_stats_print(struct sdr_context *ctx, FILE *out);
 
 #ifdef __cplusplus
 }

@@ -5,7 +5,6 @@
 #include "internal.hpp"
 #include "stats.hpp"
 
-using sdr::host::clear_error;
 using sdr::host::set_error;
 
 extern "C" {
@@ -29,7 +28,6 @@ sdr_context* sdr_context_create(const char* dev_name, sdr_dev_attr* attr)
     ctx->dev = std::move(dev);
     ctx->log_max_qps = attr->log_max_qps;
     sdr::host::stats_context_opened(ctx);
-    clear_error();
     return ctx;
 }
 

@@ -24,8 +24,6 @@ int set_retry(const std::string& msg)
     return SDR_RETRY;
 }
 
-void clear_error() { last_error.clear(); }
-
 }  // namespace sdr::host
 
 extern "C" const char* sdr_last_error(void) { return last_error.c_str(); }

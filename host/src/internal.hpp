@@ -123,13 +123,13 @@ inline int raw_enum(const E& e)
 }
 
 // Thread-local last error; set_error returns SDR_ERROR so call sites read `return set_error(..)`.
+// Nothing clears it: a call that succeeds leaves the last failure's text, as errno (sdr.h).
 int set_error(const std::string& msg);
 // set_error(msg), followed by the device's reason when it gave one (an unfilled operation
 // names itself and its backend).
 int device_error(Device& dev, const std::string& msg);
 // The reason for an SDR_RETRY, readable through sdr_last_error(); returns SDR_RETRY.
 int set_retry(const std::string& msg);
-void clear_error();
 
 inline constexpr uint32_t kSendRingSize = 4096;
 

@@ -94,7 +94,10 @@ std::vector<Stat> collect_stats(sdr_context* ctx)
 std::string format_stats(sdr_context* ctx)
 {
     std::string s = "# sdr-stats device=" + ctx->dev->name() + "\n";
-    for (const Stat& st : collect_stats(ctx)) s += st.name + " " + std::to_string(st.value) + "\n";
+    const std::vector<Stat> all = collect_stats(ctx);
+    // A heading with nothing under it would read as a NIC that counted nothing.
+    if (all.empty()) s += "# counters not available on " + ctx->dev->backend() + ":\n";
+    for (const Stat& st : all) s += st.name + " " + std::to_string(st.value) + "\n";
     return s;
 }
 
@@ -114,7 +117,6 @@ int sdr_context_stats_get(sdr_context* ctx, struct sdr_stat* stats, size_t cap, 
         stats[i].value = all[i].value;
     }
     *count = all.size();
-    sdr::host::clear_error();
     return SDR_SUCCESS;
 }
 

@@ -16,7 +16,8 @@ struct Stat {
 
 // Every counter of the context, in a fixed order (sdr_stats.h names them).
 std::vector<Stat> collect_stats(sdr_context* ctx);
-// "# sdr-stats device=NAME" and one "name value" line per counter.
+// "# sdr-stats device=NAME" and one "name value" line per counter, or, for a device that keeps
+// none, "# counters not available on KIND:".
 std::string format_stats(sdr_context* ctx);
 
 // The dumps the environment asks for (no-ops without SDR_STATS_FILE / SDR_STATS_AT_EXIT).

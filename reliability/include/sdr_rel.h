@@ -93,7 +93,9 @@ int sdr_rel_recv_poll(struct sdr_rel_endpoint *ep, uint64_t id, struct sdr_rel_s
 int sdr_rel_progress(struct sdr_rel_endpoint *ep, uint64_t *next_deadline_ns);
 /* The endpoint's path estimate (what auto decides on). */
 int sdr_rel_path_get(struct sdr_rel_endpoint *ep, struct sdr_rel_path *path);
-/* Text of the last SDR_ERROR returned by an sdr_rel_* call on this thread. */
+/* Text of the last failure (SDR_ERROR, or NULL from sdr_rel_endpoint_create) of an sdr_rel_*
+ * call on this thread; never NULL, "" before the first. Like errno, a call that succeeds leaves
+ * it unchanged. */
 const char *sdr_rel_last_error(void);
 
 #ifdef __cplusplus

@@ -4,7 +4,7 @@
 // The input, cut or zero-padded to sdr_qp_info_size_get bytes, is the remote QP's blob handed
 // to sdr_qp_connect on a fresh QP (2 channels, MTU 4 KiB, 4 KiB chunks, 16 slots of 64 KiB);
 // "sim:1" holds a second QP whose real blob is the seed. Invariants:
-//  - a refused blob returns SDR_ERROR with a message, and leaves the QP unconnected (a send
+//  - a refused blob returns SDR_ERROR with a message of sdr_qp_connect's, and leaves the QP unconnected (a send
 //    is then refused: "the QP is not connected");
 //  - an accepted blob describes a QP that sdr_qp_create could have made (chunk size within
 //    [MTU, 2^30], slot at least a chunk and at most 2^32 bytes, slot packets within the
@@ -138,7 +138,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
     std::memcpy(blob.data(), data, std::min(size, blob.size()));
     int rc = sdr_qp_connect(w->qp[0], blob.data());
     if (rc == SDR_ERROR) {
-        SDR_FUZZ_CHECK(*sdr_last_error(), "SDR_ERROR without a message");
+        // Its own message: sdr_last_error() outlives successes, so an older one would still be there.
+        SDR_FUZZ_CHECK(std::strncmp(sdr_last_error(), "sdr_qp_connect: ", 16) == 0, "SDR_ERROR without a message: %s",
+                       sdr_last_error());
         // Unconnected: a send is refused as such (and nothing was posted to run).
         uint32_t lkey = 0;
         sdr_mr_lkey_get(w->mr, &lkey);

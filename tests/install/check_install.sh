@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # check_install.sh PREFIX: the install tree works from outside the build tree, wherever it is:
-# - a C program built with pkg-config sdr runs;
+# - every installed header compiles alone as C11;
+# - a C program built with pkg-config sdr and libsdr's directory as its RPATH (the README's
+#   command line) runs with no environment;
+# - the installed example (share/doc/sdr/examples) builds with its own CMakeLists.txt, which
+#   finds libsdr by pkg-config, and runs with no environment, also from a moved prefix;
 # - the installed programs run with no environment at all (their RPATH is $ORIGIN-relative),
 #   also after the whole prefix moved elsewhere;
 # - find_package(sdr) from a small CMake project gives sdr::sdr, whose program runs;
@@ -30,8 +34,18 @@ int main(void)
     return sdr_qp_destroy(qp) == SDR_SUCCESS && sdr_context_destroy(ctx) == SDR_SUCCESS ? 0 : 1;
 }
 C
-cc -std=c11 -Wall -Werror "$work/app.c" -o "$work/app" $(pkg-config --cflags --libs sdr)
-LD_LIBRARY_PATH="$prefix/lib:$prefix/lib/x86_64-linux-gnu" "$work/app"
+includedir=$(pkg-config --variable=includedir sdr)
+headers=$(cd "$includedir" && ls sdr*.h)
+for h in $headers; do
+    printf '#include <%s>\n' "$h" | cc -std=c11 -Wall -Wextra -Werror -fsyntax-only -x c - $(pkg-config --cflags sdr) ||
+        { echo "install check: $h does not compile alone as C11" >&2; exit 1; }
+done
+echo "install check: each of the $(echo "$headers" | wc -w) installed headers compiles alone as C11"
+
+# The README's command line: the program finds libsdr through its RPATH, with no environment.
+cc -std=c11 -Wall -Werror "$work/app.c" -o "$work/app" $(pkg-config --cflags --libs sdr) \
+    -Wl,-rpath,"$(pkg-config --variable=libdir sdr)"
+env -i "$work/app" || { echo "install check: the pkg-config program does not run with libdir as its RPATH" >&2; exit 1; }
 echo "install check: a C program built with pkg-config sdr runs"
 
 # No LD_LIBRARY_PATH, no PATH, nothing: the programs find libsdr through $ORIGIN.
@@ -62,6 +76,20 @@ for p in "$prefix" "$work/moved"; do
     env -i "$work/cmake_build/app" || { echo "install check: the find_package(sdr) program from $p fails" >&2; exit 1; }
 done
 echo "install check: find_package(sdr) gives sdr::sdr, and its program runs"
+
+# The example for newcomers, built as its CMakeLists.txt says, from the prefix and a moved copy.
+examples=$prefix/share/doc/sdr/examples
+test -f "$examples/one_message.c" -a -f "$examples/CMakeLists.txt" || { echo "install check: $examples is incomplete" >&2; exit 1; }
+for p in "$prefix" "$work/moved"; do
+    rm -rf "$work/example" "$work/example_build"
+    cp -r "$p/share/doc/sdr/examples" "$work/example"
+    PKG_CONFIG_PATH="$p/lib/pkgconfig:$p/lib/x86_64-linux-gnu/pkgconfig" \
+        cmake -S "$work/example" -B "$work/example_build" >/dev/null
+    cmake --build "$work/example_build" >/dev/null
+    env -i "$work/example_build/one_message" | grep -q "all 19 chunk bits set, bytes and immediate 0x5d12 as sent" ||
+        { echo "install check: the example built from $p does not run" >&2; exit 1; }
+done
+echo "install check: the installed example builds with its CMakeLists.txt (pkg-config) and runs"
 
 # Every man page is well-formed and renders. mandoc's lint (its own parser, no data files)
 # checks each page; man -l then renders it through groff, whose warnings (bad requests, unknown

@@ -1,5 +1,7 @@
 #include "side.hpp"
 
+#include "common/counters.hpp"
+
 #include <sdr/host/inspect.hpp>
 #include <sdr/reliability/scheme.hpp>
 #include <sdr_ext.h>
@@ -197,10 +199,11 @@ uint64_t counter(const std::vector<std::pair<std::string, uint64_t>>& all, const
 
 // Frames, CQEs, bytes placed, control datagrams, the kernel's drops, and every frame the NIC
 // dropped, by reason (hostile frames show up here), then every non-zero counter as sdr-stat
-// prints it.
+// prints it. A device that keeps no counters says so instead.
 std::string nic_report(sdr_context* ctx)
 {
     const auto all = nic_counters(ctx);
+    if (all.empty()) return "NIC: " + tools::counters_unavailable(sdr::host::device_name(ctx));
     auto get = [&](const std::string& name) { return counter(all, name); };
     auto n = [](uint64_t v) { return std::to_string(v); };
     const std::string drop_prefix = "port.rx_drop.";
@@ -222,10 +225,15 @@ std::string nic_report(sdr_context* ctx)
 }
 
 // The members rx_frames .. rx_drops_total, the object rx_drops (every drop reason, zeros
-// included) and the object counters (every counter).
+// included) and the object counters (every counter). A device that keeps no counters gets
+// counters null and none of the others: zeros would claim the NIC saw nothing.
 void nic_report(sdr_context* ctx, tools::Json* j)
 {
     const auto all = nic_counters(ctx);
+    if (all.empty()) {
+        (*j)["counters"] = nullptr;
+        return;
+    }
     const std::string drop_prefix = "port.rx_drop.";
     tools::Json drops = tools::Json::object(), counters = tools::Json::object();
     for (const auto& [k, v] : all) {

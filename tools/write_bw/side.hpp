@@ -120,7 +120,8 @@ struct Side {
 // Every counter of the context's NIC (sdr_stats.h), by name; one of them (0 if absent).
 std::vector<std::pair<std::string, uint64_t>> nic_counters(sdr_context* ctx);
 uint64_t counter(const std::vector<std::pair<std::string, uint64_t>>& all, const std::string& name);
-// What the NIC counted, as text (a summary line, then every non-zero counter) or JSON members.
+// What the NIC counted, as text (a summary line, then every non-zero counter) or JSON members;
+// on a device that keeps none ("verbs:"), that they are not available.
 std::string nic_report(sdr_context* ctx);
 void nic_report(sdr_context* ctx, tools::Json* j);
 
