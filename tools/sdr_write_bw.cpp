@@ -8,8 +8,7 @@
 #include "write_bw/bw.hpp"
 #include "write_bw/latency.hpp"
 #include "write_bw/scheme.hpp"
-
-#include <sdr/emu/fabric.hpp>
+#include "write_bw/sim_link.hpp"
 
 #include <sched.h>
 
@@ -24,13 +23,17 @@ using namespace sdr::write_bw;
 
 namespace {
 
-// The path the reliability layer starts from (it measures the RTT from its ACKs afterwards): on
-// sim: the simulated link; on raw:/xdp: a LAN of 1 ms RTT plus the added delay, 10 Gbit/s or
-// the shaped rate.
+// The path the reliability layer starts from (it measures RTT and delivery rate from its ACKs
+// afterwards): --rtt-ms and --gbps, else the path's own (first_estimates' callers).
 struct PathGuess {
-    double rtt_ms = 10, bw_gbps = 10;
+    double rtt_ms = 0, bw_gbps = 0;
 };
 PathGuess g_path;
+
+PathGuess first_estimates(const Options& o, double path_rtt_ms, double path_gbps)
+{
+    return {o.rtt_ms > 0 ? o.rtt_ms : path_rtt_ms, o.gbps > 0 ? o.gbps : path_gbps};
+}
 
 RunParams params(const Options& o, uint64_t size)
 {
@@ -115,8 +118,9 @@ void print_report(const Options& o, const RunParams& rp, const Party& p, const c
             std::printf(" %12s %10s %10s %10s %10s %10s %10s %10s %10s\n", "bytes", "iterations", "t_min[us]", "t_max[us]",
                         "t_typical", "t_avg[us]", "t_stdev", "99%[us]", "99.9%[us]");
         else if (rp.scheme[0])
-            std::printf(" %12s %10s %-14s %12s %16s %10s %10s %14s\n", "bytes", "iterations", "scheme", "Gbit/s sent",
-                        "goodput Gbit/s", "delivered", "failed", "retransmitted");
+            std::printf(" %12s %10s %-14s %12s %16s %10s %10s %14s %12s %12s\n", "bytes", "iterations", "scheme",
+                        "Gbit/s sent", "goodput Gbit/s", "delivered", "failed", "retransmitted", "msg mean[ms]",
+                        "msg p99[ms]");
         else
             std::printf(" %12s %10s %12s %10s %12s %16s %12s\n", "bytes", "iterations", "Gbit/s sent", "Mpps", "msgs/s",
                         "goodput Gbit/s", "chunks lost");
@@ -197,16 +201,11 @@ int run_client(const Options& o)
 }
 
 // -d sim[:N]: the client on NIC N, the server on NIC N+1 of this process's simulated fabric, in
-// one thread; the control messages go through a queue instead of TCP. The link is a data-centre
-// one (100 Gbit/s, 10 us RTT) unless SDR_SIM_BW_GBPS / SDR_SIM_RTT_MS say otherwise; --loss,
-// --burst, --reorder, --dup, --seed and --pcap apply to it (both directions).
+// one thread; the control messages go through a queue instead of TCP. The link: sim_link.hpp.
 int run_sim(const Options& o)
 {
-    sdr::emu::FabricParams fp;
-    fp.link.rtt_ms = 0.01;
-    std::string err;
-    if (!sdr::emu::FabricParams::from_env(&fp, &err)) die(err);
-    g_path = PathGuess{fp.link.rtt_ms, fp.link.bandwidth_gbps};
+    const sdr::emu::FabricParams fp = sim_fabric_params(o);
+    g_path = first_estimates(o, fp.link.rtt_ms, fp.link.bandwidth_gbps);
     sdr::emu::SimFabric::install(std::make_unique<sdr::emu::SimFabric>(fp));
     const uint32_t n = o.device == "sim" ? 0 : static_cast<uint32_t>(std::atoi(o.device.c_str() + 4));
     if (n > 254) die("-d sim:N: N must be 0..254 (the server takes N+1)");
@@ -242,7 +241,7 @@ int main(int argc, char** argv)
         if (sched_setaffinity(0, sizeof set, &set)) die("--app-core " + std::to_string(o.app_core) + ": " + std::strerror(errno));
     }
     if (o.sim()) return run_sim(o);
-    if (const char* d = std::getenv("SDR_RT_DELAY_MS")) g_path.rtt_ms += 2 * std::atof(d);
-    if (const char* r = std::getenv("SDR_RT_RATE_GBPS")) g_path.bw_gbps = std::atof(r);
+    // 10 ms of RTT plus both sides' added delay, 10 Gbit/s unless shaped.
+    g_path = first_estimates(o, 10 + 2 * o.delay_ms, o.rate_gbps > 0 ? o.rate_gbps : 10);
     return o.server.empty() ? run_server(o) : run_client(o);
 }

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <deque>
 
 namespace sdr::write_bw {
@@ -110,9 +109,8 @@ public:
         sdr_mr_lkey_get(mr_, &lkey_);
         nchunks_ = (rp.size + rp.chunk - 1) / rp.chunk;
         // A message the sender has sent whole is complete when its bitmap is, or when nothing
-        // more can arrive: 20 ms (plus the added delay, or --settle-ms) after it was reported sent.
-        const char* delay = std::getenv("SDR_RT_DELAY_MS");
-        settle_ = o.settle_ms >= 0 ? o.settle_ms / 1e3 : 0.02 + (delay && !o.sim() ? 2 * std::atof(delay) / 1e3 : 0);
+        // more can arrive: 20 ms (plus twice the added delay, or --settle-ms) after it was reported sent.
+        settle_ = o.settle_ms >= 0 ? o.settle_ms / 1e3 : 0.02 + 2 * o.delay_ms / 1e3;
         post();
     }
     ~BwReceiver() override { sdr_mr_dereg(mr_); }

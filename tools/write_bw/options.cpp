@@ -8,9 +8,11 @@
 
 #include <sched.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 #include <tuple>
+#include <vector>
 
 namespace sdr::write_bw {
 
@@ -27,7 +29,7 @@ Options parse(int argc, char** argv)
     app.add_option("-d,--device", o.device, "raw:IFNAME (AF_PACKET), xdp:IFNAME (AF_XDP), verbs:IBDEV (an rdma-core device) or sim (both sides here)")
         ->type_name("NAME")
         ->required();
-    add_count(app, "-p,--port", &o.port, 1, 65535, "TCP bootstrap port")->default_str("18515");
+    add_count(app, "-p,--port", &o.port, 1, 65535, "TCP bootstrap port (not on sim)")->default_str("18515");
     add_size(app, "-s,--size", &o.size, 1, (1ull << 32) - 1, "message size")->default_str("1M");
     app.add_flag("-a,--all", o.all_sizes, "client: every size 2^k from 2 B to 8 MiB, one run each (one table row, one JSON object)");
     add_count(app, "-n,--iters", &o.iters, 1, 1u << 30, "measured messages (latency: round trips)")->default_str("1000");
@@ -52,29 +54,58 @@ Options parse(int argc, char** argv)
                         throw OptionError(name + ": " + sdr_rel_last_error());
                     o.scheme = v;
                 });
-    // Settings the device reads from its environment when it opens: SDR_RT_* on raw:/xdp:, and
-    // for the impairments the simulated link's SDR_SIM_* on sim.
-    static const std::tuple<const char*, const char*, const char*, const char*> env_opts[] = {
+    // Settings the device reads from its environment when it opens: SDR_RT_* on raw:/xdp:/verbs:.
+    // -d sim takes every impairment on its link, in both directions: the first six set its
+    // SDR_SIM_* of the same name, run_sim puts --delay-ms, --rate-gbps and --snaplen on the link.
+    // What only a real device has is refused there (below), never ignored.
+    static const std::tuple<const char*, const char*, const char*, const char*> sim_env_opts[] = {
         {"--loss", "LOSS", "P", "i.i.d. loss of what this side sends (sim: both directions)"},
-        {"--burst", "BURST", "GB,BG[,LB]", "Gilbert-Elliott burst loss of what this side sends"},
-        {"--reorder", "REORDER", "P,US", "delay a share P of frames by US microseconds"},
-        {"--dup", "DUP", "P", "duplicate a share P of frames"},
-        {"--delay-ms", "DELAY_MS", "D", "added one-way delay"},
-        {"--rate-gbps", "RATE_GBPS", "G", "shape what this side sends to G Gbit/s"},
+        {"--burst", "BURST", "GB,BG[,LB]", "Gilbert-Elliott burst loss of what this side sends (sim: both directions)"},
+        {"--reorder", "REORDER", "P,US", "delay a share P of frames by US microseconds (sim: both directions)"},
+        {"--dup", "DUP", "P", "duplicate a share P of frames (sim: both directions)"},
         {"--seed", "SEED", "N", "the impairments' random seed"},
-        {"--pcap", "PCAP", "FILE", "capture this NIC's frames; FILE.pcapng also records what the impairments dropped"},
-        {"--snaplen", "SNAPLEN", "N", "bytes kept of each data frame (0: whole frames)"},
-        {"--core", "CORE", "N", "pin the NIC's polling thread to core N"},
-        {"--workers", "WORKER_THREADS", "N", "DPA workers on N dedicated threads (0: inline)"},
-        {"--worker-cores", "WORKER_CORES", "LIST", "the workers' cores"},
-        {"--xdp-mode", "XDP_MODE", "auto|native|generic", "how xdp: attaches its program"}};
-    for (const auto& [opt, var, type, help] : env_opts)
+        {"--pcap", "PCAP", "FILE", "capture this NIC's frames (sim: both NICs'); FILE.pcapng also records what the impairments dropped"}};
+    for (const auto& [opt, var, type, help] : sim_env_opts)
         app.add_option_function<std::string>(
                opt,
                [var = std::string(var)](const std::string& v) {
                    setenv(("SDR_RT_" + var).c_str(), v.c_str(), 1);
-                   if (var == "LOSS" || var == "BURST" || var == "REORDER" || var == "DUP" || var == "SEED" || var == "PCAP")
-                       setenv(("SDR_SIM_" + var).c_str(), v.c_str(), 1);
+                   setenv(("SDR_SIM_" + var).c_str(), v.c_str(), 1);
+               },
+               help)
+            ->type_name(type);
+    bind_option(app, "--delay-ms", "D", "added one-way delay of what this side sends (sim: the link's RTT grows by 2 D)",
+                [&o](const std::string& name, const std::string& v) {
+                    o.delay_ms = parse_real(name, v, 0, 10'000);
+                    setenv("SDR_RT_DELAY_MS", v.c_str(), 1);
+                });
+    bind_option(app, "--rate-gbps", "G", "shape what this side sends to G Gbit/s, 0: not shaped (sim: the link's rate)",
+                [&o](const std::string& name, const std::string& v) {
+                    o.rate_gbps = parse_real(name, v, 0, 10'000);
+                    setenv("SDR_RT_RATE_GBPS", v.c_str(), 1);
+                });
+    bind_option(app, "--snaplen", "N", "bytes kept of each data frame in the capture (0: whole frames)",
+                [&o](const std::string& name, const std::string& v) {
+                    o.snaplen = static_cast<uint32_t>(parse_count(name, v, 0, UINT32_MAX));
+                    setenv("SDR_RT_SNAPLEN", v.c_str(), 1);
+                });
+    // Only a real device has a polling thread, worker threads and an XDP program; the reason
+    // -d sim refuses each.
+    std::vector<std::string> real_only;
+    static const std::tuple<const char*, const char*, const char*, const char*, const char*> real_env_opts[] = {
+        {"--core", "CORE", "N", "pin the NIC's polling thread to core N (not on sim)",
+         "the simulator has no polling thread (it runs in this program's thread: --app-core pins that)"},
+        {"--workers", "WORKER_THREADS", "N", "DPA workers on N dedicated threads, 0: inline (not on sim)",
+         "the simulator runs the DPA workers in its own thread (-c sets how many)"},
+        {"--worker-cores", "WORKER_CORES", "LIST", "the workers' cores (not on sim)",
+         "the simulator runs the DPA workers in its own thread (-c sets how many)"},
+        {"--xdp-mode", "XDP_MODE", "auto|native|generic", "how xdp: attaches its program (not on sim)", "only xdp: attaches an XDP program"}};
+    for (const auto& [opt, var, type, help, why] : real_env_opts)
+        app.add_option_function<std::string>(
+               opt,
+               [&real_only, var = std::string(var), refusal = std::string(opt) + ": " + why](const std::string& v) {
+                   setenv(("SDR_RT_" + var).c_str(), v.c_str(), 1);
+                   real_only.push_back(refusal);
                },
                help)
             ->type_name(type);
@@ -86,12 +117,28 @@ Options parse(int argc, char** argv)
            "transport QPs RC (default) or UC; both sides must agree (--scheme always uses UC)")
         ->type_name("RC|UC")
         ->check(CLI::IsMember({"RC", "UC"}));
-    app.add_flag_callback("--busy-poll", [] { setenv("SDR_RT_BUSY_POLL", "1", 1); }, "never sleep the NIC's polling thread");
+    app.add_flag_callback(
+        "--busy-poll",
+        [&real_only] {
+            setenv("SDR_RT_BUSY_POLL", "1", 1);
+            real_only.push_back("--busy-poll: the simulator has no polling thread (its virtual clock never sleeps)");
+        },
+        "never sleep the NIC's polling thread (not on sim)");
     add_count(app, "--app-core", &o.app_core, 0, CPU_SETSIZE - 1,
               "pin this program's own threads (and unpinned workers) to core N, keeping them off the polling thread's core");
     add_count(app, "--timeout-ms", &o.timeout_ms, 1, 1u << 30, "bootstrap timeout")->default_str("10000");
+    add_real(app, "--rtt-ms", &o.rtt_ms, 0, 1e5,
+             "the reliability layer's first RTT estimate, which the endpoint then measures from its ACKs (default: raw:, "
+             "xdp:, verbs: 10 ms + 2 x --delay-ms; sim: the simulated link's RTT)",
+             true)
+        ->type_name("R");
+    add_real(app, "--gbps", &o.gbps, 0, 1e6,
+             "the reliability layer's first delivery-rate estimate in Gbit/s, which the endpoint then measures from its "
+             "ACKs (default: raw:, xdp:, verbs: --rate-gbps or 10; sim: the simulated link's rate)",
+             true)
+        ->type_name("G");
     add_count(app, "--settle-ms", &o.settle_ms, 0, 1u << 30,
-              "server: how long a message the client reported sent still waits for its packets (20 + 2 x SDR_RT_DELAY_MS)");
+              "server: how long a message the client reported sent still waits for its packets (20 + 2 x --delay-ms)");
     app.add_flag("--json", o.json, "one JSON object per side instead of the table");
     app.add_flag("--verify", o.verify, "receiver: check every complete chunk's (--scheme: delivered message's) bytes (costs CPU)");
     parse_or_exit(app, argc, argv, 1);
@@ -102,6 +149,18 @@ Options parse(int argc, char** argv)
     if (o.latency && (o.bidirectional || !o.scheme.empty()))
         bad("--latency: ping-pong is one message each way over raw SDR writes; not with -b or --scheme");
     if (o.sim() && !o.server.empty()) bad("-d sim runs server and client in this process: no SERVER_ADDRESS");
+    const bool client = o.sim() || !o.server.empty();
+    if (client && o.scheme.empty() && (o.rtt_ms > 0 || o.gbps > 0))
+        bad(std::string(o.rtt_ms > 0 ? "--rtt-ms" : "--gbps") + ": a first estimate of the reliability layer: only with --scheme");
+    if (o.sim()) {
+        if (!real_only.empty()) bad("-d sim: " + real_only.front());
+        if (app.count("--port")) bad("-d sim: --port: both sides are in this process, with no TCP bootstrap");
+    } else {
+        // Given in the environment instead, they still shape the path: the settle time and the
+        // first estimates count them too.
+        if (const char* d = std::getenv("SDR_RT_DELAY_MS"); d && !app.count("--delay-ms")) o.delay_ms = std::atof(d);
+        if (const char* r = std::getenv("SDR_RT_RATE_GBPS"); r && !app.count("--rate-gbps")) o.rate_gbps = std::atof(r);
+    }
     return o;
 }
 

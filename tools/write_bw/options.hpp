@@ -21,6 +21,12 @@ struct Options {
     bool latency = false;        // ping-pong of one message each way
     bool bidirectional = false;  // -b: both sides send and receive at once
     std::string scheme;          // through sdr_rel.h; empty: raw sdr_send
+    // The path's shape that -d sim puts on its link and the reliability layer starts from:
+    // --delay-ms and --rate-gbps (on real devices also SDR_RT_DELAY_MS / SDR_RT_RATE_GBPS, which
+    // the device reads itself); --snaplen, the capture's.
+    double delay_ms = 0, rate_gbps = 0;  // rate 0: not shaped
+    uint32_t snaplen = 0;                // 0: whole frames
+    double rtt_ms = 0, gbps = 0;         // --rtt-ms, --gbps: first estimates; 0: from the path
 
     // "sim" or "sim:N": server and client in this process on the simulated fabric.
     bool sim() const { return device == "sim" || device.rfind("sim:", 0) == 0; }

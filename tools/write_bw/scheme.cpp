@@ -1,5 +1,7 @@
 #include "scheme.hpp"
 
+#include "experiment/stats.hpp"
+
 #include <sdr_mr.h>
 
 #include <algorithm>
@@ -9,6 +11,37 @@
 namespace sdr::write_bw {
 
 namespace {
+
+// The endpoint's path estimate (sdr_rel_path_get) at the end of the run: what its timers went by.
+sdr_rel_path path_of(const Side& s)
+{
+    sdr_rel_path p{};
+    if (sdr_rel_path_get(s.ep, &p) != SDR_SUCCESS) die_rel("sdr_rel_path_get");
+    return p;
+}
+
+tools::Json path_json(const sdr_rel_path& p)
+{
+    return tools::Json{{"srtt_ms", tools::json_real(p.rtt_ms)},
+                       {"rttvar_ms", tools::json_real(p.rttvar_ms)},
+                       {"rto_ms", tools::json_real(p.rto_ms)},
+                       {"delivery_gbps", tools::json_real(p.bw_gbps)},
+                       {"drop", tools::json_real(p.drop)},
+                       {"drop_samples", p.samples},
+                       {"rtt_samples", p.rtt_samples},
+                       {"rate_samples", p.rate_samples}};
+}
+
+// One line; a count of 0 says the value is still the first estimate.
+std::string path_text(const sdr_rel_path& p)
+{
+    char b[256];
+    std::snprintf(b, sizeof b, "path: SRTT %.3f ms (RTTVAR %.3f, RTO %.3f ms; %llu samples), delivery %.3f Gbit/s "
+                  "(%llu samples), drop %.2e (%llu chunks)", p.rtt_ms, p.rttvar_ms, p.rto_ms,
+                  (unsigned long long)p.rtt_samples, p.bw_gbps, (unsigned long long)p.rate_samples, p.drop,
+                  (unsigned long long)p.samples);
+    return b;
+}
 
 class RelSender final : public Role {
 public:
@@ -42,9 +75,14 @@ public:
             if (completed_++ >= rp_.warmup) {
                 failed_ += !st.ok;
                 retransmitted_ += st.retransmitted_chunks;
+                if (st.ok) msg_ms_.push_back((st.done_ns - st.post_ns) / 1e6);
                 if (!st.ok && error_.empty()) error_ = st.error;
             }
-            if (completed_ == total()) t_end_ = s_.now_s();
+            if (completed_ == total()) {
+                t_end_ = s_.now_s();
+                msg_ms_summary_ = exp::summarize(msg_ms_);
+                path_ = path_of(s_);
+            }
             moved = true;
         }
         return moved;
@@ -62,16 +100,20 @@ public:
         (*j)["messages_failed"] = r_.failed;
         (*j)["acked_failed"] = failed_;
         (*j)["retransmitted_chunks"] = retransmitted_;
+        (*j)["msg_ms_mean"] = tools::json_real(msg_ms_summary_.mean);
+        (*j)["msg_ms_p99"] = tools::json_real(msg_ms_summary_.p99);
         if (!error_.empty()) (*j)["error"] = error_;
         (*j)["seconds"] = secs();
+        (*j)["path"] = path_json(path_);
     }
     std::string text() const override
     {
-        char b[256];
-        std::snprintf(b, sizeof b, " %12llu %10u %-14s %12.2f %16.2f %10u %10u %14llu", (unsigned long long)rp_.size,
-                      rp_.iters, rp_.scheme, rp_.size * 8.0 * rp_.iters / secs() / 1e9, goodput_gbps(), r_.messages,
-                      r_.failed, (unsigned long long)retransmitted_);
-        return b + (error_.empty() ? std::string() : "\nfirst failure: " + error_);
+        char b[320];
+        std::snprintf(b, sizeof b, " %12llu %10u %-14s %12.2f %16.2f %10u %10u %14llu %12.3f %12.3f",
+                      (unsigned long long)rp_.size, rp_.iters, rp_.scheme, rp_.size * 8.0 * rp_.iters / secs() / 1e9,
+                      goodput_gbps(), r_.messages, r_.failed, (unsigned long long)retransmitted_, msg_ms_summary_.mean,
+                      msg_ms_summary_.p99);
+        return b + ("\n" + path_text(path_)) + (error_.empty() ? std::string() : "\nfirst failure: " + error_);
     }
     // Delivered bytes over the time from the first measured send to the last acknowledgement.
     double goodput_gbps() const override { return r_.bytes_received * 8.0 / secs() / 1e9; }
@@ -88,6 +130,9 @@ private:
     std::deque<uint64_t> ids_;
     uint32_t next_ = 0, completed_ = 0, failed_ = 0;
     uint64_t retransmitted_ = 0;
+    std::vector<double> msg_ms_;  // each measured message's completion time (acknowledged ones)
+    exp::Summary msg_ms_summary_;
+    sdr_rel_path path_{};
     std::string error_;
     double t_start_ = 0, t_end_ = 0;
     Result r_{};
@@ -146,6 +191,7 @@ public:
         }
         if (done_ == total() && !result_sent_) {
             r_.seconds = s_.now_s() - t_start_;
+            path_ = path_of(s_);
             peer_.send(r_);
             result_sent_ = true;
         }
@@ -164,6 +210,7 @@ public:
         (*j)["fallbacks"] = fallbacks_;
         (*j)["corrupt_messages"] = o_.verify ? tools::Json(r_.corrupt) : tools::Json(nullptr);
         (*j)["seconds"] = r_.seconds;
+        (*j)["path"] = path_json(path_);
     }
     std::string text() const override
     {
@@ -172,7 +219,8 @@ public:
                       "decoded, %llu fallbacks", rp_.scheme, r_.messages, rp_.iters,
                       (unsigned long long)r_.bytes_received, r_.seconds, goodput_gbps(), (unsigned long long)decoded_,
                       (unsigned long long)fallbacks_);
-        return b + (o_.verify ? "\nverified every delivered message: " + std::to_string(r_.corrupt) + " corrupt" : std::string());
+        return b + ("\n" + path_text(path_)) +
+               (o_.verify ? "\nverified every delivered message: " + std::to_string(r_.corrupt) + " corrupt" : std::string());
     }
     // Delivered bytes from the last warm-up delivery to the last delivery.
     double goodput_gbps() const override { return r_.bytes_received * 8.0 / r_.seconds / 1e9; }
@@ -191,6 +239,7 @@ private:
     std::deque<uint64_t> ids_;
     uint32_t next_ = 0, done_ = 0;
     uint64_t decoded_ = 0, fallbacks_ = 0;
+    sdr_rel_path path_{};
     double t_start_ = 0;
     Result r_{};
     bool result_sent_ = false;
