@@ -178,7 +178,9 @@ protected:
             if (pkt_ == 0) hdr_ = reinterpret_cast<uint8_t*>(bd) + bd->hdr.bh1.offset_to_first_pkt;
             while (pkt_ < bd->hdr.bh1.num_pkts && n < max) {
                 auto* h = reinterpret_cast<tpacket3_hdr*>(hdr_);
-                sink(ctx, hdr_ + h->tp_mac, h->tp_snaplen);
+                // tpacket_rcv stamps every frame it puts in the ring from CLOCK_REALTIME (the
+                // skb's software stamp or the time it copies the frame), in ns with TPACKET_V3.
+                sink(ctx, hdr_ + h->tp_mac, h->tp_snaplen, uint64_t{h->tp_sec} * 1'000'000'000u + h->tp_nsec);
                 stats_.rx_frames++;
                 stats_.rx_bytes += h->tp_snaplen;
                 n++;

@@ -419,7 +419,7 @@ bool XdpPort::open(const std::string& ifname, const PortOptions& opt, std::strin
 
 void XdpPort::deliver(FrameSink sink, void* ctx, const uint8_t* data, size_t len)
 {
-    sink(ctx, data, len);
+    sink(ctx, data, len, 0);  // AF_XDP carries no arrival stamp
     st_.rx_frames++;
     st_.rx_bytes += len;
 }

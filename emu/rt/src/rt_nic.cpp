@@ -42,6 +42,17 @@ uint64_t mono_ns()
     return uint64_t(ts.tv_sec) * 1'000'000'000ull + uint64_t(ts.tv_nsec);
 }
 
+// What a capture stamps a frame with: the wall clock, as tcpdump does, so captures taken in two
+// namespaces or on two hosts line up with each other and with logs; the NIC itself keeps the
+// monotonic clock. One vDSO read per captured frame, none without a capture: deriving the stamp
+// from a per-batch offset to the monotonic clock would still read a clock per frame.
+uint64_t wall_ns()
+{
+    timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return uint64_t(ts.tv_sec) * 1'000'000'000ull + uint64_t(ts.tv_nsec);
+}
+
 }  // namespace
 
 bool RtParams::from_env(RtParams* out, std::string* err)
@@ -253,24 +264,27 @@ void RtNic::run()
 bool RtNic::poll_once(uint64_t now)
 {
     c_.polls++;
-    bool did = receive(now);
+    bool did = receive();
     did |= fire_timers(now);
     did |= transmit(now);
     return did;
 }
 
-bool RtNic::receive(uint64_t now)
+bool RtNic::receive()
 {
+    // A frame is stamped when the port took it: the kernel's stamp, else (AF_XDP) ours, read
+    // before the NIC works on it.
     if (pcap_.pcapng())  // the frame is recorded after the NIC saw it, with the drop it counted
-        return port_->rx_burst(p_.port.rx_batch, [&](const uint8_t* f, size_t len) {
+        return port_->rx_burst(p_.port.rx_batch, [&](const uint8_t* f, size_t len, uint64_t kernel_ns) {
+            const uint64_t at = kernel_ns ? kernel_ns : wall_ns();
             capture_note::RxDropWatch watch(nic_->counters().rx_drops);
             nic_->rx_frame(f, len);
             std::string note;
             watch.append_reason(&note);
-            capture_ng(now, f, len, false, pcapng::kFlagInbound, note);
+            capture_ng(at, f, len, false, pcapng::kFlagInbound, note);
         }) > 0;
-    return port_->rx_burst(p_.port.rx_batch, [&](const uint8_t* f, size_t len) {
-        capture(now, f, len);
+    return port_->rx_burst(p_.port.rx_batch, [&](const uint8_t* f, size_t len, uint64_t kernel_ns) {
+        capture(kernel_ns, f, len);
         nic_->rx_frame(f, len);
     }) > 0;
 }
@@ -295,11 +309,12 @@ bool RtNic::transmit(uint64_t now)
     bool did = false;
     const size_t cap = port_->info().max_frame;
     // What the shaper did to a frame: its capture_note bits, recorded only in a pcapng.
+    // Stamped as it is handed to the port (0: now).
     auto tx_capture = [&](const uint8_t* f, size_t len, uint8_t note_bits) {
-        if (!pcap_.pcapng()) return capture(now, f, len);
+        if (!pcap_.pcapng()) return capture(0, f, len);
         std::string note;
         capture_note::append_link(&note, note_bits);
-        capture_ng(now, f, len, true, pcapng::kFlagOutbound, note);
+        capture_ng(0, f, len, true, pcapng::kFlagOutbound, note);
     };
     auto to_port = [&](const uint8_t* f, size_t len, uint8_t note_bits) {
         uint8_t* b = port_->tx_alloc();
@@ -339,7 +354,7 @@ bool RtNic::transmit(uint64_t now)
             } else if (v.copies) {
                 shaper_.hold(now, buf, len, v);
             } else if (pcap_.pcapng()) {  // dropped: recorded where it would have left
-                capture_ng(now, buf, len, true, pcapng::kFlagOutbound | pcapng::kFlagLinkDrop,
+                capture_ng(0, buf, len, true, pcapng::kFlagOutbound | pcapng::kFlagLinkDrop,
                            v.burst ? capture_note::kBurstDrop : capture_note::kLossDrop);
             }
         }
@@ -370,18 +385,19 @@ uint32_t RtNic::capture_len(const uint8_t* f, size_t len) const
     return (!ctrl && p_.pcap_snaplen && p_.pcap_snaplen < len) ? p_.pcap_snaplen : static_cast<uint32_t>(len);
 }
 
-void RtNic::capture(uint64_t now, const uint8_t* f, size_t len)
+void RtNic::capture(uint64_t at_ns, const uint8_t* f, size_t len)
 {
     if (!pcap_.is_open()) return;
-    pcap_.write(now * 1000, f, capture_len(f, len), static_cast<uint32_t>(len));
+    pcap_.write_ns(at_ns ? at_ns : wall_ns(), f, capture_len(f, len), static_cast<uint32_t>(len), pcapng::FrameNote{});
     pcap_dirty_ = true;
 }
 
-void RtNic::capture_ng(uint64_t now, const uint8_t* f, size_t len, bool tx, uint32_t flags, const std::string& note)
+void RtNic::capture_ng(uint64_t at_ns, const uint8_t* f, size_t len, bool tx, uint32_t flags, const std::string& note)
 {
     uint32_t& id = tx ? pcap_tx_iface_ : pcap_rx_iface_;
     if (!id) id = pcap_.interface(port_->info().ifname + (tx ? ".tx" : ".rx")) + 1;
-    pcap_.write(now * 1000, f, capture_len(f, len), static_cast<uint32_t>(len), pcapng::FrameNote{id - 1, flags, note});
+    pcap_.write_ns(at_ns ? at_ns : wall_ns(), f, capture_len(f, len), static_cast<uint32_t>(len),
+                   pcapng::FrameNote{id - 1, flags, note});
     pcap_dirty_ = true;
 }
 

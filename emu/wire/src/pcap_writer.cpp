@@ -42,8 +42,8 @@ bool PcapWriter::open(const std::string& path, Format format, std::string* err)
         ng_ = std::move(w);
         return true;
     }
-    // Nanosecond precision: simulated packets of a 400 Gbit/s link are ~80 ns apart, which
-    // microsecond stamps would collapse.
+    // Nanosecond precision (the file's magic is 0xa1b23c4d): simulated packets of a 400 Gbit/s
+    // link are ~80 ns apart, which microsecond stamps would collapse.
     dead_ = pcap_open_dead_with_tstamp_precision(DLT_EN10MB, kSnapLen, PCAP_TSTAMP_PRECISION_NANO);
     if (!dead_) {
         if (err) *err = "pcap_open_dead failed";
@@ -59,10 +59,9 @@ bool PcapWriter::open(const std::string& path, Format format, std::string* err)
     return true;
 }
 
-void PcapWriter::write(uint64_t ts_ps, const uint8_t* bytes, uint32_t caplen, uint32_t origlen,
-                       const pcapng::FrameNote& note)
+void PcapWriter::write_ns(uint64_t ns, const uint8_t* bytes, uint32_t caplen, uint32_t origlen,
+                          const pcapng::FrameNote& note)
 {
-    const uint64_t ns = ts_ps / 1000;
     if (ng_) {
         ng_->write(ns, bytes, std::min(caplen, origlen), origlen, note);
         return;

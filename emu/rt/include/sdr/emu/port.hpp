@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <type_traits>
 
 namespace sdr::emu {
 
@@ -63,12 +64,21 @@ public:
     virtual const PortInfo& info() const = 0;
 
     // Receive up to `max` frames without blocking; `on_frame(data, len)` sees each frame, valid
-    // only during the call. Returns the number of frames delivered.
+    // only during the call. `on_frame(data, len, kernel_ns)` also gets the wall-clock time
+    // (CLOCK_REALTIME, ns) the kernel stamped the frame with when it arrived, or 0 from a port
+    // whose kernel path stamps none (AF_XDP). Returns the number of frames delivered.
     template <class F>
     size_t rx_burst(size_t max, F&& on_frame)
     {
-        return rx_burst_impl(max, [](void* ctx, const uint8_t* d, size_t n) { (*static_cast<F*>(ctx))(d, n); },
-                             &on_frame);
+        using Fn = std::remove_reference_t<F>;
+        return rx_burst_impl(
+            max,
+            [](void* ctx, const uint8_t* d, size_t n, uint64_t kernel_ns) {
+                Fn& f = *static_cast<Fn*>(ctx);
+                if constexpr (std::is_invocable_v<Fn&, const uint8_t*, size_t, uint64_t>) f(d, n, kernel_ns);
+                else f(d, n);
+            },
+            &on_frame);
     }
 
     // Buffer for one outgoing frame of up to info().max_frame bytes, or nullptr while the TX
@@ -92,7 +102,7 @@ public:
     virtual PortStats stats() const = 0;
 
 protected:
-    using FrameSink = void (*)(void* ctx, const uint8_t* data, size_t len);
+    using FrameSink = void (*)(void* ctx, const uint8_t* data, size_t len, uint64_t kernel_ns);
     virtual size_t rx_burst_impl(size_t max, FrameSink sink, void* ctx) = 0;
 };
 

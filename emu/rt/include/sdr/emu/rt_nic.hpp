@@ -101,14 +101,15 @@ private:
     RtNic(const RtParams& p, std::unique_ptr<Port> port);
     void run();
     bool poll_once(uint64_t now);  // lock held; true if it did anything
-    bool receive(uint64_t now);
+    bool receive();
     bool transmit(uint64_t now);
     bool fire_timers(uint64_t now);
     uint64_t next_deadline() const;
     uint32_t capture_len(const uint8_t* f, size_t len) const;
-    void capture(uint64_t now, const uint8_t* f, size_t len);
+    // Records a frame stamped at_ns (wall clock, ns since the epoch; 0: now). No-op without a capture.
+    void capture(uint64_t at_ns, const uint8_t* f, size_t len);
     // pcapng: the frame on this port's "IF.tx" or "IF.rx" interface with its flags and comment.
-    void capture_ng(uint64_t now, const uint8_t* f, size_t len, bool tx, uint32_t flags, const std::string& note);
+    void capture_ng(uint64_t at_ns, const uint8_t* f, size_t len, bool tx, uint32_t flags, const std::string& note);
     void idle(uint64_t until_ns);
     void notify_host();
 

@@ -1,9 +1,9 @@
-// The pcap tap: records frames that crossed an emulated link, stamped with (virtual) time, in a
-// nanosecond-resolution capture file that Wireshark/tshark read: classic pcap (libpcap's
-// writer), or pcapng (pcapng.hpp) when the path ends in ".pcapng". Only pcapng carries what the
-// link and the NIC decided (interfaces, directions, drop flags, comments); a classic pcap gets
-// the bytes of the frames that arrived. One writer per file, used from one thread (the
-// simulator's, or the tap's); not synchronised.
+// The pcap tap: records frames that crossed an emulated link, stamped with virtual time (the
+// simulator) or the wall clock (real time), in a nanosecond-resolution capture file that
+// Wireshark/tshark read: classic pcap (libpcap's writer), or pcapng (pcapng.hpp) when the path
+// ends in ".pcapng". Only pcapng carries what the link and the NIC decided (interfaces,
+// directions, drop flags, comments); a classic pcap gets the bytes of the frames that arrived.
+// One writer per file, used from one thread (the simulator's, or the tap's); not synchronised.
 #pragma once
 
 #include <sdr/emu/pcapng.hpp>
@@ -43,10 +43,16 @@ public:
     // origlen records a truncated capture, e.g. headers only). No-op if not open.
     void write(uint64_t ts_ps, const uint8_t* bytes, uint32_t caplen, uint32_t origlen)
     {
-        write(ts_ps, bytes, caplen, origlen, pcapng::FrameNote{});
+        write_ns(ts_ps / 1000, bytes, caplen, origlen, pcapng::FrameNote{});
     }
     // The same with the frame's interface, flags and comment (kept only by pcapng).
-    void write(uint64_t ts_ps, const uint8_t* bytes, uint32_t caplen, uint32_t origlen, const pcapng::FrameNote& note);
+    void write(uint64_t ts_ps, const uint8_t* bytes, uint32_t caplen, uint32_t origlen, const pcapng::FrameNote& note)
+    {
+        write_ns(ts_ps / 1000, bytes, caplen, origlen, note);
+    }
+    // ts_ns: nanoseconds, e.g. since the epoch (the real-time tap's wall clock, which in
+    // picoseconds would overflow 64 bits).
+    void write_ns(uint64_t ts_ns, const uint8_t* bytes, uint32_t caplen, uint32_t origlen, const pcapng::FrameNote& note);
     // Hands what was written to the file, so a reader (tshark on a live run, a test) sees every
     // whole record so far.
     void flush();
