@@ -188,13 +188,14 @@ TEST(WriteBwSim, RateGbpsIsTheLinksRate)
     EXPECT_LT(sr_msg_ms(""), 1);
 }
 
-// --pcap and --snaplen on sim: the capture of both NICs, data frames cut at --snaplen.
+// --pcap and --snaplen on sim: the capture of both NICs, data frames cut at 128 B unless
+// --snaplen 0 keeps them whole.
 TEST(WriteBwSim, SnaplenCutsTheCapture)
 {
     const std::string dir = ::testing::TempDir();
     const std::string whole = dir + "write_bw_sim_whole.pcap", cut = dir + "write_bw_sim_cut.pcap";
-    sr_msg_ms("--pcap " + whole);
-    sr_msg_ms("--pcap " + cut + " --snaplen 128");
+    sr_msg_ms("--pcap " + whole + " --snaplen 0");
+    sr_msg_ms("--pcap " + cut);
     auto size = [](const std::string& f) {
         FILE* p = std::fopen(f.c_str(), "rb");
         if (!p) return -1L;

@@ -84,7 +84,7 @@ Options parse(int argc, char** argv)
                     o.rate_gbps = parse_real(name, v, 0, 10'000);
                     setenv("SDR_RT_RATE_GBPS", v.c_str(), 1);
                 });
-    bind_option(app, "--snaplen", "N", "bytes kept of each data frame in the capture (0: whole frames)",
+    bind_option(app, "--snaplen", "N", "bytes kept of each data frame in the capture (0: whole frames; default 128)",
                 [&o](const std::string& name, const std::string& v) {
                     o.snaplen = static_cast<uint32_t>(parse_count(name, v, 0, UINT32_MAX));
                     setenv("SDR_RT_SNAPLEN", v.c_str(), 1);
@@ -142,6 +142,8 @@ Options parse(int argc, char** argv)
     app.add_flag("--json", o.json, "one JSON object per side instead of the table");
     app.add_flag("--verify", o.verify, "receiver: check every complete chunk's (--scheme: delivered message's) bytes (costs CPU)");
     parse_or_exit(app, argc, argv, 1);
+    // Without --snaplen the default applies to a real device too, unless SDR_RT_SNAPLEN says otherwise.
+    setenv("SDR_RT_SNAPLEN", std::to_string(o.snaplen).c_str(), 0);
     auto bad = [](const std::string& what) {
         std::fprintf(stderr, "sdr_write_bw: %s (see --help)\n", what.c_str());
         std::exit(1);

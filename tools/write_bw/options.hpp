@@ -25,7 +25,7 @@ struct Options {
     // --delay-ms and --rate-gbps (on real devices also SDR_RT_DELAY_MS / SDR_RT_RATE_GBPS, which
     // the device reads itself); --snaplen, the capture's.
     double delay_ms = 0, rate_gbps = 0;  // rate 0: not shaped
-    uint32_t snaplen = 0;                // 0: whole frames
+    uint32_t snaplen = 128;              // 0: whole frames; 128, as sdr_demo: headers and immediate
     double rtt_ms = 0, gbps = 0;         // --rtt-ms, --gbps: first estimates; 0: from the path
 
     // "sim" or "sim:N": server and client in this process on the simulated fabric.
