@@ -4,7 +4,8 @@
 // carry the drop flag and their cause, and sdr-pcap's per-message retransmissions equal the
 // reliability layer's own counts. In process, a link with bursts, reordering and duplication
 // and hostile frames injected into a NIC: every decision is in the capture, matching the
-// link's and the NIC's counters.
+// link's and the NIC's counters. A CTS the reliability layer cannot decode is counted and listed,
+// and its SDR message joins no other message.
 #include "child_util.hpp"
 #include "sim_util.hpp"
 #include "tshark_util.hpp"
@@ -12,11 +13,15 @@
 #include <gtest/gtest.h>
 #include <sdr/emu/capture_notes.hpp>
 #include <sdr/emu/capture_reader.hpp>
+#include <sdr/emu/pcap_writer.hpp>
 #include <sdr/emu/pcapng.hpp>
 #include <sdr/emu/wire.hpp>
 #include <sdr/firmware/imm.h>
+#include <sdr/reliability/ctrl_msg.hpp>
+#include <sdr/reliability/scheme.hpp>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -239,6 +244,52 @@ TEST_F(PcapngDemo, ClassicPcapSummaryInfersTheSameRetransmissions)
         EXPECT_EQ(json_number(msgs[i], "retransmitted_chunks"), stats_[order_[i]].retransmitted);
         EXPECT_EQ(json_number(msgs[i], "lost"), 0);
     }
+}
+
+// The demo's capture with every CTS of its second connection (sr-nack) naming scheme id 200, as
+// from a build with a scheme this one lacks.
+TEST_F(PcapngDemo, SummaryListsUndecodableCtsAndMergesNoMessage)
+{
+    constexpr uint8_t kUnknownScheme = 200;
+    ASSERT_EQ(rel::find_scheme(kUnknownScheme), nullptr);
+    std::vector<emu::CaptureRecord> recs;
+    std::string err;
+    ASSERT_TRUE(emu::read_capture(ng_, &recs, &err)) << err;
+    std::vector<uint32_t> receivers;  // the receiver incarnations, in the order their CTS came
+    uint64_t changed = 0;
+    for (auto& r : recs) {
+        emu::wire::Parsed p;
+        rel::CtrlMsg c;
+        if (emu::wire::decode(r.bytes.data(), r.bytes.size(), &p) != emu::wire::Verdict::Ok ||
+            !emu::wire::has_deth(p.h.opcode) || !rel::decode(p.payload, p.payload_len, &c) || c.type != rel::CtrlType::Cts)
+            continue;
+        if (std::find(receivers.begin(), receivers.end(), c.from) == receivers.end()) receivers.push_back(c.from);
+        if (receivers.size() < 2 || c.from != receivers[1]) continue;
+        r.bytes[p.payload - r.bytes.data() + 3] = kUnknownScheme;  // byte 3: the scheme (ctrl_msg.hpp)
+        changed++;
+    }
+    ASSERT_GT(changed, 0u);
+    const std::string bad = dir_ + "/unknown_scheme.pcapng";
+    {
+        emu::PcapWriter w;
+        ASSERT_TRUE(w.open(bad, &err)) << err;
+        for (const auto& r : recs)
+            w.write_ns(r.ts_ns, r.bytes.data(), static_cast<uint32_t>(r.bytes.size()), r.origlen,
+                       emu::pcapng::FrameNote{w.interface(r.iface), r.flags, r.comment});
+    }
+    const std::string json = summary(bad), good = summary(ng_);
+    EXPECT_EQ(json_number(json, "ctrl_undecoded"), changed);
+    EXPECT_EQ(count_of(json, "scheme " + std::to_string(kUnknownScheme) + ", seq 0"), changed) << "each listed";
+    auto msgs = json_messages(json), good_msgs = json_messages(good);
+    ASSERT_EQ(msgs.size(), 3u) << json;
+    ASSERT_EQ(good_msgs.size(), 3u) << good;
+    EXPECT_EQ(msgs[0], good_msgs[0]) << "sr keeps its own SDR message only";
+    EXPECT_EQ(msgs[2], good_msgs[2]) << "so does ec-mds:8,2";
+    EXPECT_EQ(json_text(msgs[1], "code"), "") << "sr-nack: no CTS decoded";
+    EXPECT_EQ(json_number(msgs[1], "packets_sent"), 0);
+    const std::string unattributed = json.substr(json.find("\"unattributed\":"));
+    EXPECT_EQ(count_of(unattributed, "\"msg_id\":"), 1u) << "sr-nack's SDR message, on its own";
+    EXPECT_EQ(json_number(unattributed, "packets_sent"), json_number(good_msgs[1], "packets_sent"));
 }
 
 TEST_F(PcapngDemo, TheDissectorFlagsTheRepeatsAndTheLinksDropsOfAPcapngExactly)

@@ -1,9 +1,11 @@
 // sdr-pcap summary: frames -> SDR data messages and reliable messages (pcap_summary.hpp).
 #include "pcap_summary.hpp"
 
+#include "attribute.hpp"
 #include "common/json.hpp"
 
 #include <sdr/emu/capture_notes.hpp>
+#include <sdr/emu/ids.hpp>
 #include <sdr/emu/pcapng.hpp>
 #include <sdr/emu/wire.hpp>
 #include <sdr/firmware/imm.h>
@@ -113,6 +115,28 @@ std::vector<std::string> notes_of(const std::string& c)
 
 bool starts_with(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
 
+// A control QP's number: bit 23 set, the index's top bit clear (set: a verbs QP, whose UD
+// datagrams are the application's, not the reliability layer's).
+bool control_qp(uint32_t qpn)
+{
+    return (qpn & emu::NicIds::kCtrlQpnBit) && !(qpn & (1u << (emu::NicIds::kQpnIndexBits - 1)));
+}
+
+// What a datagram the decoder refused says in its header's first fields (ctrl_msg.hpp), so that
+// a person can tell which message it was meant for.
+std::string header_of(const Frame& f)
+{
+    if (!f.payload) return "cut before its end";
+    if (f.payload_len < rel::kCtrlHeaderBytes)
+        return std::to_string(f.payload_len) + " bytes, shorter than the " + std::to_string(rel::kCtrlHeaderBytes) +
+               "-byte header";
+    const uint8_t* p = f.payload;
+    uint64_t seq = 0;
+    for (int i = 7; i >= 0; i--) seq = seq << 8 | p[8 + i];  // little-endian
+    return "version " + std::to_string(p[0]) + ", type " + std::to_string(p[1]) + ", scheme " + std::to_string(p[3]) +
+           ", seq " + std::to_string(seq);
+}
+
 }  // namespace
 
 std::string ip_string(uint32_t ip)
@@ -132,13 +156,15 @@ bool summarize(const std::string& path, const SummaryOptions& o, Summary* s, std
         return false;
     }
     for (const auto& r : recs) s->pcapng |= !r.iface.empty();
-    // (src, dst, rkey, msg id) -> current message; (src, dst) -> messages started so far.
+    // (src, dst, rkey, msg id) -> current message: an SDR message is its id and its slot
+    // generation, whose root key the RETH carries; (src, dst) -> messages started so far.
     std::map<std::tuple<uint32_t, uint32_t, uint32_t, uint32_t>, size_t> open;
     std::map<std::pair<uint32_t, uint32_t>, uint64_t> started;
     std::map<std::tuple<uint32_t, uint32_t, uint32_t, uint64_t>, size_t> rels;
     const uint64_t wrap = uint64_t{1} << (o.msg_bits - 1);
 
-    for (const auto& r : recs) {
+    for (size_t i = 0; i < recs.size(); i++) {
+        const emu::CaptureRecord& r = recs[i];
         s->frames++;
         const bool dropped = r.flags & emu::pcapng::kFlagLinkDrop;
         bool nic_drop = false;
@@ -190,10 +216,13 @@ bool summarize(const std::string& path, const SummaryOptions& o, Summary* s, std
             m.highest = std::max(m.highest, d.packet_offset);
             continue;
         }
-        rel::CtrlMsg c;
-        if (!wire::has_deth(f.opcode) || !(f.dest_qp & 0x800000) || !f.payload ||
-            !rel::decode(f.payload, f.payload_len, &c)) {
+        if (!wire::has_deth(f.opcode) || !control_qp(f.dest_qp)) {
             s->other++;
+            continue;
+        }
+        rel::CtrlMsg c;
+        if (!f.payload || !rel::decode(f.payload, f.payload_len, &c)) {
+            s->undecoded.push_back(UndecodedCtrl{i + 1, r.ts_ns, f.src_ip, f.dst_ip, header_of(f)});
             continue;
         }
         const bool from_receiver = c.type == rel::CtrlType::Cts || c.type == rel::CtrlType::Ack ||
@@ -221,6 +250,7 @@ bool summarize(const std::string& path, const SummaryOptions& o, Summary* s, std
                 m.cts_ns = r.ts_ns;
                 m.length = c.length;
                 m.code = rel::to_string(rel::Code{c.scheme, c.k, c.m});
+                m.streams = rel::is_ec(c.scheme) ? 2 : 1;  // as the sender opens them (SendEngine::streams)
             }
             break;
         case rel::CtrlType::Ack: {
@@ -257,28 +287,12 @@ bool summarize(const std::string& path, const SummaryOptions& o, Summary* s, std
     }
 
     const uint32_t ppc = o.chunk_bytes / o.mtu_bytes;
-    for (size_t i = 0; i < s->data.size(); i++) {
-        DataMessage& m = s->data[i];
+    for (DataMessage& m : s->data) {
         std::map<uint32_t, uint32_t> chunk_repeats;
         for (const auto& [off, n] : m.sends) chunk_repeats[off / ppc] = std::max(chunk_repeats[off / ppc], n - 1);
         for (const auto& [c, n] : chunk_repeats) m.retransmitted_chunks += n;
-        // The reliable message this SDR message carries: the latest CTS that reached the
-        // sender before the message's first frame (one reliable message in flight at a time).
-        int best = -1;
-        for (size_t j = 0; j < s->reliable.size(); j++) {
-            const ReliableMessage& r = s->reliable[j];
-            if (r.src_ip == m.src_ip && r.dst_ip == m.dst_ip && r.has_cts && r.cts_ns <= m.first_ns &&
-                (best < 0 || r.cts_ns >= s->reliable[best].cts_ns))
-                best = static_cast<int>(j);
-        }
-        m.rel = best;
-        if (best >= 0) {
-            ReliableMessage& r = s->reliable[best];
-            r.data.push_back(i);
-            r.first_ns = std::min(r.first_ns, m.first_ns);
-            r.last_ns = std::max(r.last_ns, m.last_ns);
-        }
     }
+    attribute(o, s);
     return true;
 }
 
@@ -341,15 +355,27 @@ void print_text(const Summary& s, FILE* f)
                  s.frames, s.pcapng ? "pcapng" : "classic pcap: drops inferred from gaps", s.link_dropped,
                  s.nic_dropped, s.injected);
     for (const auto& [cause, n] : s.causes) std::fprintf(f, "  %-40s %" PRIu64 "\n", cause.c_str(), n);
+    if (!s.undecoded.empty())
+        std::fprintf(f, "%zu control datagrams the reliability layer cannot decode (counted in no message):\n",
+                     s.undecoded.size());
+    for (const auto& u : s.undecoded)
+        std::fprintf(f, "  frame %" PRIu64 " at %.9f, %s -> %s: %s\n", u.frame, sec(u.t_ns), ip_string(u.src_ip).c_str(),
+                     ip_string(u.dst_ip).c_str(), u.header.c_str());
     for (const auto& r : s.reliable) {
         Totals t = totals(s, r);
         std::fprintf(f, "\n%s -> %s  message seq %" PRIu64 " (receiver 0x%08x) %s, %" PRIu64 " bytes\n",
                      ip_string(r.src_ip).c_str(), ip_string(r.dst_ip).c_str(), r.seq, r.receiver,
-                     r.code.empty() ? "(no CTS captured)" : r.code.c_str(), r.length);
-        std::fprintf(f,
-                     "  %" PRIu64 " packets sent, %" PRIu64 " lost, %" PRIu64 " retransmitted (%" PRIu64
-                     " chunk repeats); frames %.9f .. %.9f\n",
-                     t.sent, t.lost + t.inferred, t.retrans, t.chunks, sec(r.first_ns), sec(r.last_ns));
+                     r.code.empty() ? "(no CTS decoded)" : r.code.c_str(), r.length);
+        if (r.data.empty())
+            std::fprintf(f,
+                         "  no SDR message found for it (its CTS, or an earlier seq's, is not decoded, or none of its "
+                         "data frames was captured); frames %.9f .. %.9f\n",
+                         sec(r.first_ns), sec(r.last_ns));
+        else
+            std::fprintf(f,
+                         "  %" PRIu64 " packets sent, %" PRIu64 " lost, %" PRIu64 " retransmitted (%" PRIu64
+                         " chunk repeats); frames %.9f .. %.9f\n",
+                         t.sent, t.lost + t.inferred, t.retrans, t.chunks, sec(r.first_ns), sec(r.last_ns));
         for (size_t i : r.data) text_data(s.data[i], f, "  ");
         size_t holed = 0;
         for (const auto& a : r.acks) {
@@ -362,16 +388,19 @@ void print_text(const Summary& s, FILE* f)
             std::fprintf(f, "  NACK %.9f repeat=%s%s\n", sec(n.t_ns), n.chunks.c_str(), n.lost ? " (lost)" : "");
         std::fprintf(f, "  %zu ACKs (%zu with holes), %zu NACKs, %" PRIu64 " REQs, %" PRIu64 " ABORTs\n", r.acks.size(),
                      holed, r.nacks.size(), r.reqs, r.aborts);
-        if (r.final || r.failed)
-            std::fprintf(f, "  %s at %.9f: %.3f ms after the first data frame\n", r.final ? "complete (FINAL ACK)" : "FAILED",
-                         sec(r.final_ns), t.first == UINT64_MAX ? 0.0 : static_cast<double>(r.final_ns - t.first) / 1e6);
+        const char* end = r.final ? "complete (FINAL ACK)" : "FAILED";
+        if ((r.final || r.failed) && t.first != UINT64_MAX)
+            std::fprintf(f, "  %s at %.9f: %.3f ms after the first data frame\n", end, sec(r.final_ns),
+                         static_cast<double>(r.final_ns - t.first) / 1e6);
+        else if (r.final || r.failed)
+            std::fprintf(f, "  %s at %.9f\n", end, sec(r.final_ns));
         else
             std::fprintf(f, "  not complete in the capture\n");
     }
     bool header = false;
     for (const auto& d : s.data) {
         if (d.rel >= 0) continue;
-        if (!header) std::fprintf(f, "\nSDR messages of no reliable message (no CTS before them):\n");
+        if (!header) std::fprintf(f, "\nSDR messages of no reliable message (no decoded CTS leads to them):\n");
         header = true;
         std::fprintf(f, "  %s -> %s ", ip_string(d.src_ip).c_str(), ip_string(d.dst_ip).c_str());
         text_data(d, f, "");
@@ -416,6 +445,13 @@ void print_json(const Summary& s, FILE* f)
         m["aborts"] = r.aborts;
         messages.push_back(std::move(m));
     }
+    Json undecoded = Json::array();
+    for (const auto& u : s.undecoded)
+        undecoded.push_back(Json{{"frame", u.frame},
+                                 {"t_ns", u.t_ns},
+                                 {"src", ip_string(u.src_ip)},
+                                 {"dst", ip_string(u.dst_ip)},
+                                 {"header", u.header}});
     Json unattributed = Json::array();
     for (const auto& d : s.data)
         if (d.rel < 0)
@@ -426,6 +462,8 @@ void print_json(const Summary& s, FILE* f)
                     {"nic_dropped", s.nic_dropped},
                     {"injected", s.injected},
                     {"causes", std::move(causes)},
+                    {"ctrl_undecoded", s.undecoded.size()},
+                    {"undecoded", std::move(undecoded)},
                     {"messages", std::move(messages)},
                     {"unattributed", std::move(unattributed)}},
                f);

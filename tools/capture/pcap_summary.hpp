@@ -1,7 +1,9 @@
-// sdr-pcap's model of a capture: the SDR data messages (one per sender, receiver, root key and
-// message id) with every transmission of every packet offset, and the reliable messages of the
-// reliability layer (one per receiver incarnation and seq) with their CTS, ACKs and NACKs,
-// decoded with the layer's own decoder. What sdr_rel_send_poll reports, seen from the wire.
+// sdr-pcap's model of a capture: the SDR data messages (one per sender, receiver, message id
+// and slot generation, which the root key of the RETH names) with every transmission of every
+// packet offset, and the reliable messages of the reliability layer (one per receiver
+// incarnation and seq) with their CTS, ACKs and NACKs, decoded with the layer's own decoder,
+// and the SDR messages each carries (attribute.hpp). What sdr_rel_send_poll reports, seen from
+// the wire; the control datagrams the decoder refuses are listed, never guessed at.
 #pragma once
 
 #include <sdr/emu/capture_reader.hpp>
@@ -21,7 +23,7 @@ struct SummaryOptions {
 
 // One SDR message (sdr_send_post) on the wire.
 struct DataMessage {
-    uint32_t src_ip = 0, dst_ip = 0, rkey = 0, msg_id = 0;
+    uint32_t src_ip = 0, dst_ip = 0, rkey = 0, msg_id = 0;  // rkey: the generation's root key
     uint64_t first_ns = 0, last_ns = 0;
     uint64_t packets_sent = 0;           // transmissions captured, dropped ones included
     uint64_t lost = 0;                   // of those, flagged dropped by the link
@@ -56,6 +58,7 @@ struct ReliableMessage {
     std::string code;                 // "sr", "ec-mds:8,2" (from the CTS)
     uint64_t cts_ns = 0;
     bool has_cts = false;
+    uint32_t streams = 0;             // SDR messages the CTS posted: 1, or 2 for EC (data, parity)
     std::vector<AckRecord> acks;
     std::vector<NackRecord> nacks;
     uint64_t reqs = 0, aborts = 0;
@@ -65,9 +68,19 @@ struct ReliableMessage {
     uint64_t first_ns = 0, last_ns = 0;    // its frames, data and control
 };
 
+// A datagram to a control QP that the reliability layer's decoder refuses (an unknown scheme id
+// or version, a cut or malformed datagram): its message is unknown, so it joins none.
+struct UndecodedCtrl {
+    uint64_t frame = 0;  // 1-based, as tshark's frame.number
+    uint64_t t_ns = 0;
+    uint32_t src_ip = 0, dst_ip = 0;
+    std::string header;  // what its header says ("version 1, type 1, scheme 200, seq 3"), or why none
+};
+
 struct Summary {
     bool pcapng = false;   // the file records the link's decisions
     uint64_t frames = 0, link_dropped = 0, nic_dropped = 0, injected = 0, other = 0;
+    std::vector<UndecodedCtrl> undecoded;
     std::map<std::string, uint64_t> causes;  // comment -> frames ("link drop: loss (i.i.d.)", "nic drop: wrong_peer")
     std::vector<DataMessage> data;
     std::vector<ReliableMessage> reliable;
