@@ -61,6 +61,14 @@ struct sdr_qp *sdr_qp_create_ext(struct sdr_context *ctx, struct sdr_qp_attr *qp
  * bound is known). */
 int sdr_qp_attr_ext_get(struct sdr_qp *qp, struct sdr_qp_attr_ext *ext);
 
+/* The QP's send requests: *posted = those handed to the device so far (one per sdr_send_post
+ * and per sdr_streaming_send_continue with data, one more per end of a send WITH_IMM that pads
+ * its immediate), *injected = those every packet of which left the NIC (UC) or was acknowledged
+ * (RC). Both count from the QP's creation and wrap at 2^32 (compare by signed difference). A
+ * sender that notes *posted after each call learns when each request left, which the
+ * completion of a streaming send, given only at its end, does not say. */
+int sdr_qp_send_progress(struct sdr_qp *qp, uint32_t *posted, uint32_t *injected);
+
 #ifdef __cplusplus
 }
 #endif

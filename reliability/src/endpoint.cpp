@@ -395,6 +395,7 @@ void Endpoint::drain_actions(uint64_t now)
         while (!data_q_.empty()) {
             Action& d = data_q_.front();
             if (!(d.kind == Action::Data ? try_data(d) : try_parity(d))) break;
+            note_posted(txs_.at(d.seq));
             data_q_.pop_front();
         }
         while (!post_q_.empty()) {
@@ -422,6 +423,24 @@ void Endpoint::drain_actions(uint64_t now)
     }
 }
 
+void Endpoint::note_posted(TxState& t)
+{
+    uint32_t injected;
+    t.wr_noted = sdr_qp_send_progress(qp_, &t.last_wr, &injected) == SDR_SUCCESS;
+}
+
+// The sends whose queued requests have all left the NIC since the last look.
+void Endpoint::check_injected(uint64_t now)
+{
+    uint32_t posted, injected;
+    if (sdr_qp_send_progress(qp_, &posted, &injected) != SDR_SUCCESS) return;
+    for (auto& [seq, t] : txs_)
+        if (t.wr_noted && static_cast<int32_t>(injected - t.last_wr) >= 0) {
+            t.wr_noted = false;
+            tx_.on_injected(now, seq);
+        }
+}
+
 uint64_t Endpoint::progress()
 {
     // Nothing the host could notice happened on the device since the last call, nothing was
@@ -431,20 +450,26 @@ uint64_t Endpoint::progress()
     // counter read.
     const uint64_t events = sdr_host_events(ctx_);
     if (quiet_until_ && events == seen_events_ && sdr_now_ns(ctx_) < quiet_until_) return quiet_until_;
+    // Control messages are taken before the bitmaps are read and handled after: the NIC sets a
+    // chunk's bit before it takes a datagram that came behind the chunk, so a REQ saying the
+    // sending is over meets a bitmap that holds everything sent before it.
     uint8_t buf[4096];
     size_t n = 0;
+    ctrl_in_.clear();
     while (sdr_ctrl_recv(qp_, buf, sizeof buf, &n) == SDR_SUCCESS) {
         CtrlMsg c;
-        if (!decode(buf, n, &c)) continue;  // not ours: ignored
-        uint64_t now = sdr_now_ns(ctx_);
-        if (c.type == CtrlType::Req || c.type == CtrlType::Abort) rx_.on_ctrl(now, c);
-        else tx_.on_ctrl(now, c);
+        if (decode(buf, n, &c)) ctrl_in_.push_back(std::move(c));  // else not ours: ignored
     }
     uint64_t now = sdr_now_ns(ctx_);
+    check_injected(now);
     rx_.active(&active_);
     for (uint64_t seq : active_) {
         const RxState& r = rxs_.at(seq);
         if (r.data_bits || r.parity_bits) rx_.on_bitmap(now, seq, r.data_bits ? r.data_bits : zero_.data(), r.parity_bits);
+    }
+    for (const CtrlMsg& c : ctrl_in_) {
+        if (c.type == CtrlType::Req || c.type == CtrlType::Abort) rx_.on_ctrl(now, c);
+        else tx_.on_ctrl(now, c);
     }
     tx_.on_timer(now);
     rx_.on_timer(now);

@@ -29,13 +29,10 @@ uint64_t RecvEngine::rto() const { return static_cast<uint64_t>(rtt_ns() * (1 + 
 // duplicates it. Far shorter than an RTO, which a repair lost once more would otherwise cost.
 uint64_t RecvEngine::renack_ns() const { return static_cast<uint64_t>(rtt_ns() * 1.25) + ack_interval_ns(); }
 
-// How long arrivals may pause before the sender counts as done: the FTO's margin (0.5·α·RTT),
+// How long arrivals may pause before the sender counts as done when its REQ is lost: an RTO,
 // or four times the longest pause seen inside recent messages and this one while they were sent
 // (a real-time NIC whose thread was not scheduled pauses too, and its frames were not lost).
-uint64_t RecvEngine::quiet_ns(const Msg& m) const
-{
-    return std::max(static_cast<uint64_t>(0.5 * cfg_.fto_alpha * rtt_ns()), 4 * std::max(stall_ns(), m.max_gap_ns));
-}
+uint64_t RecvEngine::quiet_ns(const Msg& m) const { return std::max(rto(), 4 * std::max(stall_ns(), m.max_gap_ns)); }
 
 uint64_t RecvEngine::stall_ns() const { return *std::max_element(gaps_, gaps_ + kGaps); }
 
@@ -48,13 +45,15 @@ uint64_t RecvEngine::end_pos(const Msg& m) const
 }
 
 // EC's fallback timeout has come; the sender's first transmissions of the message are over if
-// its last send position arrived, a later message's chunks arrive (messages are sent in order),
-// or nothing has arrived for quiet_ns(). Before that, a missing chunk may still be on its way:
-// the timeout rests on a rate estimate, and a NIC slower than it, or a message queued behind
-// others, would have its chunks named while they are sent.
+// the sender said so (its REQ, sent when they left its NIC, comes behind them), its last send
+// position arrived, a later message's chunks arrive (messages are sent in order), or, the REQ
+// lost, nothing has arrived for quiet_ns(). Before that, a missing chunk may still be on its
+// way: the timeout rests on a rate estimate, and a NIC slower than it, or a message queued
+// behind others, would have its chunks named while they are sent.
 bool RecvEngine::injection_over(uint64_t now, const Msg& m) const
 {
-    return m.judged_to >= end_pos(m) || newest_seq_ > m.seq + 1 || now >= last_arrival_ns_ + quiet_ns(m);
+    return m.sender_seen || m.judged_to >= end_pos(m) || newest_seq_ > m.seq + 1 ||
+           now >= last_arrival_ns_ + quiet_ns(m);
 }
 
 uint32_t RecvEngine::fit_bits() const { return static_cast<uint32_t>((geo_.ctrl_max_bytes - kCtrlHeaderBytes) * 8); }
@@ -482,10 +481,10 @@ void RecvEngine::on_ctrl(uint64_t now, const CtrlMsg& c)
             return;
         }
         if (m->st != St::Active) return;
-        m->sender_seen = true;
-        // The sender's probe says its injection should be over by its estimate, which may run
-        // ahead of a NIC slower than it: the arrivals decide (injection_over).
-        if (ops(m->code).coded() && !m->fallback && injection_over(now, *m)) send_nack_failed(now, *m);  // injection is over
+        m->sender_seen = true;  // its first transmissions have left
+        // The fallback keeps its time (the FTO, armed at the first arrival); with nothing arrived
+        // there is none: what is missing is everything.
+        if (ops(m->code).coded() && !m->fallback && (m->fto_at == kNever || now >= m->fto_at)) send_nack_failed(now, *m);
         else send_ack(now, *m, 0);
     } else if (c.type == CtrlType::Abort && m && m->st != St::Done) {
         deliver(now, *m, false, "the sender abandoned the message (see its error)");

@@ -220,6 +220,24 @@ void SendEngine::pump(uint64_t now)
     }
 }
 
+// The first transmissions of a message have all left the NIC: say so to the receiver at once
+// (a REQ, which travels behind them), rather than at an estimated end of injection, so that its
+// fallback and hole timers know the sending is over; probe from here on.
+void SendEngine::on_injected(uint64_t now, uint64_t seq)
+{
+    Msg* m = find(seq);
+    if (!m || m->st != St::Sending || m->announced) return;
+    if (m->next_new < (ops(m->code).coded() ? m->lay.submessages : m->lay.chunks)) return;
+    m->announced = true;
+    CtrlMsg r;
+    r.type = CtrlType::Req;
+    r.scheme = m->code.scheme;
+    r.seq = m->seq;
+    r.length = m->lay.bytes;
+    send_ctrl(r);
+    m->probe_at = now + rto_ns();
+}
+
 void SendEngine::on_started(uint64_t now, uint64_t seq, const std::string& error)
 {
     Msg* m = find(seq);

@@ -66,6 +66,8 @@ private:
         uint32_t lkey = 0;
         sdr_send_handle *data = nullptr, *parity = nullptr;
         bool opened = false, ended = false, data_done = false, parity_done = false;
+        bool wr_noted = false;  // last_wr: the QP's send request count after its latest data or parity
+        uint32_t last_wr = 0;
         Region parity_buf;
         sdr_mr* parity_mr = nullptr;
         std::optional<MessageStats> result;
@@ -94,6 +96,8 @@ private:
     void rebuild(uint64_t seq, uint32_t sub);
     void deliver(const Action& a);
     void drain_actions(uint64_t now);
+    void note_posted(TxState& t);
+    void check_injected(uint64_t now);
     sdr_mr* reg(Region& buf, uint64_t bytes, const char* what);
     Coder& coder(const Code& c);
     static constexpr uint32_t kEncoded = 1u << 31;  // Parity action: its chunks are encoded
@@ -109,6 +113,7 @@ private:
     std::map<uint64_t, TxState> txs_;
     std::map<uint64_t, RxState> rxs_;
     std::vector<uint64_t> active_;  // progress(): the receives whose bitmaps it reads
+    std::vector<CtrlMsg> ctrl_in_;  // progress(): the control messages it took
     // progress() has nothing to do before quiet_until_ (0: unknown) while the device's host
     // event count is still seen_events_ (sdr_host_events).
     uint64_t seen_events_ = 0, quiet_until_ = 0;

@@ -104,6 +104,8 @@ public:
     // SDR messages the receiver posted for seq (EC: data and parity), known from its CTS: a
     // send that fails on a mismatch still opens (and closes empty) that many, to keep the order.
     uint32_t streams(uint64_t seq) const;
+    // Everything the binding queued for seq so far has left the NIC (sdr_qp_send_progress).
+    void on_injected(uint64_t now, uint64_t seq);
     void on_timer(uint64_t now);
     uint64_t next_deadline() const;
     [[nodiscard]] bool poll_action(Action* out) { return out_.poll(out); }
@@ -144,6 +146,7 @@ private:
         uint64_t acked_pos = 0;          // one past the highest transmission number acknowledged
         uint64_t probe_at = kNever;
         uint32_t probes = 0;
+        bool announced = false;  // the receiver was told the first transmissions have left
         std::vector<uint16_t> parity_sent;  // coded: parity chunks sent per submessage
         MessageStats st_out;
     };
