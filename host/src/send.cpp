@@ -210,13 +210,10 @@ int sdr_qp_send_progress(sdr_qp* qp, uint32_t* posted, uint32_t* injected)
 {
     if (!qp || !posted || !injected) return set_error("sdr_qp_send_progress: qp, posted or injected is NULL");
     if (int rc = check_qp(qp, "sdr_qp_send_progress")) return rc;
-    uint32_t done = static_cast<uint32_t>(__atomic_load_n(&qp->tx_window[0], __ATOMIC_ACQUIRE));
-    if (done != qp->wr_head) {  // as sdr_send_poll: let a device that progresses on calls do so
-        qp->ctx->dev->progress();
-        done = static_cast<uint32_t>(__atomic_load_n(&qp->tx_window[0], __ATOMIC_ACQUIRE));
-    }
+    // A read: unlike sdr_send_poll it does not progress the device (on the simulator that would
+    // run events inside the caller's own step).
     *posted = qp->wr_head;
-    *injected = done;
+    *injected = static_cast<uint32_t>(__atomic_load_n(&qp->tx_window[0], __ATOMIC_ACQUIRE));
     return SDR_SUCCESS;
 }
 

@@ -395,7 +395,7 @@ void Endpoint::drain_actions(uint64_t now)
         while (!data_q_.empty()) {
             Action& d = data_q_.front();
             if (!(d.kind == Action::Data ? try_data(d) : try_parity(d))) break;
-            note_posted(txs_.at(d.seq));
+            note_posted(d);
             data_q_.pop_front();
         }
         while (!post_q_.empty()) {
@@ -423,22 +423,23 @@ void Endpoint::drain_actions(uint64_t now)
     }
 }
 
-void Endpoint::note_posted(TxState& t)
+void Endpoint::note_posted(const Action& a)
 {
-    uint32_t injected;
-    t.wr_noted = sdr_qp_send_progress(qp_, &t.last_wr, &injected) == SDR_SUCCESS;
+    uint32_t wr, injected;
+    if (sdr_qp_send_progress(qp_, &wr, &injected) == SDR_SUCCESS)
+        posted_.push_back({wr, a.kind, a.seq, a.kind == Action::Data ? a.first : a.from, a.count & ~kEncoded});
 }
 
-// The sends whose queued requests have all left the NIC since the last look.
+// The data and parity that have left the NIC since the last look, in the order they were posted.
 void Endpoint::check_injected(uint64_t now)
 {
-    uint32_t posted, injected;
-    if (sdr_qp_send_progress(qp_, &posted, &injected) != SDR_SUCCESS) return;
-    for (auto& [seq, t] : txs_)
-        if (t.wr_noted && static_cast<int32_t>(injected - t.last_wr) >= 0) {
-            t.wr_noted = false;
-            tx_.on_injected(now, seq);
-        }
+    uint32_t wr, injected;
+    if (posted_.empty() || sdr_qp_send_progress(qp_, &wr, &injected) != SDR_SUCCESS) return;
+    while (!posted_.empty() && static_cast<int32_t>(injected - posted_.front().wr) >= 0) {
+        const Posted p = posted_.front();
+        posted_.pop_front();
+        tx_.on_left(now, p.seq, p.kind == Action::Parity, p.first, p.count);
+    }
 }
 
 uint64_t Endpoint::progress()

@@ -33,11 +33,15 @@ uint64_t SendEngine::rto_ns() const
 }
 
 // How long ACKs may pause before the path counts as silent: half the RTO's margin over the RTT,
-// or four RTTVARs on a jittery path. A tail chunk lost in the simulator is found silent by its
-// timer (α·RTT after the last ACK), as the paper's per-chunk timer finds it.
-uint64_t SendEngine::quiet_ns() const
+// four RTTVARs on a jittery path, or twice the longest pause between ACKs inside recent messages
+// and this one (on a real-time NIC a thread that was not scheduled pauses them, and nothing was
+// lost). A tail chunk lost in the simulator is found silent by its timer (α·RTT after the last
+// ACK), as the paper's per-chunk timer finds it.
+uint64_t SendEngine::quiet_ns(const Msg& m) const
 {
-    return static_cast<uint64_t>(std::max(0.5 * cfg_.alpha * rtt_.srtt_ns(), 4 * rtt_.rttvar_ns())) + ack_interval_ns();
+    const uint64_t gap = std::max(*std::max_element(ack_gaps_, ack_gaps_ + kGaps), m.max_ack_gap);
+    return std::max(static_cast<uint64_t>(std::max(0.5 * cfg_.alpha * rtt_.srtt_ns(), 4 * rtt_.rttvar_ns())), 2 * gap) +
+           ack_interval_ns();
 }
 
 // A chunk whose timer expired is repeated only when the path shows its transmission was lost
@@ -49,12 +53,13 @@ uint64_t SendEngine::quiet_ns() const
 bool SendEngine::shown_lost(const Msg& m, uint32_t c) const { return m.acked_pos > m.pos[c] + 1; }
 
 // Without that evidence: nothing new has been acknowledged for quiet_ns() since the chunk left
-// (the tail, or everything, was lost). Then, as TCP's RTO (RFC 6298 5.4), only the earliest such
-// chunk is repeated: its acknowledgement shows the others lost, and a silence that was a pause of
-// the path costs one chunk, not every chunk still queued.
+// (the tail, or everything, was lost). Then, as TCP's RTO (RFC 6298 5.4, 5.5), only the earliest
+// such chunk is repeated, and the next such repeat waits an RTO more: the repeat's
+// acknowledgement shows the others lost, and a silence that was a pause of the path costs one
+// chunk, not every chunk still queued.
 bool SendEngine::silent(uint64_t now, const Msg& m, uint32_t c) const
 {
-    return now >= std::max(progress_ns_, m.sent_ns[c]) + quiet_ns();
+    return m.left_ns[c] && now >= std::max({progress_ns_, m.left_ns[c], m.probe_quiet_until}) + quiet_ns(m);
 }
 
 // Chunks deferred by shown_lost() whose loss a newer acknowledgement has now shown: due at once.
@@ -150,10 +155,12 @@ void SendEngine::emit_data(uint64_t now, Msg& m, uint32_t first, uint32_t count,
     a.first = first;
     a.count = count;
     out_.push(a);
+    m.unleft++;
     const bool ec = ops(m.code).coded(), sr = !ec || retransmit;  // coded schemes arm timers only for repairs
     for (uint32_t c = first; c < first + count; c++) {
         uint64_t len = chunk_len(m.lay, geo_.chunk_bytes, c);
         m.sent_ns[c] = inject(now, len);
+        m.left_ns[c] = 0;
         m.pos[c] = tx_pos_++;
         if (m.tx_count[c] < UINT16_MAX) m.tx_count[c]++;
         if (retransmit) m.st_out.retransmitted_chunks++;
@@ -177,6 +184,7 @@ void SendEngine::emit_parity(uint64_t now, Msg& m, uint32_t sub, uint32_t count,
     p.from = from;
     p.count = count;
     out_.push(p);
+    m.unleft++;
     inject(now, uint64_t{count} * geo_.chunk_bytes);
 }
 
@@ -220,13 +228,18 @@ void SendEngine::pump(uint64_t now)
     }
 }
 
-// The first transmissions of a message have all left the NIC: say so to the receiver at once
-// (a REQ, which travels behind them), rather than at an estimated end of injection, so that its
-// fallback and hole timers know the sending is over; probe from here on.
-void SendEngine::on_injected(uint64_t now, uint64_t seq)
+// Chunks that left the NIC: their silence clock starts (silent()). Once the first transmissions
+// of a message have all left, say so to the receiver at once (a REQ, which travels behind them),
+// rather than at an estimated end of injection, so that its fallback knows the sending is over;
+// probe from here on.
+void SendEngine::on_left(uint64_t now, uint64_t seq, bool parity, uint32_t first, uint32_t count)
 {
     Msg* m = find(seq);
-    if (!m || m->st != St::Sending || m->announced) return;
+    if (!m || m->st != St::Sending) return;
+    if (m->unleft) m->unleft--;
+    if (!parity)
+        for (uint32_t c = first; c < first + count && c < m->lay.chunks; c++) m->left_ns[c] = now;
+    if (m->announced || m->unleft) return;
     if (m->next_new < (ops(m->code).coded() ? m->lay.submessages : m->lay.chunks)) return;
     m->announced = true;
     CtrlMsg r;
@@ -268,6 +281,7 @@ void SendEngine::on_started(uint64_t now, uint64_t seq, const std::string& error
     m->st = St::Sending;
     m->sent_ns.assign(m->lay.chunks, 0);
     m->pos.assign(m->lay.chunks, 0);
+    m->left_ns.assign(m->lay.chunks, 0);
     m->rto_at.assign(m->lay.chunks, 0);
     m->tx_count.assign(m->lay.chunks, 0);
     m->acked.assign(m->lay.chunks, 0);
@@ -301,8 +315,10 @@ void SendEngine::on_ack(uint64_t now, Msg& m, const CtrlMsg& a)
     const uint32_t before = m.acked_count;
     const uint64_t acked_pos = m.acked_pos;
     uint64_t bytes = 0;
+    bool first_tx = false;  // it acknowledges a first transmission
     auto ack = [&](uint32_t c) {
         if (m.acked[c]) return;
+        first_tx = first_tx || m.tx_count[c] == 1;
         mark_acked(m, c);
         m.acked_pos = std::max(m.acked_pos, m.pos[c] + 1);
         bytes += chunk_len(m.lay, geo_.chunk_bytes, c);
@@ -318,6 +334,9 @@ void SendEngine::on_ack(uint64_t now, Msg& m, const CtrlMsg& a)
         const double with_parity = ops(m.code).coded() ? double(m.lay.k + m.lay.first_parity) / m.lay.k : 1;
         rate_.delivered(now, static_cast<uint64_t>(double(bytes) * with_parity),
                         std::max<uint64_t>(static_cast<uint64_t>(rtt_.srtt_ns() / 2), 1000000));
+        // A pause inside the message's stream of ACKs (not one a repair ends, nor the idle time
+        // before its first ACK).
+        if (before && first_tx) m.max_ack_gap = std::max(m.max_ack_gap, now - progress_ns_);
         progress_ns_ = now;
     }
     if (m.acked_pos > acked_pos && !m.deferred.empty()) release_deferred(now, m);
@@ -440,11 +459,14 @@ void SendEngine::finish(uint64_t now, Msg& m, bool ok, const std::string& err)
     m.st_out.ok = ok;
     m.st_out.error = err;
     m.st_out.done_ns = now;
+    ack_gaps_[next_gap_] = m.max_ack_gap;
+    next_gap_ = (next_gap_ + 1) % kGaps;
     m.sent_ns = {};
     m.rto_at = {};
     m.rto_heap = {};
     m.deferred = {};
     m.pos = {};
+    m.left_ns = {};
     m.tx_count = {};
     m.acked = {};
     m.parity_sent = {};
@@ -484,12 +506,15 @@ void SendEngine::on_timer(uint64_t now)
                 if (!shown_lost(m, c) && silent(now, m, c) && (probe == UINT32_MAX || m.pos[c] < m.pos[probe])) probe = c;
             std::erase_if(due_, [&](uint32_t c) {
                 if (c == probe || shown_lost(m, c)) return false;
-                m.rto_at[c] = std::max(progress_ns_, m.sent_ns[c]) + quiet_ns();
+                // Not left yet: look again after an RTO (on_left starts its clock meanwhile).
+                m.rto_at[c] = m.left_ns[c] ? std::max({progress_ns_, m.left_ns[c], m.probe_quiet_until}) + quiet_ns(m)
+                                           : now + rto_ns();
                 heap.emplace_back(m.rto_at[c], c);
                 std::push_heap(heap.begin(), heap.end(), std::greater<>());
                 if (std::find(m.deferred.begin(), m.deferred.end(), c) == m.deferred.end()) m.deferred.push_back(c);
                 return true;
             });
+            if (probe != UINT32_MAX) m.probe_quiet_until = now + rto_ns();
             uint32_t run = 0, first = 0;
             bool failed = false;
             for (uint32_t c : due_) {

@@ -66,8 +66,6 @@ private:
         uint32_t lkey = 0;
         sdr_send_handle *data = nullptr, *parity = nullptr;
         bool opened = false, ended = false, data_done = false, parity_done = false;
-        bool wr_noted = false;  // last_wr: the QP's send request count after its latest data or parity
-        uint32_t last_wr = 0;
         Region parity_buf;
         sdr_mr* parity_mr = nullptr;
         std::optional<MessageStats> result;
@@ -96,7 +94,7 @@ private:
     void rebuild(uint64_t seq, uint32_t sub);
     void deliver(const Action& a);
     void drain_actions(uint64_t now);
-    void note_posted(TxState& t);
+    void note_posted(const Action& a);
     void check_injected(uint64_t now);
     sdr_mr* reg(Region& buf, uint64_t bytes, const char* what);
     Coder& coder(const Code& c);
@@ -114,6 +112,15 @@ private:
     std::map<uint64_t, RxState> rxs_;
     std::vector<uint64_t> active_;  // progress(): the receives whose bitmaps it reads
     std::vector<CtrlMsg> ctrl_in_;  // progress(): the control messages it took
+    // Data and parity handed to the QP, oldest first, each with the QP's send-request count
+    // once it was posted: sdr_qp_send_progress says when each has left the NIC.
+    struct Posted {
+        uint32_t wr;
+        Action::Kind kind;
+        uint64_t seq;
+        uint32_t first, count;
+    };
+    std::deque<Posted> posted_;
     // progress() has nothing to do before quiet_until_ (0: unknown) while the device's host
     // event count is still seen_events_ (sdr_host_events).
     uint64_t seen_events_ = 0, quiet_until_ = 0;

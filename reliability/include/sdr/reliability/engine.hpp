@@ -104,8 +104,9 @@ public:
     // SDR messages the receiver posted for seq (EC: data and parity), known from its CTS: a
     // send that fails on a mismatch still opens (and closes empty) that many, to keep the order.
     uint32_t streams(uint64_t seq) const;
-    // Everything the binding queued for seq so far has left the NIC (sdr_qp_send_progress).
-    void on_injected(uint64_t now, uint64_t seq);
+    // The binding's Data (chunks [first, first + count)) or Parity action of seq has left the NIC
+    // (sdr_qp_send_progress): each in the order the actions came out.
+    void on_left(uint64_t now, uint64_t seq, bool parity, uint32_t first, uint32_t count);
     void on_timer(uint64_t now);
     uint64_t next_deadline() const;
     [[nodiscard]] bool poll_action(Action* out) { return out_.poll(out); }
@@ -132,6 +133,8 @@ private:
         uint64_t deadline = 0;
         std::vector<uint64_t> sent_ns;   // estimated injection time of the last transmission
         std::vector<uint64_t> pos;       // the engine's transmission number of that transmission
+        std::vector<uint64_t> left_ns;   // when the NIC said that transmission had left (0: not yet)
+        uint32_t unleft = 0;             // Data and Parity actions not known to have left
         std::vector<uint64_t> rto_at;    // SR timer per chunk; 0 = acknowledged / not armed
         std::vector<uint16_t> tx_count;  // transmissions per chunk
         std::vector<uint8_t> acked;
@@ -147,6 +150,8 @@ private:
         uint64_t probe_at = kNever;
         uint32_t probes = 0;
         bool announced = false;  // the receiver was told the first transmissions have left
+        uint64_t max_ack_gap = 0;      // the longest pause between ACKs of its first transmissions
+        uint64_t probe_quiet_until = 0;  // after a silence repeat, the next waits for this
         std::vector<uint16_t> parity_sent;  // coded: parity chunks sent per submessage
         MessageStats st_out;
     };
@@ -158,7 +163,7 @@ private:
     uint64_t inject(uint64_t now, uint64_t bytes);  // estimated end of injection of these bytes
     double ns_per_byte() const { return 1 / rate_.bytes_per_ns(); }
     uint64_t ack_interval_ns() const;
-    uint64_t quiet_ns() const;
+    uint64_t quiet_ns(const Msg& m) const;
     bool shown_lost(const Msg& m, uint32_t c) const;
     bool silent(uint64_t now, const Msg& m, uint32_t c) const;
     void release_deferred(uint64_t now, Msg& m);
@@ -178,6 +183,9 @@ private:
     RateMeter rate_;           // acknowledged payload bytes (data, and parity sent with it) over time
     uint64_t tx_pos_ = 0;      // transmissions so far (chunk transmissions, each numbered)
     uint64_t progress_ns_ = 0; // when an ACK last acknowledged something new
+    static constexpr int kGaps = 8;
+    uint64_t ack_gaps_[kGaps] = {};  // max_ack_gap of the last messages
+    int next_gap_ = 0;
     uint64_t tx_free_ = 0;     // estimated time the NIC has injected everything asked so far
     uint64_t outstanding_ = 0; // SR window: injected, unacknowledged bytes
     uint64_t next_seq_ = 0, next_start_ = 0;
