@@ -63,12 +63,13 @@ struct sdr_rel_stats {
  * (acknowledged bytes over the time they took, the largest recent sample). Until measured
  * (rtt_samples / rate_samples 0) they are the configured first estimates. drop = per-packet
  * drop rate measured from arrivals; samples = the chunk transmissions it rests on (0: still
- * drop_hint). */
+ * drop_hint). min_rtt_ms = the smallest RTT sample: the path without the queues SRTT includes. */
 struct sdr_rel_path {
     double rtt_ms, bw_gbps, drop;
     uint64_t samples;
     double rttvar_ms, rto_ms;
     uint64_t rtt_samples, rate_samples;
+    double min_rtt_ms;
 };
 
 /* sr, RTT 25 ms, 100 Gbit/s, alpha 2, max_rounds 16, derived timeout; k = 32, m = 8; drop_hint 0. */

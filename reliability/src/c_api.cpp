@@ -153,7 +153,7 @@ int sdr_rel_path_get(sdr_rel_endpoint* ep, sdr_rel_path* path)
     PathEstimate e = ep->ep->path_estimate();
     PathState s = ep->ep->path_state();
     *path = sdr_rel_path{e.rtt_ms, e.bw_gbps, e.drop, ep->ep->drop_samples(), s.rttvar_ms, s.rto_ms, s.rtt_samples,
-                         s.rate_samples};
+                         s.rate_samples, s.min_rtt_ms};
     return SDR_SUCCESS;
 }
 

@@ -113,19 +113,16 @@ sdr_mr* Endpoint::reg(Region& buf, uint64_t bytes, const char* what)
 }
 
 // The link rate that carries `rate` payload bytes per ns, packet overheads included.
-static double link_gbps(const RateMeter& rate, const Geometry& g)
-{
-    return rate.gbps() * (g.mtu + kPacketOverheadBytes) / g.mtu;
-}
+static double link_gbps(double bytes_per_ns, const Geometry& g) { return bytes_per_ns * 8 * (g.mtu + kPacketOverheadBytes) / g.mtu; }
 
 // What this endpoint measured: the RTT from its own sends' ACKs, else from what it received;
-// the rate at which data arrived, else at which its own data was acknowledged; the configured
-// ones until then.
+// the rate its own data was delivered at, else the rate data arrived at (which a real-time NIC
+// catching up on its ring inflates); the configured ones until then.
 PathEstimate Endpoint::path_estimate() const
 {
     const double rtt_ms = (tx_.rtt_sampled() ? tx_.srtt_ns() : rx_.rtt_ns()) / 1e6;
-    const double gbps = rx_.rate().samples() ? link_gbps(rx_.rate(), geo_)
-                        : tx_.rate().samples() ? link_gbps(tx_.rate(), geo_)
+    const double gbps = tx_.rate_samples()       ? link_gbps(tx_.delivery_bytes_per_ns(), geo_)
+                        : rx_.rate().samples() ? link_gbps(rx_.rate().bytes_per_ns(), geo_)
                                                : cfg_.bw_gbps;
     return {rtt_ms, gbps, rx_.drops().packet_drop(), kPacketOverheadBytes};
 }
@@ -136,10 +133,11 @@ PathState Endpoint::path_state() const
     PathState s;
     s.srtt_ms = e.rtt_ms;
     s.rttvar_ms = tx_.rtt().rttvar_ns() / 1e6;
+    s.min_rtt_ms = (tx_.rtt_sampled() ? tx_.rtt().min_ns() : rx_.rtt_ns()) / 1e6;
     s.rto_ms = double(tx_.rto_ns()) / 1e6;
     s.rtt_samples = tx_.rtt().samples() + rx_.rtt().samples();
     s.delivery_gbps = e.bw_gbps;
-    s.rate_samples = tx_.rate().samples() + rx_.rate().samples();
+    s.rate_samples = tx_.rate_samples() + rx_.rate().samples();
     return s;
 }
 
@@ -427,7 +425,7 @@ void Endpoint::note_posted(const Action& a)
 {
     uint32_t wr, injected;
     if (sdr_qp_send_progress(qp_, &wr, &injected) == SDR_SUCCESS)
-        posted_.push_back({wr, a.kind, a.seq, a.kind == Action::Data ? a.first : a.from, a.count & ~kEncoded});
+        posted_.push_back({wr, a.kind, a.seq, a.first, a.count & ~kEncoded});
 }
 
 // The data and parity that have left the NIC since the last look, in the order they were posted.
@@ -440,6 +438,7 @@ void Endpoint::check_injected(uint64_t now)
         posted_.pop_front();
         tx_.on_left(now, p.seq, p.kind == Action::Parity, p.first, p.count);
     }
+    tx_.end_left(now);
 }
 
 uint64_t Endpoint::progress()

@@ -11,12 +11,16 @@ void RttMeter::sample(double r)
     if (samples_++ == 0) {
         srtt_ = r;
         rttvar_ = r / 2;
-        min_ = r;
         return;
     }
     rttvar_ = 0.75 * rttvar_ + 0.25 * std::fabs(srtt_ - r);
     srtt_ = 0.875 * srtt_ + 0.125 * r;
-    min_ = std::min(min_, r);
+}
+
+void RttMeter::bound(double r)
+{
+    if (!(r > 0)) return;
+    min_ = bounds_++ ? std::min(min_, r) : r;
 }
 
 void RateMeter::delivered(uint64_t now, uint64_t bytes, uint64_t span_ns)
@@ -32,7 +36,11 @@ void RateMeter::delivered(uint64_t now, uint64_t bytes, uint64_t span_ns)
     window_[next_] = double(total_ - mark_bytes_) / double(now - mark_ns_);
     next_ = (next_ + 1) % kWindow;
     samples_++;
-    rate_ = *std::max_element(window_, window_ + kWindow);
+    const int n = static_cast<int>(std::min<uint64_t>(samples_, kWindow));
+    double sorted[kWindow];
+    std::copy(window_, window_ + n, sorted);  // the first n slots are filled before any is reused
+    std::nth_element(sorted, sorted + n / 2, sorted + n);
+    rate_ = sorted[n / 2];
     mark_ns_ = now;
     mark_bytes_ = total_;
 }

@@ -270,7 +270,10 @@ void RecvEngine::on_bitmap(uint64_t now, uint64_t seq, const uint8_t* data_bits,
 // sample), and the pauses inside a message still being sent.
 void RecvEngine::on_arrival(uint64_t now, Msg& m, uint64_t bytes, uint64_t prev_ns, uint64_t sent_to)
 {
-    if (!prev_ns && m.cts_sent == 1) rtt_.sample(double(now - m.cts_at));
+    if (!prev_ns && m.cts_sent == 1) {
+        rtt_.sample(double(now - m.cts_at));
+        rtt_.bound(double(now - m.cts_at));
+    }
     if (now - last_arrival_ns_ > rtt_ns() / 2) rate_.restart();
     rate_.delivered(now, bytes, std::max<uint64_t>(static_cast<uint64_t>(rtt_ns() / 2), 1000000));
     if (prev_ns && !m.fallback && m.judged_to < end_pos(m) && sent_to > m.judged_to)

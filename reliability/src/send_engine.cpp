@@ -12,8 +12,15 @@
 namespace sdr::rel {
 
 SendEngine::SendEngine(const Config& c, const Geometry& g, uint32_t incarnation)
-    : cfg_(c), geo_(g), inc_(incarnation), rtt_(c.rtt_ms * 1e6), rate_(1 / wire_ns_per_byte(c, g))
+    : cfg_(c), geo_(g), inc_(incarnation), rtt_(c.rtt_ms * 1e6), rate_(1 / wire_ns_per_byte(c, g)),
+      sent_rate_(1 / wire_ns_per_byte(c, g))
 {
+}
+
+double SendEngine::delivery_bytes_per_ns() const
+{
+    if (sent_rate_.samples() && rate_.samples()) return std::min(sent_rate_.bytes_per_ns(), rate_.bytes_per_ns());
+    return sent_rate_.samples() ? sent_rate_.bytes_per_ns() : rate_.bytes_per_ns();
 }
 
 // The receiver's pacing of ACKs as this side expects it: the configured interval, or RTT/64.
@@ -161,6 +168,7 @@ void SendEngine::emit_data(uint64_t now, Msg& m, uint32_t first, uint32_t count,
         uint64_t len = chunk_len(m.lay, geo_.chunk_bytes, c);
         m.sent_ns[c] = inject(now, len);
         m.left_ns[c] = 0;
+        m.emitted_ns[c] = now;
         m.pos[c] = tx_pos_++;
         if (m.tx_count[c] < UINT16_MAX) m.tx_count[c]++;
         if (retransmit) m.st_out.retransmitted_chunks++;
@@ -237,8 +245,22 @@ void SendEngine::on_left(uint64_t now, uint64_t seq, bool parity, uint32_t first
     Msg* m = find(seq);
     if (!m || m->st != St::Sending) return;
     if (m->unleft) m->unleft--;
-    if (!parity)
-        for (uint32_t c = first; c < first + count && c < m->lay.chunks; c++) m->left_ns[c] = now;
+    // The send rate: a request handed over after the NIC had sent everything before it starts
+    // a new sample, at the time it was handed over (first: parity's submessage, whose data
+    // chunks were handed over with it). The bytes count in end_left(): the NIC may say many
+    // requests left at one time.
+    const uint32_t k = ops(m->code).coded() ? m->lay.k : 1;
+    const uint32_t c0 = std::min(parity ? first * k : first, m->lay.chunks ? m->lay.chunks - 1 : 0);
+    const uint64_t emitted = m->lay.chunks ? m->emitted_ns[c0] : now;
+    if (emitted >= last_left_ns_ && !left_bytes_) {
+        sent_rate_.restart();
+        sent_rate_.delivered(emitted, 0, 0);
+    }
+    for (uint32_t c = first; !parity && c < first + count && c < m->lay.chunks; c++) {
+        m->left_ns[c] = now;
+        left_bytes_ += chunk_len(m->lay, geo_.chunk_bytes, c);
+    }
+    if (parity) left_bytes_ += uint64_t{count} * geo_.chunk_bytes;
     if (m->announced || m->unleft) return;
     if (m->next_new < (ops(m->code).coded() ? m->lay.submessages : m->lay.chunks)) return;
     m->announced = true;
@@ -249,6 +271,14 @@ void SendEngine::on_left(uint64_t now, uint64_t seq, bool parity, uint32_t first
     r.length = m->lay.bytes;
     send_ctrl(r);
     m->probe_at = now + rto_ns();
+}
+
+void SendEngine::end_left(uint64_t now)
+{
+    if (!left_bytes_) return;
+    sent_rate_.delivered(now, left_bytes_, 1000000);
+    left_bytes_ = 0;
+    last_left_ns_ = now;
 }
 
 void SendEngine::on_started(uint64_t now, uint64_t seq, const std::string& error)
@@ -282,6 +312,7 @@ void SendEngine::on_started(uint64_t now, uint64_t seq, const std::string& error
     m->sent_ns.assign(m->lay.chunks, 0);
     m->pos.assign(m->lay.chunks, 0);
     m->left_ns.assign(m->lay.chunks, 0);
+    m->emitted_ns.assign(m->lay.chunks, 0);
     m->rto_at.assign(m->lay.chunks, 0);
     m->tx_count.assign(m->lay.chunks, 0);
     m->acked.assign(m->lay.chunks, 0);
@@ -309,8 +340,14 @@ void SendEngine::on_ack(uint64_t now, Msg& m, const CtrlMsg& a)
     if (m.probe_at != kNever) arm_probe(now, m);
     // RTT sample (Karn: only chunks sent once; ack delay removed, as QUIC does).
     if (a.newest < m.lay.chunks && m.tx_count[a.newest] == 1 && !m.acked[a.newest] && m.sent_ns[a.newest]) {
-        double sample = double(now) - double(m.sent_ns[a.newest]) - a.ack_delay_us * 1e3;
-        rtt_.sample(sample);
+        // Sent at the estimate, kept between when it was handed over and when the NIC said it had
+        // left. Timed from the handing over, the sample is never shorter than the RTT: min RTT.
+        const uint32_t c = a.newest;
+        const double delay = a.ack_delay_us * 1e3;
+        uint64_t sent = std::max(m.sent_ns[c], m.emitted_ns[c]);
+        if (m.left_ns[c]) sent = std::min(sent, m.left_ns[c]);
+        rtt_.sample(double(now) - double(sent) - delay);
+        rtt_.bound(double(now) - double(m.emitted_ns[c]) - delay);
     }
     const uint32_t before = m.acked_count;
     const uint64_t acked_pos = m.acked_pos;
@@ -467,6 +504,7 @@ void SendEngine::finish(uint64_t now, Msg& m, bool ok, const std::string& err)
     m.deferred = {};
     m.pos = {};
     m.left_ns = {};
+    m.emitted_ns = {};
     m.tx_count = {};
     m.acked = {};
     m.parity_sent = {};

@@ -16,7 +16,7 @@ NR == 1 { next }
 { rows++ }
 $8 != 0 || $16 != 0 { print "failed messages: " $0; bad = 1 }
 !($5 >= 2 && $13 > 0) { print "no real time of at least the added 2 ms RTT, or no simulated time: " $0; bad = 1 }
-!($13 >= $9) { print "the simulated message took less than the SRTT it was given: " $0; bad = 1 }
+!($13 >= $9) { print "the simulated message took less than the RTT it was given: " $0; bad = 1 }
 $3 == "ec" && ($18 == "" || $19 == "") { print "no EC/SR ratios on the EC row: " $0; bad = 1 }
 END {
     if (rows != 2) { print "expected 2 points, got " rows; bad = 1 }

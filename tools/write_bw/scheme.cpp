@@ -24,6 +24,7 @@ tools::Json path_json(const sdr_rel_path& p)
 {
     return tools::Json{{"srtt_ms", tools::json_real(p.rtt_ms)},
                        {"rttvar_ms", tools::json_real(p.rttvar_ms)},
+                       {"min_rtt_ms", tools::json_real(p.min_rtt_ms)},
                        {"rto_ms", tools::json_real(p.rto_ms)},
                        {"delivery_gbps", tools::json_real(p.bw_gbps)},
                        {"drop", tools::json_real(p.drop)},

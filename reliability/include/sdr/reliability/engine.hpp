@@ -107,6 +107,7 @@ public:
     // The binding's Data (chunks [first, first + count)) or Parity action of seq has left the NIC
     // (sdr_qp_send_progress): each in the order the actions came out.
     void on_left(uint64_t now, uint64_t seq, bool parity, uint32_t first, uint32_t count);
+    void end_left(uint64_t now);  // after the on_left calls of one look: the send rate's sample
     void on_timer(uint64_t now);
     uint64_t next_deadline() const;
     [[nodiscard]] bool poll_action(Action* out) { return out_.poll(out); }
@@ -116,7 +117,11 @@ public:
     bool rtt_sampled() const { return rtt_.samples() > 0; }
     uint64_t rto_ns() const;
     const RttMeter& rtt() const { return rtt_; }
-    const RateMeter& rate() const { return rate_; }
+    // The delivery rate in payload bytes per ns: as BBR, the lesser of the rate the NIC sent at
+    // (sdr_qp_send_progress) and the rate ACKs came back at, once measured; the first estimate
+    // until then. rate_samples(): the samples it rests on.
+    double delivery_bytes_per_ns() const;
+    uint64_t rate_samples() const { return sent_rate_.samples() + rate_.samples(); }
 
 private:
     enum class St : uint8_t { WaitCts, Starting, Sending, Done };
@@ -134,6 +139,7 @@ private:
         std::vector<uint64_t> sent_ns;   // estimated injection time of the last transmission
         std::vector<uint64_t> pos;       // the engine's transmission number of that transmission
         std::vector<uint64_t> left_ns;   // when the NIC said that transmission had left (0: not yet)
+        std::vector<uint64_t> emitted_ns;  // when it was handed to the binding: it left later
         uint32_t unleft = 0;             // Data and Parity actions not known to have left
         std::vector<uint64_t> rto_at;    // SR timer per chunk; 0 = acknowledged / not armed
         std::vector<uint16_t> tx_count;  // transmissions per chunk
@@ -161,7 +167,7 @@ private:
     void emit_data(uint64_t now, Msg& m, uint32_t first, uint32_t count, bool retransmit);
     void emit_parity(uint64_t now, Msg& m, uint32_t sub, uint32_t count, uint32_t from = 0);
     uint64_t inject(uint64_t now, uint64_t bytes);  // estimated end of injection of these bytes
-    double ns_per_byte() const { return 1 / rate_.bytes_per_ns(); }
+    double ns_per_byte() const { return 1 / delivery_bytes_per_ns(); }
     uint64_t ack_interval_ns() const;
     uint64_t quiet_ns(const Msg& m) const;
     bool shown_lost(const Msg& m, uint32_t c) const;
@@ -181,6 +187,9 @@ private:
     uint32_t inc_;
     RttMeter rtt_;
     RateMeter rate_;           // acknowledged payload bytes (data, and parity sent with it) over time
+    RateMeter sent_rate_;      // payload bytes the NIC said had left, over time
+    uint64_t last_left_ns_ = 0;  // when the NIC last said a request had left
+    uint64_t left_bytes_ = 0;    // bytes of this look's on_left calls
     uint64_t tx_pos_ = 0;      // transmissions so far (chunk transmissions, each numbered)
     uint64_t progress_ns_ = 0; // when an ACK last acknowledged something new
     static constexpr int kGaps = 8;

@@ -14,21 +14,26 @@ class RttMeter {
 public:
     explicit RttMeter(double first_ns) : srtt_(first_ns), min_(first_ns) {}
     void sample(double r_ns);
+    // A sample that is never shorter than the RTT (timed from before the chunk could have left):
+    // min_ns() is the smallest of these, the path without queues; the first estimate until one.
+    void bound(double r_ns);
     double srtt_ns() const { return srtt_; }
     double rttvar_ns() const { return rttvar_; }
-    double min_ns() const { return min_; }  // the smallest sample: the path without queues
+    double min_ns() const { return min_; }
     uint64_t samples() const { return samples_; }
 
 private:
     double srtt_, rttvar_ = 0, min_;
-    uint64_t samples_ = 0;
+    uint64_t samples_ = 0, bounds_ = 0;
 };
 
 // BBR's delivery rate (Cheng et al., "Delivery Rate Estimation", IETF draft): bytes delivered
 // between two observations over the time between them. A sample spans at least `span_ns` (one
 // observation per ACK or per bitmap read is too short an interval: timing noise would dominate),
-// and the estimate is the largest of the samples of the last `window` spans, as BBR's max filter,
-// since queueing and idle periods only ever make a sample smaller than the path's rate.
+// and a pause in the flow starts a new one (restart), so idle time is not counted. The estimate
+// is the median of the last kWindow samples, not BBR's max: on a real-time NIC a thread that was
+// not scheduled catches up on its ring at memory speed, and a sample of that burst is several
+// times the path's rate.
 class RateMeter {
 public:
     explicit RateMeter(double first_bytes_per_ns) : rate_(first_bytes_per_ns) {}
@@ -42,7 +47,7 @@ public:
     uint64_t samples() const { return samples_; }
 
 private:
-    static constexpr int kWindow = 8;  // samples kept in the max filter
+    static constexpr int kWindow = 9;  // samples kept for the median
     double rate_;
     double window_[kWindow] = {};
     int next_ = 0;
@@ -54,7 +59,7 @@ private:
 
 // The path as an endpoint reports it (sdr_rel_path in C).
 struct PathState {
-    double srtt_ms = 0, rttvar_ms = 0, rto_ms = 0, delivery_gbps = 0;
+    double srtt_ms = 0, rttvar_ms = 0, rto_ms = 0, delivery_gbps = 0, min_rtt_ms = 0;
     uint64_t rtt_samples = 0, rate_samples = 0;
 };
 
