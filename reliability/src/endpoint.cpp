@@ -438,7 +438,7 @@ void Endpoint::check_injected(uint64_t now)
         posted_.pop_front();
         tx_.on_left(now, p.seq, p.kind == Action::Parity, p.first, p.count);
     }
-    tx_.end_left(now);
+    tx_.end_left(now, posted_.empty() && data_q_.empty());
 }
 
 uint64_t Endpoint::progress()

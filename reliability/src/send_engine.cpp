@@ -256,9 +256,18 @@ void SendEngine::on_left(uint64_t now, uint64_t seq, bool parity, uint32_t first
         sent_rate_.restart();
         sent_rate_.delivered(emitted, 0, 0);
     }
+    // An estimate later than the NIC's report is corrected, and so is the timer armed from it.
     for (uint32_t c = first; !parity && c < first + count && c < m->lay.chunks; c++) {
         m->left_ns[c] = now;
         left_bytes_ += chunk_len(m->lay, geo_.chunk_bytes, c);
+        if (m->sent_ns[c] <= now) continue;
+        m->sent_ns[c] = now;
+        if (m->rto_at[c] > now + rto_ns()) {
+            m->rto_at[c] = now + rto_ns();
+            m->rto_heap.emplace_back(m->rto_at[c], c);
+            std::push_heap(m->rto_heap.begin(), m->rto_heap.end(), std::greater<>());
+            m->next_rto = std::min(m->next_rto, m->rto_at[c]);
+        }
     }
     if (parity) left_bytes_ += uint64_t{count} * geo_.chunk_bytes;
     if (m->announced || m->unleft) return;
@@ -273,8 +282,9 @@ void SendEngine::on_left(uint64_t now, uint64_t seq, bool parity, uint32_t first
     m->probe_at = now + rto_ns();
 }
 
-void SendEngine::end_left(uint64_t now)
+void SendEngine::end_left(uint64_t now, bool idle)
 {
+    if (idle) tx_free_ = std::min(tx_free_, now);  // everything asked has left: the estimate restarts here
     if (!left_bytes_) return;
     sent_rate_.delivered(now, left_bytes_, 1000000);
     left_bytes_ = 0;

@@ -107,7 +107,8 @@ public:
     // The binding's Data (chunks [first, first + count)) or Parity action of seq has left the NIC
     // (sdr_qp_send_progress): each in the order the actions came out.
     void on_left(uint64_t now, uint64_t seq, bool parity, uint32_t first, uint32_t count);
-    void end_left(uint64_t now);  // after the on_left calls of one look: the send rate's sample
+    // After the on_left calls of one look: the send rate's sample; idle: nothing is left to send.
+    void end_left(uint64_t now, bool idle);
     void on_timer(uint64_t now);
     uint64_t next_deadline() const;
     [[nodiscard]] bool poll_action(Action* out) { return out_.poll(out); }
