@@ -19,8 +19,8 @@ uint32_t Nic::ctrl_qp_create()
     q.live = true;
     q.qpn = ids_.ctrl_qpn(static_cast<uint32_t>(h), ctrl_qps_[h].qpn);
     q.qkey = ids_.qkey();
-    // A ring entry takes memory when a datagram first lands in it (and keeps it): 256 entries
-    // of 4 KiB zeroed up front cost every QP 1 MiB and most of its creation time.
+    // A ring entry takes memory when a datagram first lands in it (and keeps it): 4096 entries
+    // of 4 KiB zeroed up front would cost every QP 16 MiB and most of its creation time.
     q.ring.resize(kCtrlRingDepth);
     q.len.assign(kCtrlRingDepth, 0);
     ctrl_qps_[h] = std::move(q);

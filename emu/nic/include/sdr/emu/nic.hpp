@@ -125,7 +125,9 @@ public:
     // copied into a bounded ring per control QP that the host drains.
     static constexpr uint32_t kCtrlQpnBase = NicIds::kCtrlQpnBit;  // control QPNs have bit 23 set
     static constexpr uint32_t kCtrlMaxBytes = 4096;
-    static constexpr uint32_t kCtrlRingDepth = 4096;  // received, not yet read by the host
+    // Received, not yet read by the host: a 25 ms path at RTT/64 ACK pacing with 8 messages in
+    // flight brings about 512 a RTT, and a host thread not scheduled for milliseconds reads none.
+    static constexpr uint32_t kCtrlRingDepth = 4096;
     static constexpr uint32_t kCtrlSqDepth = 64;     // queued for the wire, per NIC
     [[nodiscard]] uint32_t ctrl_qp_create();  // handle (kNoHandle if 8192 live), random QPN and Q_Key
     void ctrl_qp_destroy(uint32_t handle);
