@@ -409,8 +409,9 @@ void RecvEngine::request_repair(uint64_t now, Msg& m, uint32_t want)
 // sr-nack: a chunk missing behind a later arrival is named once the hole has persisted the
 // reordering allowance (reorder_us, or four times stall_ns(): a real-time
 // NIC sets the bits of one batch of frames worker by worker, so a pause of its thread can show
-// a chunk before an earlier one) and something has arrived since it was first seen (the NIC
-// has moved on). It is named again only after renack_ns().
+// a chunk before an earlier one) and the NIC has moved on since it was first seen: something
+// arrived, or the sender's REQ, which came behind the message. It is named again only after
+// renack_ns().
 void RecvEngine::scan_holes(uint64_t now, Msg& m)
 {
     const uint64_t hold = std::max(static_cast<uint64_t>(cfg_.reorder_us * 1e3), 4 * stall_ns());
@@ -419,7 +420,7 @@ void RecvEngine::scan_holes(uint64_t now, Msg& m)
     for (uint32_t c = 0; c + 1 < m.highest; c++) {
         if (held(m.have, c)) continue;
         if (m.hole_since[c] == kNever) m.hole_since[c] = now;
-        if (now >= m.hole_since[c] + hold && last_arrival_ns_ > m.hole_since[c] &&
+        if (now >= m.hole_since[c] + hold && (last_arrival_ns_ > m.hole_since[c] || m.sender_seen) &&
             (m.named_at[c] == 0 || now >= m.named_at[c] + again)) {
             named.push_back(c);
             m.named_at[c] = now;
