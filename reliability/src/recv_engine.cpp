@@ -274,8 +274,10 @@ void RecvEngine::on_arrival(uint64_t now, Msg& m, uint64_t bytes, uint64_t prev_
         rtt_.sample(double(now - m.cts_at));
         rtt_.bound(double(now - m.cts_at));
     }
-    if (now - last_arrival_ns_ > rtt_ns() / 2) rate_.restart();
-    rate_.delivered(now, bytes, std::max<uint64_t>(static_cast<uint64_t>(rtt_ns() / 2), 1000000));
+    // Only first transmissions (arrivals that advance the send position) time the rate: repairs
+    // trickle in and start the next sample afresh.
+    if (now - last_arrival_ns_ > rtt_ns() / 2 || sent_to <= m.judged_to) rate_.restart();
+    else rate_.delivered(now, bytes, std::max<uint64_t>(static_cast<uint64_t>(rtt_ns() / 2), 1000000));
     if (prev_ns && !m.fallback && m.judged_to < end_pos(m) && sent_to > m.judged_to)
         m.max_gap_ns = std::max(m.max_gap_ns, now - prev_ns);
     last_arrival_ns_ = now;

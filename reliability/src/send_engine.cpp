@@ -252,14 +252,20 @@ void SendEngine::on_left(uint64_t now, uint64_t seq, bool parity, uint32_t first
     const uint32_t k = ops(m->code).coded() ? m->lay.k : 1;
     const uint32_t c0 = std::min(parity ? first * k : first, m->lay.chunks ? m->lay.chunks - 1 : 0);
     const uint64_t emitted = m->lay.chunks ? m->emitted_ns[c0] : now;
-    if (emitted >= last_left_ns_ && !left_bytes_) {
+    // A repeat (a chunk or a few, to an idle NIC) is timed by when the host looked, not by the
+    // NIC: it only starts the next sample afresh.
+    const bool repeat = !parity && m->lay.chunks && m->tx_count[c0] > 1;
+    if (repeat) {
+        sent_rate_.restart();
+        left_bytes_ = 0;
+    } else if (emitted >= last_left_ns_ && !left_bytes_) {
         sent_rate_.restart();
         sent_rate_.delivered(emitted, 0, 0);
     }
     // An estimate later than the NIC's report is corrected, and so is the timer armed from it.
     for (uint32_t c = first; !parity && c < first + count && c < m->lay.chunks; c++) {
         m->left_ns[c] = now;
-        left_bytes_ += chunk_len(m->lay, geo_.chunk_bytes, c);
+        if (!repeat) left_bytes_ += chunk_len(m->lay, geo_.chunk_bytes, c);
         if (m->sent_ns[c] <= now) continue;
         m->sent_ns[c] = now;
         if (m->rto_at[c] > now + rto_ns()) {
@@ -375,12 +381,15 @@ void SendEngine::on_ack(uint64_t now, Msg& m, const CtrlMsg& a)
     for (uint32_t i = 0; i < a.nbits && a.base + i < m.lay.chunks; i++)
         if (bit(a.bits.data(), i)) ack(a.base + i);
     if (m.acked_count > before) {
-        // Delivery rate: a pause in the ACKs (between messages) starts a new sample. Coded
-        // messages carry their first parity with the data: it took the path's time too.
-        if (now - progress_ns_ > rtt_.srtt_ns() / 2) rate_.restart();
+        // Delivery rate: a pause in the ACKs (between messages) starts a new sample, and so do
+        // ACKs of repeats only (a trickle of repairs, as BBR's app-limited samples, says
+        // nothing of the path's rate). Coded messages carry their first parity with the data:
+        // it took the path's time too.
+        if (now - progress_ns_ > rtt_.srtt_ns() / 2 || !first_tx) rate_.restart();
         const double with_parity = ops(m.code).coded() ? double(m.lay.k + m.lay.first_parity) / m.lay.k : 1;
-        rate_.delivered(now, static_cast<uint64_t>(double(bytes) * with_parity),
-                        std::max<uint64_t>(static_cast<uint64_t>(rtt_.srtt_ns() / 2), 1000000));
+        if (first_tx)
+            rate_.delivered(now, static_cast<uint64_t>(double(bytes) * with_parity),
+                            std::max<uint64_t>(static_cast<uint64_t>(rtt_.srtt_ns() / 2), 1000000));
         // A pause inside the message's stream of ACKs (not one a repair ends, nor the idle time
         // before its first ACK).
         if (before && first_tx) m.max_ack_gap = std::max(m.max_ack_gap, now - progress_ns_);
