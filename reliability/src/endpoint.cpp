@@ -370,6 +370,7 @@ void Endpoint::execute(Action& a)
 
 void Endpoint::drain_actions(uint64_t now)
 {
+    const uint64_t budget_end = sdr_now_ns(ctx_) + 1000000;  // of encoding (see below)
     for (int guard = 0; guard < 64; guard++) {
         Action a{Action::Ctrl};
         bool any = false;
@@ -390,11 +391,16 @@ void Endpoint::drain_actions(uint64_t now)
             tx_.on_started(now, seq, error);
             any = true;
         }
+        // Encoding parity takes the host's time: after a millisecond of it the rest waits for the
+        // next call, so that ACKs and bitmaps are read meanwhile (and RTT samples are not
+        // lengthened by the encoding of a whole message). Virtual time does not pass here.
         while (!data_q_.empty()) {
             Action& d = data_q_.front();
+            const bool encodes = d.kind == Action::Parity && cfg_.compute && !(d.count & kEncoded);
             if (!(d.kind == Action::Data ? try_data(d) : try_parity(d))) break;
             note_posted(d);
             data_q_.pop_front();
+            if (encodes && sdr_now_ns(ctx_) >= budget_end) break;
         }
         while (!post_q_.empty()) {
             uint64_t seq = post_q_.front().seq;

@@ -387,9 +387,10 @@ void SendEngine::on_ack(uint64_t now, Msg& m, const CtrlMsg& a)
         // it took the path's time too.
         if (now - progress_ns_ > rtt_.srtt_ns() / 2 || !first_tx) rate_.restart();
         const double with_parity = ops(m.code).coded() ? double(m.lay.k + m.lay.first_parity) / m.lay.k : 1;
+        // A sample spans four ACK intervals and at least 1 ms: a few ACKs, and more than their jitter.
         if (first_tx)
             rate_.delivered(now, static_cast<uint64_t>(double(bytes) * with_parity),
-                            std::max<uint64_t>(static_cast<uint64_t>(rtt_.srtt_ns() / 2), 1000000));
+                            std::max<uint64_t>(4 * ack_interval_ns(), 1000000));
         // A pause inside the message's stream of ACKs (not one a repair ends, nor the idle time
         // before its first ACK).
         if (before && first_tx) m.max_ack_gap = std::max(m.max_ack_gap, now - progress_ns_);
