@@ -491,7 +491,7 @@ void RecvEngine::on_ctrl(uint64_t now, const CtrlMsg& c)
         // The fallback keeps its time (the FTO, armed at the first arrival); with nothing arrived
         // there is none: what is missing is everything.
         if (ops(m->code).coded() && !m->fallback && (m->fto_at == kNever || now >= m->fto_at)) send_nack_failed(now, *m);
-        else send_ack(now, *m, 0);
+        else send_ack(now, *m, kAckReply);
     } else if (c.type == CtrlType::Abort && m && m->st != St::Done) {
         deliver(now, *m, false, "the sender abandoned the message (see its error)");
     }

@@ -54,16 +54,30 @@ uint64_t SendEngine::quiet_ns(const Msg& m) const
 // A chunk whose timer expired is repeated only when the path shows its transmission was lost
 // (RFC 8985's principle): a transmission of the same message made after it was acknowledged
 // (ACKs are per message: another message's ACK says nothing of ACKs of this one that were
-// lost). Its injection time is an estimate: on a NIC slower than the estimate, or behind other
-// messages, a chunk may not have left yet when its timer expires, and repeating it then repeats
-// a chunk that was never lost.
-bool SendEngine::shown_lost(const Msg& m, uint32_t c) const { return m.acked_pos > m.pos[c] + 1; }
+// lost), or the reply to a REQ sent after the chunk left lacks it. Its injection time is an
+// estimate: on a NIC slower than the estimate, or behind other messages, a chunk may not have
+// left yet when its timer expires, and repeating it then repeats a chunk that was never lost.
+bool SendEngine::shown_lost(const Msg& m, uint32_t c) const
+{
+    return m.acked_pos > m.pos[c] + 1 || (m.left_ns[c] && m.left_ns[c] <= m.proof_until);
+}
 
 // Without that evidence: nothing new has been acknowledged for quiet_ns() since the chunk left
-// (the tail, or everything, was lost). Then, as TCP's RTO (RFC 6298 5.4, 5.5), only the earliest
-// such chunk is repeated, and the next such repeat waits an RTO more: the repeat's
-// acknowledgement shows the others lost, and a silence that was a pause of the path costs one
-// chunk, not every chunk still queued.
+// (the tail, or everything, was lost, or the receiver paused). Then a REQ asks (as RFC 8985's
+// tail loss probe), at most once an RTO: its reply shows what was lost. The REQ a message sends
+// when its first transmissions have left (on_left) usually answers before any timer expires,
+// so a lost tail is repeated at its RTO, as the paper's per-chunk timer repeats it.
+void SendEngine::send_req(uint64_t now, Msg& m)
+{
+    CtrlMsg r;
+    r.type = CtrlType::Req;
+    r.scheme = m.code.scheme;
+    r.seq = m.seq;
+    r.length = m.lay.bytes;
+    send_ctrl(r);
+    m.req_at = now;
+}
+
 bool SendEngine::silent(uint64_t now, const Msg& m, uint32_t c) const
 {
     return m.left_ns[c] && now >= std::max({progress_ns_, m.left_ns[c], m.probe_quiet_until}) + quiet_ns(m);
@@ -279,12 +293,7 @@ void SendEngine::on_left(uint64_t now, uint64_t seq, bool parity, uint32_t first
     if (m->announced || m->unleft) return;
     if (m->next_new < (ops(m->code).coded() ? m->lay.submessages : m->lay.chunks)) return;
     m->announced = true;
-    CtrlMsg r;
-    r.type = CtrlType::Req;
-    r.scheme = m->code.scheme;
-    r.seq = m->seq;
-    r.length = m->lay.bytes;
-    send_ctrl(r);
+    send_req(now, *m);
     m->probe_at = now + rto_ns();
 }
 
@@ -396,7 +405,10 @@ void SendEngine::on_ack(uint64_t now, Msg& m, const CtrlMsg& a)
         if (before && first_tx) m.max_ack_gap = std::max(m.max_ack_gap, now - progress_ns_);
         progress_ns_ = now;
     }
-    if (m.acked_pos > acked_pos && !m.deferred.empty()) release_deferred(now, m);
+    // A REQ's reply: what left before the REQ and is still missing was lost.
+    const bool proof = (a.flags & kAckReply) && m.req_at > m.proof_until;
+    if (proof) m.proof_until = m.req_at;
+    if ((m.acked_pos > acked_pos || proof) && !m.deferred.empty()) release_deferred(now, m);
     if (a.flags & kAckFailed) return finish(now, m, false, "the receiver gave up the message");
     if (a.flags & kAckFinal) finish(now, m, true, "");
 }
@@ -559,11 +571,14 @@ void SendEngine::on_timer(uint64_t now)
             }
             std::sort(due_.begin(), due_.end());
             due_.erase(std::unique(due_.begin(), due_.end()), due_.end());
-            uint32_t probe = UINT32_MAX;  // the earliest-sent silent chunk without evidence
-            for (uint32_t c : due_)
-                if (!shown_lost(m, c) && silent(now, m, c) && (probe == UINT32_MAX || m.pos[c] < m.pos[probe])) probe = c;
+            bool ask = false;  // a silent chunk without evidence: a REQ asks what arrived
+            for (uint32_t c : due_) ask = ask || (!shown_lost(m, c) && silent(now, m, c));
+            if (ask) {
+                send_req(now, m);
+                m.probe_quiet_until = now + rto_ns();
+            }
             std::erase_if(due_, [&](uint32_t c) {
-                if (c == probe || shown_lost(m, c)) return false;
+                if (shown_lost(m, c)) return false;
                 // Not left yet: look again after an RTO (on_left starts its clock meanwhile).
                 m.rto_at[c] = m.left_ns[c] ? std::max({progress_ns_, m.left_ns[c], m.probe_quiet_until}) + quiet_ns(m)
                                            : now + rto_ns();
@@ -572,7 +587,6 @@ void SendEngine::on_timer(uint64_t now)
                 if (std::find(m.deferred.begin(), m.deferred.end(), c) == m.deferred.end()) m.deferred.push_back(c);
                 return true;
             });
-            if (probe != UINT32_MAX) m.probe_quiet_until = now + rto_ns();
             uint32_t run = 0, first = 0;
             bool failed = false;
             for (uint32_t c : due_) {
@@ -605,12 +619,7 @@ void SendEngine::on_timer(uint64_t now)
                 finish(now, m, false, "the receiver did not answer " + std::to_string(cfg_.max_rounds) + " probes");
                 continue;
             }
-            CtrlMsg r;
-            r.type = CtrlType::Req;
-            r.scheme = m.code.scheme;
-            r.seq = m.seq;
-            r.length = m.lay.bytes;
-            send_ctrl(r);
+            send_req(now, m);
             m.probe_at = now + rto_ns();
         }
     }

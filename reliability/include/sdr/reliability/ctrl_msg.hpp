@@ -46,6 +46,9 @@ namespace sdr::rel {
 
 enum class CtrlType : uint8_t { Cts = 1, Ack = 2, Nack = 3, Req = 4, Abort = 5 };
 inline constexpr uint8_t kAckFinal = 1, kAckFailed = 2;
+// ACK: the answer to a REQ; it holds every chunk that arrived before the REQ, which the sender
+// sent after the chunks that had left its NIC: those it lacks were lost.
+inline constexpr uint8_t kAckReply = 8;
 inline constexpr uint8_t kNackRepair = 4;  // NACK: the bitmap names submessages that need repair symbols
 inline constexpr size_t kCtrlHeaderBytes = 48;
 inline constexpr size_t kCtrlMaxParams = 64;  // bytes of a version-2 parameter area

@@ -158,7 +158,9 @@ private:
         uint32_t probes = 0;
         bool announced = false;  // the receiver was told the first transmissions have left
         uint64_t max_ack_gap = 0;      // the longest pause between ACKs of its first transmissions
-        uint64_t probe_quiet_until = 0;  // after a silence repeat, the next waits for this
+        uint64_t probe_quiet_until = 0;  // after a silence REQ, the next waits for this
+        uint64_t req_at = 0;       // when the latest REQ was sent
+        uint64_t proof_until = 0;  // unacknowledged chunks that left by then are lost (a REQ's reply)
         std::vector<uint16_t> parity_sent;  // coded: parity chunks sent per submessage
         MessageStats st_out;
     };
@@ -174,6 +176,7 @@ private:
     bool shown_lost(const Msg& m, uint32_t c) const;
     bool silent(uint64_t now, const Msg& m, uint32_t c) const;
     void release_deferred(uint64_t now, Msg& m);
+    void send_req(uint64_t now, Msg& m);
     void on_ack(uint64_t now, Msg& m, const CtrlMsg& a);
     void on_nack(uint64_t now, Msg& m, const CtrlMsg& n);
     void mark_acked(Msg& m, uint32_t c);
