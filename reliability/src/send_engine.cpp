@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <functional>
-#include <cmath>
 
 namespace sdr::rel {
 
@@ -62,11 +61,7 @@ bool SendEngine::shown_lost(const Msg& m, uint32_t c) const
     return m.acked_pos > m.pos[c] + 1 || (m.left_ns[c] && m.left_ns[c] <= m.proof_until);
 }
 
-// Without that evidence: nothing new has been acknowledged for quiet_ns() since the chunk left
-// (the tail, or everything, was lost, or the receiver paused). Then a REQ asks (as RFC 8985's
-// tail loss probe), at most once an RTO: its reply shows what was lost. The REQ a message sends
-// when its first transmissions have left (on_left) usually answers before any timer expires,
-// so a lost tail is repeated at its RTO, as the paper's per-chunk timer repeats it.
+// A REQ: its reply (kAckReply) shows which chunks that left before it were lost.
 void SendEngine::send_req(uint64_t now, Msg& m)
 {
     CtrlMsg r;
@@ -78,12 +73,18 @@ void SendEngine::send_req(uint64_t now, Msg& m)
     m.req_at = now;
 }
 
+// Without that evidence: nothing new has been acknowledged for quiet_ns() since the chunk left
+// (the tail, or everything, was lost, or the receiver paused). Then a REQ asks (as RFC 8985's
+// tail loss probe), at most once an RTO. The REQ a message sends when its first transmissions
+// have left (on_left) usually answers before any timer expires, so a lost tail is repeated at
+// its RTO, as the paper's per-chunk timer repeats it.
 bool SendEngine::silent(uint64_t now, const Msg& m, uint32_t c) const
 {
     return m.left_ns[c] && now >= std::max({progress_ns_, m.left_ns[c], m.probe_quiet_until}) + quiet_ns(m);
 }
 
-// Chunks deferred by shown_lost() whose loss a newer acknowledgement has now shown: due at once.
+// Chunks deferred by shown_lost() whose loss a newer acknowledgement or a REQ's reply has now
+// shown: due at once.
 void SendEngine::release_deferred(uint64_t now, Msg& m)
 {
     std::erase_if(m.deferred, [&](uint32_t c) {
@@ -545,7 +546,8 @@ void SendEngine::finish(uint64_t now, Msg& m, bool ok, const std::string& err)
 
 void SendEngine::on_timer(uint64_t now)
 {
-    for (auto& [seq, m] : msgs_) {
+    for (auto& entry : msgs_) {
+        Msg& m = entry.second;  // a plain reference: lambdas below capture it (clang cannot capture bindings)
         if (m.st == St::Done) continue;
         if (now >= m.deadline && m.st != St::Starting) {
             // A message still waiting for CTS is reported now but keeps its place in the order:

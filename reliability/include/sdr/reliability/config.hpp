@@ -49,11 +49,11 @@ std::string to_string(const Code& c);  // "sr", "ec-mds:32,8"
 struct Config {
     Scheme scheme = Scheme::Sr;
     uint32_t k = 32, m = 8;       // EC; auto: the code its EC candidates start from
-    double rtt_ms = 25;           // initial RTT estimate; the sender measures it from ACKs
-    double bw_gbps = 100;         // link rate: injection-time estimates and the FTO
+    double rtt_ms = 25;           // first RTT estimate; measured afterwards (path_meter.hpp)
+    double bw_gbps = 100;         // first delivery-rate estimate (injection times, the FTO); measured afterwards
     double alpha = 2;             // RTO = RTT·(1+α)
     double fto_alpha = 1;         // EC fallback timeout FTO = bytes/BW + 0.5·fto_alpha·RTT
-    double ack_interval_us = 0;   // ACK pacing per message; 0 = RTT/64
+    double ack_interval_us = 0;   // ACK pacing per message; 0 = the measured RTT/64
     double reorder_us = 20;       // sr-nack: a hole must persist this long before it is named
     uint64_t window_bytes = 0;    // SR: injected but unacknowledged bytes; 0 = unlimited
     uint32_t max_rounds = 16;     // bound on retransmissions of a chunk, NACK rounds, probes
@@ -61,7 +61,6 @@ struct Config {
     bool compute = true;          // false: payload-free simulation — EC accounted, not computed
     double drop_hint = 0;         // auto: per-packet drop rate assumed until the receiver has measured one
 
-    double ack_interval_ns() const { return ack_interval_us > 0 ? ack_interval_us * 1e3 : rtt_ms * 1e6 / 64; }
 };
 
 // The code of a fixed scheme (k, m kept for EC only); auto has none until the receiver picks.
