@@ -32,9 +32,10 @@ uint64_t RecvEngine::renack_ns() const { return static_cast<uint64_t>(rtt_ns() *
 // How long arrivals may pause before the sender counts as done when its REQ is lost: an RTO,
 // or four times the longest pause seen inside recent messages and this one while they were sent
 // (a real-time NIC whose thread was not scheduled pauses too, and its frames were not lost).
-uint64_t RecvEngine::quiet_ns(const Msg& m) const { return std::max(rto(), 4 * std::max(stall_ns(), m.max_gap_ns)); }
-
-uint64_t RecvEngine::stall_ns() const { return *std::max_element(gaps_, gaps_ + kGaps); }
+uint64_t RecvEngine::quiet_ns(const Msg& m) const
+{
+    return std::max(rto(), 4 * std::max(arrival_pauses_.longest_ns(), m.max_gap_ns));
+}
 
 // One past the last send position of a message (see judge_losses).
 uint64_t RecvEngine::end_pos(const Msg& m) const
@@ -409,14 +410,14 @@ void RecvEngine::request_repair(uint64_t now, Msg& m, uint32_t want)
 }
 
 // sr-nack: a chunk missing behind a later arrival is named once the hole has persisted the
-// reordering allowance (reorder_us, or four times stall_ns(): a real-time
+// reordering allowance (reorder_us, or four times the longest recent pause: a real-time
 // NIC sets the bits of one batch of frames worker by worker, so a pause of its thread can show
 // a chunk before an earlier one) and the NIC has moved on since it was first seen: something
 // arrived, or the sender's REQ, which came behind the message. It is named again only after
 // renack_ns().
 void RecvEngine::scan_holes(uint64_t now, Msg& m)
 {
-    const uint64_t hold = std::max(static_cast<uint64_t>(cfg_.reorder_us * 1e3), 4 * stall_ns());
+    const uint64_t hold = std::max(static_cast<uint64_t>(cfg_.reorder_us * 1e3), 4 * arrival_pauses_.longest_ns());
     const uint64_t again = renack_ns();
     std::vector<uint32_t> named;
     for (uint32_t c = 0; c + 1 < m.highest; c++) {
@@ -459,8 +460,7 @@ void RecvEngine::deliver(uint64_t now, Msg& m, bool ok, const std::string& err)
     m.st_out.ok = ok;
     m.st_out.error = err;
     m.st_out.done_ns = now;
-    gaps_[next_gap_] = m.max_gap_ns;
-    next_gap_ = (next_gap_ + 1) % kGaps;
+    arrival_pauses_.message_done(m.max_gap_ns);
     history_[m.seq] = ok;
     while (history_.size() > 4096) history_.erase(history_.begin());
     m.have = {};

@@ -45,7 +45,7 @@ uint64_t SendEngine::rto_ns() const
 // ACK), as the paper's per-chunk timer finds it.
 uint64_t SendEngine::quiet_ns(const Msg& m) const
 {
-    const uint64_t gap = std::max(*std::max_element(ack_gaps_, ack_gaps_ + kGaps), m.max_ack_gap);
+    const uint64_t gap = std::max(ack_pauses_.longest_ns(), m.max_ack_gap);
     return std::max(static_cast<uint64_t>(std::max(0.5 * cfg_.alpha * rtt_.srtt_ns(), 4 * rtt_.rttvar_ns())), 2 * gap) +
            ack_interval_ns();
 }
@@ -274,8 +274,7 @@ void SendEngine::on_left(uint64_t now, uint64_t seq, bool parity, uint32_t first
         sent_rate_.restart();
         left_bytes_ = 0;
     } else if (emitted >= last_left_ns_ && !left_bytes_) {
-        sent_rate_.restart();
-        sent_rate_.delivered(emitted, 0, 0);
+        sent_rate_.restart(emitted);
     }
     // An estimate later than the NIC's report is corrected, and so is the timer armed from it.
     for (uint32_t c = first; !parity && c < first + count && c < m->lay.chunks; c++) {
@@ -529,8 +528,7 @@ void SendEngine::finish(uint64_t now, Msg& m, bool ok, const std::string& err)
     m.st_out.ok = ok;
     m.st_out.error = err;
     m.st_out.done_ns = now;
-    ack_gaps_[next_gap_] = m.max_ack_gap;
-    next_gap_ = (next_gap_ + 1) % kGaps;
+    ack_pauses_.message_done(m.max_ack_gap);
     m.sent_ns = {};
     m.rto_at = {};
     m.rto_heap = {};

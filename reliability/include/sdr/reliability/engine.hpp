@@ -196,9 +196,7 @@ private:
     uint64_t left_bytes_ = 0;    // bytes of this look's on_left calls
     uint64_t tx_pos_ = 0;      // transmissions so far (chunk transmissions, each numbered)
     uint64_t progress_ns_ = 0; // when an ACK last acknowledged something new
-    static constexpr int kGaps = 8;
-    uint64_t ack_gaps_[kGaps] = {};  // max_ack_gap of the last messages
-    int next_gap_ = 0;
+    PauseMeter ack_pauses_;    // max_ack_gap of the last messages
     uint64_t tx_free_ = 0;     // estimated time the NIC has injected everything asked so far
     uint64_t outstanding_ = 0; // SR window: injected, unacknowledged bytes
     uint64_t next_seq_ = 0, next_start_ = 0;
@@ -277,7 +275,6 @@ private:
     uint64_t renack_ns() const;
     uint64_t ack_interval_ns() const;
     uint64_t quiet_ns(const Msg& m) const;
-    uint64_t stall_ns() const;  // the longest pause between arrivals inside recent messages
     uint64_t end_pos(const Msg& m) const;
     bool injection_over(uint64_t now, const Msg& m) const;
     double ns_per_byte() const { return 1 / rate_.bytes_per_ns(); }
@@ -293,9 +290,7 @@ private:
     RateMeter rate_;               // arrived payload bytes (data and parity) over time
     uint64_t last_arrival_ns_ = 0; // any message's
     uint64_t newest_seq_ = 0;      // one past the newest message that had an arrival
-    static constexpr int kGaps = 8;
-    uint64_t gaps_[kGaps] = {};    // max_gap_ns of the last messages
-    int next_gap_ = 0;
+    PauseMeter arrival_pauses_;    // max_gap_ns of the last messages
     uint64_t next_seq_ = 0;
     std::map<uint64_t, Msg> msgs_;
     std::map<uint64_t, bool> history_;  // seq → ok, for REQs about finished messages

@@ -4,6 +4,7 @@
 // are only the first estimates, kept until the first samples come.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 namespace sdr::rel {
@@ -40,8 +41,15 @@ public:
     // `bytes` more delivered at `now`; `span_ns` is the shortest interval a sample may cover.
     void delivered(uint64_t now, uint64_t bytes, uint64_t span_ns);
     // A pause in the flow (nothing was in flight since the last call, e.g. between messages):
-    // the next sample starts here, so the idle time does not count as slow delivery.
+    // the next sample starts with the next call, or at `at` when the flow is known to have
+    // restarted then, so the idle time does not count as slow delivery.
     void restart() { marked_ = false; }
+    void restart(uint64_t at)
+    {
+        mark_ns_ = at;
+        mark_bytes_ = total_;
+        marked_ = true;
+    }
     double bytes_per_ns() const { return rate_; }
     double gbps() const { return rate_ * 8; }
     uint64_t samples() const { return samples_; }
@@ -55,6 +63,24 @@ private:
     uint64_t total_ = 0;               // bytes delivered so far
     uint64_t mark_ns_ = 0, mark_bytes_ = 0;  // the start of the sample being measured
     bool marked_ = false;
+};
+
+// The longest pause inside the last kMessages messages' streams (of ACKs at the sender, of
+// arrivals at the receiver): a real-time NIC whose thread was not scheduled pauses a stream
+// though nothing was lost, and the timers that judge silence allow for as long a pause again.
+class PauseMeter {
+public:
+    void message_done(uint64_t longest_ns)
+    {
+        ring_[next_] = longest_ns;
+        next_ = (next_ + 1) % kMessages;
+    }
+    uint64_t longest_ns() const { return *std::max_element(ring_, ring_ + kMessages); }
+
+private:
+    static constexpr int kMessages = 8;
+    uint64_t ring_[kMessages] = {};
+    int next_ = 0;
 };
 
 // The path as an endpoint reports it (sdr_rel_path in C).
