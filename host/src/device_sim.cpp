@@ -186,13 +186,17 @@ private:
 std::unique_ptr<Device> open_sim_device(const std::string& n, const std::string& arg, uint32_t num_channels,
                                         std::string* err)
 {
+    emu::SimFabric* f = emu::SimFabric::process(err);
+    if (!f) return nullptr;
+    const uint32_t limit = f->host_limit();
     uint32_t index = 0;
     if (!arg.empty()) {
         const char* s = arg.c_str();
         char* end = nullptr;
         unsigned long v = std::strtoul(s, &end, 10);
-        if (end == s || *end || v > 255) {
-            *err = "device '" + n + "': expected sim:N with N in 0..255";
+        if (end == s || *end || v >= limit) {
+            *err = "device '" + n + "': expected sim:N with N in 0.." + std::to_string(limit - 1) +
+                   (f->network() ? " (the hosts of topology " + f->network()->topology().name + ")" : "");
             return nullptr;
         }
         index = static_cast<uint32_t>(v);
@@ -201,8 +205,6 @@ std::unique_ptr<Device> open_sim_device(const std::string& n, const std::string&
         *err = "device '" + n + "' is already open in this process";
         return nullptr;
     }
-    emu::SimFabric* f = emu::SimFabric::process(err);
-    if (!f) return nullptr;
     emu::Nic& nic = f->nic(index, num_channels);
     if (nic.num_workers() != num_channels && !nic.reconfigure_workers(num_channels)) {
         *err = "device '" + n + "': cannot change its channel count while its transport QPs live";

@@ -13,7 +13,8 @@ namespace sdr::emu {
 
 class SimFabric::Port final : public SimTarget {
 public:
-    Port(SimFabric& f, Nic& nic) : f_(f), nic_(nic) {}
+    // arg of fire(): a PFC pause or resume from the first switch (Egress::kPause/kResume)
+    Port(SimFabric& f, Nic& nic, double gbps) : f_(f), nic_(nic), ps_per_byte_fp_(ps_per_byte(gbps)) {}
     void kick()
     {
         if (busy_) return;
@@ -24,8 +25,9 @@ public:
     // completes the packets that finished by now and starts those that begin within
     // kTxBatchPs. Local send completions are therefore seen up to kTxBatchPs late; what
     // crosses the link, and when, is exact.
-    void fire(SimTime now, uint64_t) override
+    void fire(SimTime now, uint64_t arg) override
     {
+        if (arg != Egress::kWireFree) [[unlikely]] return pause(now, arg == Egress::kPause);
         nic_.tx_done(batch_, n_);
         n_ = 0;
         if (wire_free_ < now) {
@@ -41,7 +43,7 @@ public:
         SimTime wire_free = now, busy_until = wire_free_;
         uint64_t frac = wire_frac_;
         uint32_t n = 0;
-        while (n < max_batch_ && wire_free < now + kTxBatchPs && nic_.tx_next(&batch_[n])) {
+        while (n < max_batch_ && wire_free < now + kTxBatchPs && !paused_ && nic_.tx_next(&batch_[n])) {
             const TxPacket& p = batch_[n];
             leaves_[n] = wire_free;
             if (!p.local_error) {
@@ -65,20 +67,36 @@ public:
         for (uint32_t i = 0; i < n_; i++) {
             const TxPacket& p = batch_[i];
             if (p.local_error) continue;
-            SimLink* link = route(p.remote_ip);
-            if (!link) continue;
+            SimLink* link = nullptr;
+            if (!net_ && !(link = route(p.remote_ip))) continue;
             uint8_t* frame = nullptr;
             uint32_t frame_len = frame_len_[i];
             if (p.kind != TxPacket::Kind::Sdr || nic_.payload()) {  // control and verbs frames always carry their bytes
                 frame = f_.frame_alloc();
                 frame_len = static_cast<uint32_t>(nic_.tx_encode(p, frame, kFrameCap));
             }
-            link->send(leaves_[i], p.meta, frame, frame_len);
+            if (net_) net_->inject(nic_.index(), leaves_[i], p.meta, p.remote_ip, frame, frame_len, control_class(p));
+            else link->send(leaves_[i], p.meta, frame, frame_len);
         }
         f_.sim_.at(wire_free, this);
     }
 
 private:
+    static uint64_t ps_per_byte(double gbps) { return static_cast<uint64_t>(std::llround(8000.0 / gbps * (1 << kFracBits))); }
+    // Switches queue control datagrams, ACKs, NAKs and CNPs ahead of data, never marked.
+    static uint8_t control_class(const TxPacket& p)
+    {
+        return p.kind == TxPacket::Kind::Ctrl || p.kind == TxPacket::Kind::SdrAck || p.meta.opcode == wire::kOpRcAck ||
+               p.meta.opcode == kOpCnp;
+    }
+    static constexpr uint8_t kOpCnp = 0x81;  // RoCEv2 Congestion Notification Packet
+    // PFC from the first switch: a paused port stops taking packets from the send engine.
+    void pause(SimTime now, bool on)
+    {
+        paused_ = on;
+        if (!on) kick();
+        (void)now;
+    }
     static uint32_t frame_bytes(const TxPacket& p)
     {
         return static_cast<uint32_t>(p.kind == TxPacket::Kind::Sdr ? wire::frame_bytes_write_imm(p.meta.dma_len)
@@ -106,14 +124,15 @@ private:
     // Wire time: whole picoseconds plus a 16-bit fraction, so no float per packet and no drift
     // (declared after f_: initialised from it).
     static constexpr int kFracBits = 16;
-    const uint64_t ps_per_byte_fp_ =
-        static_cast<uint64_t>(std::llround(8000.0 / f_.params_.link.bandwidth_gbps * (1 << kFracBits)));
+    const uint64_t ps_per_byte_fp_;
     SimTime wire_free_ = 0;
     uint64_t wire_frac_ = 0;
     // Cost model: the sender's TX thread posts one WQE per tx_wqe_ns (0: the wire alone).
     const SimTime tx_spacing_ps_ = f_.dpa_ ? f_.dpa_->tx_spacing_ps() : 0;
     uint32_t last_ip_ = 0;
     SimLink* last_link_ = nullptr;
+    SimNetwork* const net_ = f_.net_.get();
+    bool paused_ = false;
 };
 
 // ---- firmware timers ----------------------------------------------------------------------
@@ -222,7 +241,8 @@ void SimLink::send_impaired(SimTime leaves, const PacketMeta& m, uint8_t* frame,
         if (fabric_.params_.drop_log)
             fabric_.drops_.push_back(DropRecord{leaves, src_index_, dst_.index(), m});
         if (fabric_.pcap_.pcapng())
-            fabric_.capture_drop(leaves + prop_ps_, src_index_, dst_.index(), m, frame, frame_len, v.burst);
+            fabric_.capture_drop(leaves + prop_ps_, src_index_, dst_.index(), m, frame, frame_len,
+                                 v.burst ? capture_note::kBurstDrop : capture_note::kLossDrop);
         if (frame) fabric_.frame_free(frame);
         return;
     }
@@ -305,27 +325,70 @@ void SimLink::deliver(const InFlight& f)
 
 void SimLink::tap_deliver(const InFlight& f)
 {
+    fabric_.tap_rx(dst_, src_index_, f.arrival, f.meta, f.frame, f.frame_len, f.note);
+}
+
+void SimFabric::tap_rx(Nic& dst, uint32_t src, SimTime arrival, const PacketMeta& m, uint8_t* frame,
+                       uint32_t frame_len, uint8_t link_note)
+{
     uint8_t hdr[128];
     const uint8_t* bytes;
     uint32_t orig;
-    size_t cap = fabric_.capture_bytes(f.meta, src_index_, dst_.index(), f.frame, f.frame_len, &bytes, hdr, &orig);
-    if (!fabric_.pcap_.pcapng()) {
-        fabric_.pcap_.write(f.arrival, bytes, static_cast<uint32_t>(cap), orig);
-        if (f.frame) dst_.rx_frame(f.frame, f.frame_len);
-        else dst_.rx_packet(f.meta, nullptr, src_addr_);
+    size_t cap = capture_bytes(m, src, dst.index(), frame, frame_len, &bytes, hdr, &orig);
+    if (!pcap_.pcapng()) {
+        pcap_.write(arrival, bytes, static_cast<uint32_t>(cap), orig);
+        if (frame) dst.rx_frame(frame, frame_len);
+        else dst.rx_packet(m, nullptr, address_of(src));
     } else {
         // Written after the NIC saw the frame, with the drop it counted if any.
-        fabric_.flush_drops(f.arrival);
-        capture_note::RxDropWatch watch(dst_.counters().rx_drops);
-        if (f.frame) dst_.rx_frame(f.frame, f.frame_len);
-        else dst_.rx_packet(f.meta, nullptr, src_addr_);
+        flush_drops(arrival);
+        capture_note::RxDropWatch watch(dst.counters().rx_drops);
+        if (frame) dst.rx_frame(frame, frame_len);
+        else dst.rx_packet(m, nullptr, address_of(src));
         std::string note;
-        capture_note::append_link(&note, f.note);
+        capture_note::append_link(&note, link_note);
         watch.append_reason(&note);
-        fabric_.pcap_.write(f.arrival, bytes, static_cast<uint32_t>(cap), orig,
-                            pcapng::FrameNote{fabric_.rx_interface(dst_.index()), pcapng::kFlagInbound, note});
+        pcap_.write(arrival, bytes, static_cast<uint32_t>(cap), orig,
+                    pcapng::FrameNote{rx_interface(dst.index()), pcapng::kFlagInbound, note});
     }
-    if (f.frame) fabric_.frame_free(f.frame);
+    if (frame) frame_free(frame);
+}
+
+void SimFabric::deliver_to_nic(uint32_t dst, uint32_t src, SimTime arrival, const PacketMeta& m, uint8_t* frame,
+                               uint32_t frame_len, uint8_t note)
+{
+    Nic* n = find_nic(dst);
+    if (!n) {  // a host without a NIC yet: as a frame to an unplugged port
+        if (frame) frame_free(frame);
+        return;
+    }
+    if (tap_) [[unlikely]] return tap_rx(*n, src, arrival, m, frame, frame_len, note);
+    if (frame) {
+        n->rx_frame(frame, frame_len);
+        frame_free(frame);
+    } else {
+        n->rx_packet(m, nullptr, address_of(src));
+    }
+}
+
+void SimFabric::tap_switch(uint32_t iface, SimTime t, const FabricPacket& p, bool marked, const char* drop)
+{
+    uint8_t hdr[128];
+    const uint8_t* bytes;
+    uint32_t orig;
+    size_t cap = capture_bytes(p.meta, p.src, p.dst, p.frame, p.frame_len, &bytes, hdr, &orig);
+    flush_drops(t);
+    const uint32_t flags = pcapng::kFlagOutbound | (drop ? pcapng::kFlagLinkDrop : 0);
+    pcap_.write(t, bytes, static_cast<uint32_t>(cap), orig,
+                pcapng::FrameNote{iface, flags, drop ? drop : marked ? capture_note::kCeMarked : ""});
+}
+
+void SimFabric::network_drop(SimTime t, uint32_t src, uint32_t dst, const PacketMeta& m, uint8_t* frame,
+                             uint32_t frame_len, const char* cause)
+{
+    if (params_.drop_log) drops_.push_back(DropRecord{t, src, dst, m});
+    if (pcap_.pcapng() && dst < host_limit()) capture_drop(t, src, dst, m, frame, frame_len, cause);
+    if (frame) frame_free(frame);
 }
 
 // ---- the pcapng tap -----------------------------------------------------------------------
@@ -351,11 +414,11 @@ size_t SimFabric::capture_bytes(const PacketMeta& m, uint32_t src, uint32_t dst,
 }
 
 void SimFabric::capture_drop(SimTime t, uint32_t src, uint32_t dst, const PacketMeta& m, const uint8_t* frame,
-                             uint32_t frame_len, bool burst)
+                             uint32_t frame_len, const char* cause)
 {
     uint8_t hdr[128];
     const uint8_t* bytes;
-    PendingDrop p{t, dst, burst, 0, {}};
+    PendingDrop p{t, dst, cause, 0, {}};
     size_t cap = capture_bytes(m, src, dst, frame, frame_len, &bytes, hdr, &p.origlen);
     p.bytes.assign(bytes, bytes + cap);
     pending_drops_.push_back(std::move(p));
@@ -369,7 +432,7 @@ void SimFabric::flush_drops(SimTime upto)
         PendingDrop& p = pending_drops_.back();
         pcap_.write(p.t, p.bytes.data(), static_cast<uint32_t>(p.bytes.size()), p.origlen,
                     pcapng::FrameNote{rx_interface(p.dst), pcapng::kFlagInbound | pcapng::kFlagLinkDrop,
-                                      p.burst ? capture_note::kBurstDrop : capture_note::kLossDrop});
+                                      p.cause});
         pending_drops_.pop_back();
     }
 }
@@ -389,12 +452,14 @@ SimFabric::SimFabric(const FabricParams& p)
       dpa_(p.dpa.enabled ? std::make_unique<DpaModel>(sim_, p.dpa) : nullptr)
 {
     if (!params_.pcap_path.empty()) tap_ = pcap_.open(params_.pcap_path, nullptr);
+    if (params_.topology) net_ = std::make_unique<SimNetwork>(*this, *params_.topology);
 }
 
 SimFabric::~SimFabric()
 {
     flush_drops(UINT64_MAX);  // drops that would have arrived after the run ended
     // Links may still hold frames; their buffers belong to frame_blocks_ and go with them.
+    net_.reset();
     links_.clear();
     ports_.clear();
     nics_.clear();
@@ -417,7 +482,8 @@ Nic& SimFabric::nic(uint32_t index, uint32_t num_workers)
     if (!nics_[index]) {
         nics_[index] = std::make_unique<Nic>(index, address_of(index), num_workers, params_.payload, this,
                                              id_seed(index));
-        ports_[index] = std::make_unique<Port>(*this, *nics_[index]);
+        ports_[index] = std::make_unique<Port>(*this, *nics_[index], net_ ? net_->host_gbps(index) : params_.link.bandwidth_gbps);
+        if (net_) net_->attach_host_port(index, ports_[index].get());
         if (dpa_) nics_[index]->set_cqe_dispatch(true);
         nics_[index]->count_host_events_in(&host_events_);
     }
@@ -434,6 +500,7 @@ Nic* SimFabric::nic_by_ip(uint32_t ip)
 
 SimTime SimFabric::max_transit_ps() const
 {
+    if (net_) return net_->max_transit_ps();
     auto extra = [](const ImpairmentParams& i) {
         return (i.reorder > 0 ? i.reorder_max_ps : 0) + (i.duplicate > 0 ? kPsPerNs : 0);
     };
@@ -471,13 +538,14 @@ void SimFabric::reseed(uint64_t seed)
 {
     params_.seed = seed;
     for (auto& [pair, l] : links_) l->reseed(link_seed(pair));
+    if (net_) net_->reseed();
 }
 
 uint64_t SimFabric::packets_delivered() const
 {
     uint64_t n = 0;
     for (const auto& [k, l] : links_) n += l->delivered();
-    return n;
+    return n + (net_ ? net_->delivered() : 0);
 }
 
 void SimFabric::inject_frame(uint32_t dst_nic, std::vector<uint8_t> frame, SimTime at)

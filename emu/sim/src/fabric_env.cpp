@@ -3,6 +3,7 @@
 
 #include <sdr/emu/env_parse.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
@@ -40,6 +41,33 @@ bool FabricParams::from_env(FabricParams* out, std::string* err)
         p.wall_clock = v2 == "wall";
     }
     if (!DpaParams::from_env(&p.dpa, err)) return false;
+    // Last: a topology's long haul takes its defaults from the link knobs above.
+    if (const char* s = std::getenv("SDR_SIM_TOPOLOGY"); s && *s) {
+        Topology t;
+        if (!Topology::parse(s, p.link, &t, err)) {
+            if (err) *err = "SDR_SIM_TOPOLOGY: " + *err;
+            return false;
+        }
+        p.topology = std::move(t);
+    }
+    if (const char* s = std::getenv("SDR_SIM_PCAP_PORTS"); s && *s) {
+        if (!p.topology) {
+            if (err) *err = "SDR_SIM_PCAP_PORTS names switch ports: it needs SDR_SIM_TOPOLOGY";
+            return false;
+        }
+        std::string list = s;
+        for (size_t at = 0; at <= list.size();) {
+            size_t comma = std::min(list.find(',', at), list.size());
+            std::string spec = list.substr(at, comma - at);
+            int sw, port;
+            if (!SimNetwork::find_capture_port(*p.topology, spec, &sw, &port, err)) {
+                if (err) *err = "SDR_SIM_PCAP_PORTS: " + *err;
+                return false;
+            }
+            p.capture_ports.push_back(spec);
+            at = comma + 1;
+        }
+    }
     *out = p;
     return true;
 }

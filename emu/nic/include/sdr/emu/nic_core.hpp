@@ -35,6 +35,7 @@ struct PacketMeta {
     uint8_t opcode = 0;
     bool solicited : 1 = false;  // the BTH's SE bit (verbs: on a message's last packet)
     bool ack_req : 1 = false;    // the BTH's AckReq bit (SDR's RC packets: nic_sdr_rc.cpp)
+    uint8_t ecn : 2 = 0;         // the IP header's ECN field (RFC 3168): 1, 2 ECT; 3 CE
 };
 
 struct NicAddress {

@@ -8,6 +8,7 @@
 #include <sdr/emu/dpa_model.hpp>
 #include <sdr/emu/fifo_ring.hpp>
 #include <sdr/emu/impairment.hpp>
+#include <sdr/emu/network.hpp>
 #include <sdr/emu/nic.hpp>
 #include <sdr/emu/pcap_writer.hpp>
 #include <sdr/emu/simulator.hpp>
@@ -16,6 +17,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -53,6 +55,12 @@ struct FabricParams {
     // 1 us batch) and a link delivers one packet per event (no run-ahead). Slower; the
     // reference the batched default is tested against (tests/sim_batching_test.cpp).
     bool per_packet_events = false;
+    // A datacenter network in place of the point-to-point links (topology.hpp, network.hpp):
+    // switches, queues, ECMP. Unset (the default): every pair of NICs has its own link as above.
+    std::optional<Topology> topology;
+    // Switch ports whose egress the pcapng tap records too ("leaf0:2", or "leaf0" for all of a
+    // switch's ports): each frame as it starts on the wire, each drop-tail drop, each ECN mark.
+    std::vector<std::string> capture_ports;
 
     // Defaults overridden by SDR_SIM_* environment variables (see README). false + err on a
     // malformed value.
@@ -123,6 +131,10 @@ public:
     Nic* find_nic(uint32_t index);
     Nic* nic_by_ip(uint32_t ip);
     static NicAddress address_of(uint32_t index);
+    // How many NICs (hosts) the fabric can hold: a topology's hosts, else 256.
+    uint32_t host_limit() const { return net_ ? net_->topology().hosts : 256; }
+    // The network of switches, if params().topology is set.
+    SimNetwork* network() { return net_.get(); }
 
     // Run up to max_events events within kProgressSlicePs of virtual time, moving the clock by
     // at most one slice when nothing is due sooner (wall clock: all events already due); false
@@ -183,20 +195,40 @@ public:
     [[nodiscard]] static SimFabric* process(std::string* err);
     static void install(std::unique_ptr<SimFabric> fabric);
 
+    // What a host could notice so far (SimFabric::wait_event watches it; pipes into NICs too).
+    uint64_t host_events_now() const { return host_events(); }
+
 private:
     friend class SimLink;
+    friend class SimNetwork;
+    friend class Egress;
+    friend class SimSwitch;
+    // A frame reaches NIC `dst` from host `src` at `arrival` (the network's last hop), with the
+    // pcap tap if it is open.
+    void deliver_to_nic(uint32_t dst, uint32_t src, SimTime arrival, const PacketMeta& m, uint8_t* frame,
+                        uint32_t frame_len, uint8_t note);
+    void tap_rx(Nic& dst, uint32_t src, SimTime arrival, const PacketMeta& m, uint8_t* frame, uint32_t frame_len,
+                uint8_t note);
+    // A switch dropped a packet (drop-tail, a lossy link, no route): logged, captured, freed.
+    void network_drop(SimTime t, uint32_t src, uint32_t dst, const PacketMeta& m, uint8_t* frame, uint32_t frame_len,
+                      const char* cause);
+    // The tap of a switch port (pcapng interface id `iface`): p leaves it (marked: ECN CE set
+    // there), or is dropped there (drop: the capture_note cause).
+    void tap_switch(uint32_t iface, SimTime t, const FabricPacket& p, bool marked, const char* drop);
+    uint32_t tap_interface(const std::string& name) { return pcap_.interface(name); }
+    bool tap_pcapng() const { return pcap_.pcapng(); }
     // The pcapng tap. A dropped frame waits in pending_drops_ until the tap reaches the time it
     // would have arrived, so the file stays in time order.
     struct PendingDrop {
         SimTime t;
         uint32_t dst;
-        bool burst;
+        const char* cause;  // a capture_note string
         uint32_t origlen;
         std::vector<uint8_t> bytes;
     };
     static bool pending_later(const PendingDrop& a, const PendingDrop& b) { return a.t > b.t; }
     void capture_drop(SimTime t, uint32_t src, uint32_t dst, const PacketMeta& m, const uint8_t* frame,
-                      uint32_t frame_len, bool burst);
+                      uint32_t frame_len, const char* cause);
     void flush_drops(SimTime upto);
     uint32_t rx_interface(uint32_t nic);
     // The bytes the tap keeps of a frame (cut at the snaplen; payload-free: its headers).
@@ -234,6 +266,7 @@ private:
     class Injector;
     std::unique_ptr<Injector> injector_;
     std::unique_ptr<DpaModel> dpa_;
+    std::unique_ptr<SimNetwork> net_;  // declared last: its pipes hold frames of frame_blocks_
 };
 
 }  // namespace sdr::emu

@@ -20,6 +20,9 @@ inline constexpr const char* kDelayed = "link: delayed (reordered)";
 inline constexpr const char* kDuplicated = "link: duplicated (a copy follows)";
 inline constexpr const char* kDuplicateCopy = "link: duplicate copy";
 inline constexpr const char* kInjected = "injected";
+inline constexpr const char* kQueueDrop = "switch drop: queue full (drop-tail)";
+inline constexpr const char* kCeMarked = "switch: ECN CE marked (RED)";
+inline constexpr const char* kNoRoute = "switch drop: no route to the destination";
 inline constexpr const char* kNicDropPrefix = "nic drop: ";  // + to_string(RxDrop)
 
 // What the link did to a delivered frame, as bits; the comment lists each that is set.

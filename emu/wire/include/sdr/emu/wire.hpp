@@ -153,4 +153,9 @@ uint32_t icrc(const uint8_t* frame, size_t len_without_icrc);
 void write_icrc(uint8_t* frame, size_t len_without_icrc);
 bool icrc_ok(const uint8_t* frame, size_t len);
 
+// A switch's ECN mark (RFC 3168): an ECN-capable (ECT) IPv4 frame gets CE in its TOS and a new
+// header checksum; the ICRC masks the TOS, so it stays valid. false (and the frame untouched)
+// if the frame is not ECT IPv4.
+bool mark_ce(uint8_t* frame, size_t len);
+
 }  // namespace sdr::emu::wire

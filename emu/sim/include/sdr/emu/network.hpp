@@ -1,0 +1,216 @@
+// The simulated datacenter network a topology describes: switches with output queues, links
+// as pipes, ECMP routes. A NIC's port hands each frame it serialised to its host's uplink; the
+// frame then crosses pipes and switches, each step at its exact virtual time, until a pipe
+// delivers it to the destination NIC.
+//
+// Events: a pipe keeps its packets in a FIFO with one event for the head and delivers
+// followers directly while nothing else is due earlier (as SimLink); an egress queue whose wire
+// is idle starts a packet at once, and only a busy queue waits for a "wire free" event.
+#pragma once
+
+#include <sdr/emu/fifo_ring.hpp>
+#include <sdr/emu/impairment.hpp>
+#include <sdr/emu/nic_core.hpp>
+#include <sdr/emu/rng.hpp>
+#include <sdr/emu/simulator.hpp>
+#include <sdr/emu/topology.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace sdr::emu {
+
+class SimFabric;
+class SimNetwork;
+class SimSwitch;
+
+// A packet inside the network.
+struct FabricPacket {
+    SimTime t;         // in a pipe: when it reaches the far end
+    PacketMeta meta;
+    uint8_t* frame;    // null in payload-free mode
+    uint32_t frame_len;  // the frame's bytes (payload-free: the bytes it would have)
+    uint32_t src, dst;   // host indices
+    uint32_t flow;       // hash of the 5-tuple (the UDP source port carries the entropy)
+    uint16_t in_port;    // the port it entered the current switch by
+    uint8_t prio;        // 1: control class (strict priority, never marked)
+    uint8_t note;        // capture_note bits: what the pipes did to it
+};
+
+// Per egress queue (one per switch port, both classes together).
+struct QueueCounters {
+    uint64_t enqueued = 0, dropped = 0, marked = 0;
+    uint64_t bytes = 0, peak_bytes = 0;  // queued now, and the most ever
+    SimTime paused_ps = 0;               // time the downstream node held it paused (PFC)
+    uint64_t pauses_sent = 0;            // PFC pause frames this port's ingress sent upstream
+};
+
+// One direction of a link: propagation (plus the receiving switch's hop latency) and the
+// link's impairments, then the next node.
+class Pipe final : public SimTarget {
+public:
+    Pipe(SimNetwork& net, SimTime delay_ps, const ImpairmentParams& imp, uint64_t seed);
+    void to_switch(SimSwitch* s, uint16_t port) { sw_ = s, sw_port_ = port; }
+    void to_host(uint32_t host) { host_ = host; }
+    // p.t: when its last bit left the wire.
+    [[gnu::visibility("hidden")]] void send(const FabricPacket& p);
+    void fire(SimTime now, uint64_t arg) override;
+    void reseed(uint64_t seed) { imp_.reseed(seed); }
+    SimTime delay_ps() const { return delay_ps_; }
+    SimTime max_extra_ps() const;  // what the impairments add at most (reorder, duplicate)
+    uint64_t delivered() const { return delivered_; }
+    uint64_t dropped() const { return dropped_; }
+
+private:
+    void deliver(FabricPacket& p);
+    void send_impaired(const FabricPacket& p);
+    void push_late(const FabricPacket& p);
+    static bool later(const FabricPacket& a, const FabricPacket& b) { return a.t > b.t; }
+    static constexpr int kMaxRunAhead = 64;
+    SimNetwork& net_;
+    SimSwitch* sw_ = nullptr;
+    uint16_t sw_port_ = 0;
+    uint32_t host_ = 0;
+    SimTime delay_ps_;
+    Impairment imp_;
+    FifoRing<FabricPacket> fifo_;
+    std::vector<FabricPacket> late_;  // reordered and duplicated packets (min-heap on t)
+    uint64_t delivered_ = 0, dropped_ = 0;
+};
+
+// A switch port's output queue: a strict-priority control class and a data class, drop-tail
+// admission by the switch, RED/ECN marking at dequeue, pausable by PFC.
+class Egress final : public SimTarget {
+public:
+    static constexpr uint64_t kWireFree = 0, kPause = 1, kResume = 2;  // fire()'s argument
+    Egress(SimSwitch& sw, double gbps, std::unique_ptr<Pipe> pipe);
+    void enqueue(FabricPacket& p, SimTime now, uint32_t bytes);
+    void fire(SimTime now, uint64_t arg) override;
+    const QueueCounters& counters() const { return c_; }
+    QueueCounters& counters() { return c_; }
+    Pipe& pipe() { return *pipe_; }
+    double gbps() const { return gbps_; }
+    uint64_t kmin() const { return kmin_; }
+    uint64_t kmax() const { return kmax_; }
+    // The pcapng tap of this port: interface id + 1 (0: not tapped).
+    void tap(uint32_t iface) { tap_ = iface + 1; }
+    uint32_t tapped() const { return tap_; }
+
+private:
+    void start_next(SimTime now);
+    bool red_marks(uint64_t queued);
+    SimSwitch& sw_;
+    std::unique_ptr<Pipe> pipe_;
+    double gbps_;
+    uint64_t ps_per_byte_fp_;  // 16-bit fraction, as the NIC's port
+    uint64_t frac_ = 0;
+    SimTime wire_free_ = 0;
+    bool busy_ = false;    // a kWireFree event is pending
+    bool paused_ = false;  // PFC: the data class waits
+    SimTime paused_at_ = 0;
+    uint64_t kmin_, kmax_;
+    uint64_t data_bytes_ = 0;
+    uint32_t tap_ = 0;
+    FifoRing<FabricPacket> q_[2];  // [0] data, [1] control
+    QueueCounters c_;
+};
+
+class SimSwitch {
+public:
+    SimSwitch(SimNetwork& net, uint32_t node, const SwitchParams& p, uint64_t seed);
+    uint32_t node() const { return node_; }
+    const SwitchParams& params() const { return p_; }
+    uint16_t add_port(double gbps, std::unique_ptr<Pipe> pipe, uint32_t peer_node);
+    size_t ports() const { return ports_.size(); }
+    Egress& port(size_t i) { return *ports_[i]; }
+    uint32_t peer(size_t i) const { return peers_[i]; }
+    // Routes: the ports on shortest paths to each host (set up by SimNetwork).
+    void set_routes(std::vector<uint32_t> route, std::vector<uint16_t> ecmp_ports);
+    // A packet arrives by in_port (from a pipe, at its time).
+    [[gnu::visibility("hidden")]] void receive(FabricPacket& p, uint16_t in_port);
+    // An egress started sending p: its buffer is free again.
+    void release(const FabricPacket& p, uint32_t bytes);
+    SimNetwork& net() { return net_; }
+    Rng& rng() { return rng_; }
+    void reseed(uint64_t seed);
+    void set_pfc_upstream(uint16_t port, SimTarget* target, SimTime delay_ps);
+    uint64_t buffer_used() const { return used_; }
+    // The port joined to `peer_node`, or -1.
+    int port_to(uint32_t peer_node) const;
+
+private:
+    bool admit(const Egress& e, uint32_t bytes) const;
+    uint16_t route(const FabricPacket& p) const;
+    SimNetwork& net_;
+    uint32_t node_;
+    SwitchParams p_;
+    uint32_t salt_;  // per switch, so hashing is not the same decision at every tier
+    Rng rng_;        // RED's draws
+    std::vector<std::unique_ptr<Egress>> ports_;
+    std::vector<uint32_t> peers_;
+    std::vector<uint32_t> route_;        // per host: first ECMP port index << 8 | count
+    std::vector<uint16_t> ecmp_ports_;
+    uint64_t used_ = 0;                  // buffered bytes
+    // PFC, per ingress port: bytes buffered that came in by it, the upstream egress (or NIC
+    // port) to pause, the link's delay, and whether it is paused now.
+    struct Ingress {
+        uint64_t bytes = 0;
+        SimTarget* upstream = nullptr;
+        SimTime delay_ps = 0;
+        bool paused = false;
+    };
+    std::vector<Ingress> ingress_;
+    uint64_t xoff_ = 0, xon_ = 0;
+};
+
+class SimNetwork {
+public:
+    SimNetwork(SimFabric& f, Topology t);
+    ~SimNetwork();
+    const Topology& topology() const { return topo_; }
+    Simulator& sim();
+    SimFabric& fabric() { return f_; }
+    // A NIC's port finished serialising a frame at `leaves`.
+    [[gnu::visibility("hidden")]] void inject(uint32_t host, SimTime leaves, const PacketMeta& m, uint32_t dst_ip,
+                                             uint8_t* frame, uint32_t frame_len, uint8_t prio);
+    // The uplink's rate of a host (its NIC's port serialises at it).
+    double host_gbps(uint32_t host) const { return host_gbps_[host]; }
+    // PFC: the NIC port of a host can now be paused (created with its NIC).
+    void attach_host_port(uint32_t host, SimTarget* port);
+    // A pipe's last hop reaches a NIC.
+    void deliver_host(uint32_t host, FabricPacket& p);
+    // p was dropped at t (cause: a capture_note string): logged, captured, its frame freed.
+    void drop(const FabricPacket& p, SimTime t, const char* cause);
+    size_t switches() const { return switches_.size(); }
+    SimSwitch& sw(size_t i) { return *switches_[i]; }
+    const std::string& switch_name(size_t i) const { return topo_.switches[i]; }
+    // The longest a packet can take between two hosts: propagation and hop latency of the
+    // longest shortest path, plus each hop's full queue.
+    SimTime max_transit_ps() const { return max_transit_ps_; }
+    uint64_t delivered() const { return delivered_; }
+    uint64_t hops() const { return hops_; }  // packet arrivals at switches and NICs
+    void count_hop() { hops_++; }
+    // "switch" or "switch:port" (FabricParams::capture_ports) of topology t: the switch's index
+    // and the port (-1: all). false + err if there is no such switch or port.
+    [[nodiscard]] static bool find_capture_port(const Topology& t, const std::string& spec, int* sw, int* port,
+                                                std::string* err);
+    uint64_t unroutable() const { return unroutable_; }  // sent to an address no host has
+    // Restart every random stream (links, RED, ECMP salts) from the fabric's seed.
+    void reseed();
+
+private:
+    void build();
+    void build_routes();
+    uint64_t seed_for(uint64_t what) const;
+    SimFabric& f_;
+    Topology topo_;
+    std::vector<std::unique_ptr<SimSwitch>> switches_;  // switch j is node hosts + j
+    std::vector<std::unique_ptr<Pipe>> uplinks_;        // per host: to its switch
+    std::vector<double> host_gbps_;
+    std::vector<std::pair<uint32_t, uint16_t>> host_switch_;  // per host: its switch and port there
+    SimTime max_transit_ps_ = 0;
+    uint64_t delivered_ = 0, hops_ = 0, unroutable_ = 0;
+};
+
+}  // namespace sdr::emu

@@ -1,0 +1,216 @@
+// SimNetwork: switches, pipes and routes built from a topology; where packets enter (a NIC's
+// port) and leave (a NIC, or a drop).
+#include <sdr/emu/network.hpp>
+
+#include <sdr/emu/capture_notes.hpp>
+#include <sdr/emu/fabric.hpp>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+
+namespace sdr::emu {
+
+SimNetwork::SimNetwork(SimFabric& f, Topology t) : f_(f), topo_(std::move(t)) { build(); }
+
+SimNetwork::~SimNetwork() = default;
+
+Simulator& SimNetwork::sim() { return f_.sim(); }
+
+uint64_t SimNetwork::seed_for(uint64_t what) const
+{
+    return (f_.params().seed + 0x2545F4914F6CDD1Dull) * 0xBF58476D1CE4E5B9ull ^ (what * 0x94D049BB133111EBull);
+}
+
+void SimNetwork::build()
+{
+    const uint32_t hosts = topo_.hosts;
+    for (uint32_t s = 0; s < topo_.switches.size(); s++)
+        switches_.push_back(std::make_unique<SimSwitch>(*this, hosts + s, topo_.sw, seed_for(hosts + s)));
+    uplinks_.resize(hosts);
+    host_gbps_.assign(hosts, 0);
+    host_switch_.assign(hosts, {0, 0});
+    // One direction of link l, from node u to v. The pipe's delay holds the receiving
+    // switch's hop latency too.
+    auto pipe_to = [&](const TopoLink& l, uint32_t u, uint32_t v) {
+        const bool to_switch = !topo_.is_host(v);
+        auto pipe = std::make_unique<Pipe>(*this, l.delay_ps + (to_switch ? topo_.sw.latency_ps : 0), l.impairment,
+                                           seed_for((uint64_t{u} << 32) | v));
+        if (!to_switch) pipe->to_host(v);
+        return pipe;
+    };
+    // Ports first (both ends of every link), then the pipes' far ends: a pipe into a switch
+    // names the port it arrives by.
+    struct End {
+        uint32_t node;
+        uint16_t port;
+    };
+    std::vector<std::pair<End, End>> ends;  // per link: a's port, b's port
+    for (const TopoLink& l : topo_.links) {
+        End ea{l.a, 0}, eb{l.b, 0};
+        for (auto [u, v, e] : {std::tuple{l.a, l.b, &ea}, std::tuple{l.b, l.a, &eb}}) {
+            if (topo_.is_host(u)) {
+                uplinks_[u] = pipe_to(l, u, v);
+                host_gbps_[u] = l.gbps;
+            } else {
+                e->port = switches_[u - hosts]->add_port(l.gbps, pipe_to(l, u, v), v);
+            }
+        }
+        ends.push_back({ea, eb});
+    }
+    for (size_t i = 0; i < topo_.links.size(); i++) {
+        const TopoLink& l = topo_.links[i];
+        auto [ea, eb] = ends[i];
+        for (auto [from, to] : {std::pair{ea, eb}, std::pair{eb, ea}}) {
+            if (topo_.is_host(to.node)) continue;
+            SimSwitch& dst = *switches_[to.node - hosts];
+            Pipe* p = topo_.is_host(from.node) ? uplinks_[from.node].get() : &switches_[from.node - hosts]->port(from.port).pipe();
+            p->to_switch(&dst, to.port);
+            if (topo_.is_host(from.node)) host_switch_[from.node] = {to.node - hosts, to.port};
+            else dst.set_pfc_upstream(to.port, &switches_[from.node - hosts]->port(from.port), l.delay_ps);
+        }
+    }
+    build_routes();
+    if (f_.tap_pcapng())
+        for (const std::string& spec : f_.params().capture_ports) {
+            int sw = -1, port = -1;
+            if (!find_capture_port(topo_, spec, &sw, &port, nullptr)) continue;  // checked with the params
+            SimSwitch& s = *switches_[sw];
+            for (size_t p = 0; p < s.ports(); p++)
+                if (port < 0 || p == static_cast<size_t>(port))
+                    s.port(p).tap(f_.tap_interface(topo_.switches[sw] + ":" + std::to_string(p)));
+        }
+}
+
+bool SimNetwork::find_capture_port(const Topology& t, const std::string& spec, int* sw, int* port, std::string* err)
+{
+    const size_t colon = spec.find(':');
+    const std::string name = spec.substr(0, colon);
+    auto it = std::find(t.switches.begin(), t.switches.end(), name);
+    if (it == t.switches.end()) {
+        if (err) *err = "capture port '" + spec + "': topology " + t.name + " has no switch '" + name + "'";
+        return false;
+    }
+    *sw = static_cast<int>(it - t.switches.begin());
+    *port = -1;
+    if (colon == std::string::npos) return true;
+    const uint32_t node = t.hosts + static_cast<uint32_t>(*sw);
+    int ports = 0;
+    for (const TopoLink& l : t.links) ports += (l.a == node) + (l.b == node);
+    char* end = nullptr;
+    const long v = std::strtol(spec.c_str() + colon + 1, &end, 10);
+    if (end == spec.c_str() + colon + 1 || *end || v < 0 || v >= ports) {
+        if (err) *err = "capture port '" + spec + "': " + name + " has ports 0.." + std::to_string(ports - 1);
+        return false;
+    }
+    *port = static_cast<int>(v);
+    return true;
+}
+
+// Shortest paths by hop count, from every host back through the switches (hosts never
+// forward). A switch's ECMP group for a host: its ports towards neighbours one hop closer.
+void SimNetwork::build_routes()
+{
+    const uint32_t hosts = topo_.hosts, n = topo_.nodes();
+    std::vector<std::vector<uint32_t>> adj(n);
+    for (const TopoLink& l : topo_.links) {
+        adj[l.a].push_back(l.b);
+        adj[l.b].push_back(l.a);
+    }
+    std::vector<std::vector<uint32_t>> route(switches_.size(), std::vector<uint32_t>(hosts));
+    std::vector<std::vector<uint16_t>> ports(switches_.size());
+    std::vector<std::map<std::vector<uint16_t>, uint32_t>> groups(switches_.size());
+    std::vector<uint32_t> dist(n), queue;
+    uint32_t diameter = 0;
+    for (uint32_t h = 0; h < hosts; h++) {
+        std::fill(dist.begin(), dist.end(), UINT32_MAX);
+        dist[h] = 0;
+        queue.assign(1, h);
+        for (size_t i = 0; i < queue.size(); i++) {
+            uint32_t u = queue[i];
+            if (u != h && topo_.is_host(u)) continue;
+            for (uint32_t v : adj[u])
+                if (dist[v] == UINT32_MAX) {
+                    dist[v] = dist[u] + 1;
+                    queue.push_back(v);
+                }
+        }
+        for (uint32_t s = 0; s < switches_.size(); s++) {
+            SimSwitch& sw = *switches_[s];
+            std::vector<uint16_t> group;
+            for (uint16_t p = 0; p < sw.ports(); p++)
+                if (dist[sw.peer(p)] + 1 == dist[hosts + s] && (sw.peer(p) == h || !topo_.is_host(sw.peer(p))))
+                    group.push_back(p);
+            auto [it, fresh] = groups[s].emplace(group, static_cast<uint32_t>(ports[s].size()));
+            if (fresh) ports[s].insert(ports[s].end(), group.begin(), group.end());
+            route[s][h] = it->second << 8 | static_cast<uint32_t>(std::min<size_t>(group.size(), 255));
+        }
+        for (uint32_t o = 0; o < hosts; o++) diameter = std::max(diameter, dist[o] == UINT32_MAX ? 0 : dist[o]);
+    }
+    for (uint32_t s = 0; s < switches_.size(); s++) switches_[s]->set_routes(std::move(route[s]), std::move(ports[s]));
+    // The worst transit: the diameter's hops, each at the slowest link's delay plus hop
+    // latency, a full queue at that link's rate, and the largest impairment delay.
+    SimTime hop = 0;
+    for (const TopoLink& l : topo_.links) {
+        const uint64_t queue_bytes = topo_.sw.buffer_bytes;
+        const SimTime drain = static_cast<SimTime>(static_cast<double>(queue_bytes) * 8000.0 / l.gbps);
+        const ImpairmentParams& i = l.impairment;
+        const SimTime extra = (i.reorder > 0 ? i.reorder_max_ps : 0) + (i.duplicate > 0 ? kPsPerNs : 0);
+        hop = std::max(hop, l.delay_ps + topo_.sw.latency_ps + drain + extra);
+    }
+    max_transit_ps_ = hop * diameter;
+}
+
+void SimNetwork::attach_host_port(uint32_t host, SimTarget* port)
+{
+    if (host >= topo_.hosts) return;
+    auto [s, p] = host_switch_[host];
+    switches_[s]->set_pfc_upstream(p, port, uplinks_[host]->delay_ps() - topo_.sw.latency_ps);
+}
+
+void SimNetwork::inject(uint32_t host, SimTime leaves, const PacketMeta& m, uint32_t dst_ip, uint8_t* frame,
+                        uint32_t frame_len, uint8_t prio)
+{
+    FabricPacket p;
+    p.t = leaves;
+    p.meta = m;
+    p.frame = frame;
+    p.frame_len = frame_len;
+    p.src = host;
+    p.dst = (dst_ip >> 24) == 10 ? (dst_ip & 0xFFFFFF) - 1 : UINT32_MAX;
+    if (p.dst >= topo_.hosts) {  // no such host: the first switch has no route
+        unroutable_++;
+        f_.network_drop(leaves, p.src, p.dst, m, frame, frame_len, capture_note::kNoRoute);
+        return;
+    }
+    // The 5-tuple (the UDP destination port and the protocol are RoCEv2's constants).
+    const uint32_t src_ip = SimFabric::address_of(host).ip;
+    p.flow = src_ip * 0x9E3779B1u ^ dst_ip * 0x85EBCA77u ^ uint32_t{m.udp_src_port} * 0xC2B2AE3Du;
+    p.in_port = 0;
+    p.prio = prio;
+    p.note = 0;
+    uplinks_[host]->send(p);
+}
+
+void SimNetwork::deliver_host(uint32_t host, FabricPacket& p)
+{
+    delivered_++;
+    f_.deliver_to_nic(host, p.src, p.t, p.meta, p.frame, p.frame_len, p.note);
+}
+
+void SimNetwork::drop(const FabricPacket& p, SimTime t, const char* cause)
+{
+    f_.network_drop(t, p.src, p.dst, p.meta, p.frame, p.frame_len, cause);
+}
+
+void SimNetwork::reseed()
+{
+    for (auto& s : switches_) {
+        s->reseed(seed_for(s->node()));
+        for (size_t p = 0; p < s->ports(); p++) s->port(p).pipe().reseed(seed_for((uint64_t{s->node()} << 32) | s->peer(p)));
+    }
+    for (uint32_t h = 0; h < uplinks_.size(); h++)
+        uplinks_[h]->reseed(seed_for((uint64_t{h} << 32) | (topo_.hosts + host_switch_[h].first)));
+}
+
+}  // namespace sdr::emu

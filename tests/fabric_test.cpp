@@ -1,0 +1,217 @@
+// The simulator's datacenter network: topologies, routes, ECMP, switch queues (drop-tail,
+// ECN, PFC) and their counters.
+#include "fabric_util.hpp"
+
+#include <sdr/emu/capture_reader.hpp>
+#include <sdr/emu/topology.hpp>
+
+#include <cstdlib>
+#include <fstream>
+
+using namespace sdr;
+using namespace sdr::test;
+
+namespace {
+
+emu::Topology parse(const std::string& spec)
+{
+    emu::Topology t;
+    std::string err;
+    EXPECT_TRUE(emu::Topology::parse(spec, emu::LinkParams{}, &t, &err)) << err;
+    return t;
+}
+
+std::string parse_error(const std::string& spec)
+{
+    emu::Topology t;
+    std::string err;
+    EXPECT_FALSE(emu::Topology::parse(spec, emu::LinkParams{}, &t, &err)) << spec;
+    return err;
+}
+
+emu::FabricParams params(const std::string& topo)
+{
+    emu::FabricParams p;
+    p.link.rtt_ms = 0.01;
+    p.topology = parse(topo);
+    return p;
+}
+
+}  // namespace
+
+TEST(Topology, BuildersGiveTheTextbookShapes)
+{
+    emu::Topology ft = parse("fat_tree:k=4");
+    EXPECT_EQ(ft.hosts, 16u);
+    EXPECT_EQ(ft.switches.size(), 20u);  // 4 core, 8 aggregation, 8 edge
+    EXPECT_EQ(ft.links.size(), 48u);     // 16 host links, 16 edge-agg, 16 agg-core
+    emu::Topology ft8 = parse("fat_tree:k=8");
+    EXPECT_EQ(ft8.hosts, 128u);
+    EXPECT_EQ(ft8.switches.size(), 80u);
+    emu::Topology os = parse("fat_tree:k=4,oversubscription=2");
+    EXPECT_EQ(os.hosts, 32u);
+    emu::Topology ls = parse("leaf_spine:leaves=4,spines=2,hosts_per_leaf=8,gbps=100,oversubscription=2");
+    EXPECT_EQ(ls.hosts, 32u);
+    EXPECT_EQ(ls.switches.size(), 6u);
+    EXPECT_DOUBLE_EQ(ls.links.back().gbps, 200.0);  // 8 x 100 Gbit/s over 2 spines at 2:1
+    emu::Topology dc = parse("two_datacenters:long_haul_rtt_ms=25");
+    EXPECT_EQ(dc.hosts, 8u);  // 2 leaves x 2 hosts, in each datacenter
+    EXPECT_EQ(dc.links.back().delay_ps, 12'500'000'000u);
+    EXPECT_EQ(dc.switches.size(), 10u);
+}
+
+TEST(Topology, JsonFileAndTextReadTheSameKeys)
+{
+    const std::string path = ::testing::TempDir() + "topo.json";
+    std::ofstream(path) << R"({"type": "leaf_spine", "leaves": 3, "spines": 2, "hosts_per_leaf": 2, "ecn": false,
+                              "pfc": true, "buffer": "per_port", "buffer_bytes": 100000, "latency_ns": 250})";
+    emu::Topology t = parse(path);
+    EXPECT_EQ(t.hosts, 6u);
+    EXPECT_FALSE(t.sw.ecn);
+    EXPECT_TRUE(t.sw.pfc);
+    EXPECT_FALSE(t.sw.shared_buffer);
+    EXPECT_EQ(t.sw.buffer_bytes, 100000u);
+    EXPECT_EQ(t.sw.latency_ps, 250'000u);
+    emu::Topology c = parse(R"({"type": "custom", "hosts": 2, "switches": ["s"], "links": [{"a": 0, "b": 2}, {"a": 1, "b": 2, "gbps": 40}]})");
+    EXPECT_EQ(c.links[1].gbps, 40.0);
+}
+
+TEST(Topology, MistakesAreNamed)
+{
+    EXPECT_NE(parse_error("fat_tree:k=5").find("k must be even"), std::string::npos);
+    EXPECT_NE(parse_error("fat_tree:kk=4").find("unknown key 'kk'"), std::string::npos);
+    EXPECT_NE(parse_error("torus").find("type must be"), std::string::npos);
+    EXPECT_NE(parse_error("/nonexistent/topo.json").find("cannot be read"), std::string::npos);
+    EXPECT_NE(parse_error("leaf_spine:buffer=huge").find("buffer must be"), std::string::npos);
+    EXPECT_NE(parse_error(R"({"type": "custom", "hosts": 2, "switches": ["s"], "links": [{"a": 0, "b": 2}]})")
+                  .find("host 1 must have exactly one link"),
+              std::string::npos);
+}
+
+TEST(Network, SdrMessagesCrossALeafSpineByteExact)
+{
+    FabricHosts h(params("leaf_spine:leaves=2,spines=2,hosts_per_leaf=2"));
+    size_t a = h.connect(0, 3), b = h.connect(1, 2);
+    h.post(a, 1 << 20);
+    h.post(b, 3 << 19);
+    h.run();
+    EXPECT_TRUE(h.complete(0));
+    EXPECT_TRUE(h.complete(1));
+    h.finish();
+    // Every packet crossed leaf, spine, leaf: 3 switch arrivals and one NIC arrival.
+    EXPECT_EQ(h.net().hops(), 4 * h.net().delivered());
+    uint64_t dropped = 0;
+    for (size_t s = 0; s < h.net().switches(); s++)
+        for (size_t p = 0; p < h.net().sw(s).ports(); p++) dropped += h.net().sw(s).port(p).counters().dropped;
+    EXPECT_EQ(dropped, 0u);
+}
+
+TEST(Network, SimDeviceBeyondTheTopologyIsRefused)
+{
+    FabricHosts h(params("leaf_spine:leaves=1,spines=1,hosts_per_leaf=2"));
+    sdr_dev_attr da{1, 2};
+    EXPECT_EQ(sdr_context_create("sim:2", &da), nullptr);
+    EXPECT_NE(std::string(sdr_last_error()).find("sim:N with N in 0..1"), std::string::npos) << sdr_last_error();
+}
+
+// 8 SDR channels between two hosts whose leaves are joined by 8 spines: each channel is a QP
+// with its own UDP source port, so ECMP spreads the channels over the spines.
+TEST(Network, EcmpSpreadsEightChannelsOverEightPaths)
+{
+    FabricHosts h(params("leaf_spine:leaves=2,spines=8,hosts_per_leaf=1"));
+    size_t a = h.connect(0, 1);
+    const size_t bytes = 8 << 20;  // 128 chunks of 64 KiB: 16 per channel
+    h.post(a, bytes);
+    h.run();
+    ASSERT_TRUE(h.complete(0));
+    h.finish();
+    // leaf0 is switch 8 (spines come first); its ports: host, then spines 0..7.
+    emu::SimSwitch& leaf0 = h.net().sw(8);
+    ASSERT_EQ(leaf0.ports(), 9u);
+    uint64_t per_channel = bytes / 4096 / 8, total = 0;
+    int used = 0;
+    for (size_t p = 1; p < 9; p++) {
+        uint64_t n = leaf0.port(p).counters().enqueued;
+        total += n;
+        used += n > 0;
+        EXPECT_LE(n, 3 * per_channel) << "spine " << p - 1 << " carries more than 3 channels";
+        EXPECT_EQ(n % per_channel, 0u) << "a channel's packets split over paths";
+    }
+    EXPECT_EQ(total, bytes / 4096);
+    EXPECT_GE(used, 4);
+}
+
+namespace {
+
+// What one switch port saw, by its counters and by its capture.
+struct PortView {
+    emu::QueueCounters c;
+    uint64_t captured = 0, captured_drops = 0, captured_marks = 0;
+    uint64_t delivered_to_host = 0;
+    bool complete[2] = {};
+};
+
+// Hosts 0 and 1 each send `bytes` to host 2 at once, all under one switch: the port towards
+// host 2 (port 2) takes twice its rate. Captured as pcapng on that port.
+PortView incast(const std::string& topo_keys, size_t bytes)
+{
+    const std::string path = ::testing::TempDir() + "incast.pcapng";
+    emu::FabricParams p = params("leaf_spine:leaves=1,spines=1,hosts_per_leaf=3" + topo_keys);
+    p.pcap_path = path;
+    p.pcap_snaplen = 128;
+    p.capture_ports = {"leaf0:2"};
+    PortView v;
+    {
+        FabricHosts h(p, 4);
+        size_t a = h.connect(0, 2), b = h.connect(1, 2);
+        h.post(a, bytes);
+        h.post(b, bytes);
+        h.run();
+        v.complete[0] = h.complete(0);
+        v.complete[1] = h.complete(1);
+        h.finish();
+        emu::SimSwitch& leaf = h.net().sw(1);  // the spine is switch 0
+        EXPECT_EQ(leaf.peer(2), 2u);
+        v.c = leaf.port(2).counters();
+        // pauses the leaf sent to hosts 0 and 1 are counted on their ports
+        v.c.pauses_sent = leaf.port(0).counters().pauses_sent + leaf.port(1).counters().pauses_sent;
+        v.delivered_to_host = leaf.port(2).pipe().delivered();
+    }
+    std::vector<emu::CaptureRecord> recs;
+    std::string err;
+    EXPECT_TRUE(emu::read_capture(path, &recs, &err)) << err;
+    for (const auto& r : recs) {
+        if (r.iface != "leaf0:2") continue;
+        if (r.flags & (1u << 24)) v.captured_drops++;
+        else v.captured++;
+        if (r.comment.find("ECN CE marked") != std::string::npos) v.captured_marks++;
+    }
+    return v;
+}
+
+}  // namespace
+
+TEST(Switch, IncastFillsTheQueueAndDropTailDrops)
+{
+    PortView v = incast(",ecn=0,buffer=per_port,buffer_bytes=200000", 4 << 20);
+    EXPECT_GT(v.c.dropped, 0u);
+    EXPECT_FALSE(v.complete[0] && v.complete[1]) << "UC without a scheme cannot repair congestion loss";
+    EXPECT_GE(v.c.peak_bytes, 200000u - 4200);
+    EXPECT_LE(v.c.peak_bytes, 200000u);
+    EXPECT_EQ(v.c.marked, 0u);
+    // The capture agrees with the counters: a record per frame sent, one per drop.
+    EXPECT_EQ(v.captured, v.c.enqueued);
+    EXPECT_EQ(v.captured, v.delivered_to_host);
+    EXPECT_EQ(v.captured_drops, v.c.dropped);
+}
+
+TEST(Switch, IncastUnderPfcPausesAndDropsNothing)
+{
+    PortView v = incast(",ecn=0,pfc=1,buffer=per_port,buffer_bytes=200000", 4 << 20);
+    EXPECT_EQ(v.c.dropped, 0u);
+    EXPECT_TRUE(v.complete[0] && v.complete[1]);
+    EXPECT_GT(v.c.pauses_sent, 0u);
+    EXPECT_LE(v.c.peak_bytes, 200000u);
+    EXPECT_EQ(v.captured, v.c.enqueued);
+    EXPECT_EQ(v.captured_drops, 0u);
+}
