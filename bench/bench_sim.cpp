@@ -5,8 +5,13 @@
 // verified) the same frames; payload-free, a bare event loop of the same Simulator class
 // running as many events as the transfer needed.
 #include <sdr/emu/wire.hpp>
+#include <sdr/host/sim_hosts.hpp>
 #include <sdr/host/sim_world.hpp>
 
+#include <sys/resource.h>
+
+#include <chrono>
+#include <string>
 #include <vector>
 
 #include "report.hpp"
@@ -93,7 +98,55 @@ void BM_bare_event_loop(benchmark::State& st)
     st.counters["rate"] = benchmark::Counter(static_cast<double>(packets), benchmark::Counter::kIsRate);
 }
 
+// A k-ary fat tree, payload-free, under htsim's permutation (host i sends to i + n/2): every
+// packet crosses edge, aggregation, core, aggregation and edge switches. Counts end-to-end
+// packets (delivered to a NIC) and packet-hops (arrivals at switches and NICs) per wall second;
+// the simulated time, the wall time of the transfer alone and the peak RSS go to the report.
+struct FabricRun {
+    double sim_ms = 0, wall_ms = 0, rss_mib = 0, hops_per_packet = 0;
+};
+FabricRun g_fabric[2];  // k=8, k=16
+
+void BM_fabric(benchmark::State& st)
+{
+    const uint32_t k = static_cast<uint32_t>(st.range(0));
+    const size_t bytes = static_cast<size_t>(st.range(1));
+    sdr::emu::FabricParams p;
+    p.payload = false;
+    p.topology = sdr::emu::Topology::fat_tree(k, 100.0);
+    p.topology->sw.ecn = true;
+    sdr::SimHosts h(p, 8);
+    const uint32_t n = p.topology->hosts;
+    for (uint32_t i = 0; i < n; i++) h.connect(i, (i + n / 2) % n, sdr_qp_attr{16, 27, 1, SDR_MTU_4096, 1, 1, 0});
+    uint64_t packets = 0, hops = 0, wall_ns = 0, sim_ps = 0, lost = 0;
+    for (auto _ : st) {
+        const uint64_t d0 = h.fabric().packets_delivered(), h0 = h.net().hops();
+        const uint64_t t0 = h.fabric().sim().now();
+        const auto w0 = std::chrono::steady_clock::now();
+        for (uint32_t i = 0; i < n; i++) h.post(i, bytes);
+        h.run();
+        wall_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - w0).count();
+        sim_ps += h.fabric().sim().now() - t0;
+        for (uint32_t i = 0; i < n; i++)
+            lost += !h.arrived(i);
+        h.finish();
+        packets += h.fabric().packets_delivered() - d0;
+        hops += h.net().hops() - h0;
+    }
+    st.counters["rate"] = benchmark::Counter(static_cast<double>(packets), benchmark::Counter::kIsRate);
+    st.counters["hop_rate"] = benchmark::Counter(static_cast<double>(hops), benchmark::Counter::kIsRate);
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    FabricRun& r = g_fabric[k > 8];
+    r.sim_ms = sim_ps / 1e9 / static_cast<double>(st.iterations());
+    r.wall_ms = wall_ns / 1e6 / static_cast<double>(st.iterations());
+    r.rss_mib = ru.ru_maxrss / 1024.0;
+    r.hops_per_packet = static_cast<double>(hops) / static_cast<double>(packets);
+}
+
 BENCHMARK(BM_sim)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond);
+// k=8: 128 hosts, 12 MiB each (about 1 ms of a 100 Gbit/s link); k=16: 1024 hosts, 1 MiB each.
+BENCHMARK(BM_fabric)->Args({8, 12 << 20})->Args({16, 1 << 20})->Iterations(1)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_frame_encode_decode);
 BENCHMARK(BM_bare_event_loop);
 
@@ -119,8 +172,25 @@ int main(int argc, char** argv)
     free.target = 25;  // twice real time for 400 Gbit/s at 4 KiB MTU (11.6 Mpps)
     out.push_back(full);
     out.push_back(free);
+    const char* fabric_names[2] = {"fat tree k=8 (128 hosts) end-to-end packets/s", "fat tree k=16 (1024 hosts) end-to-end packets/s"};
+    const char* fabric_keys[2] = {"BM_fabric/8/12582912/iterations:1", "BM_fabric/16/1048576/iterations:1"};
+    for (int i = 0; i < 2; i++) {
+        sdr::bench::Result r;
+        r.name = fabric_names[i];
+        r.value = rate[fabric_keys[i]] / 1e6;
+        r.baseline = rate["BM_sim/0"] / 1e6;
+        r.baseline_name = "point-to-point, payload-free";
+        r.unit = "Mpps";
+        if (r.value > 0) out.push_back(r);
+    }
     if (!json)
+    {
         std::printf("\nevents per packet: %.2f (payload-free), %.2f (full); simulated 400 Gbit/s at 4 KiB MTU = 11.6 Mpps\n",
                     g_events_per_packet[0], g_events_per_packet[1]);
+        for (int i = 0; i < 2; i++)
+            if (g_fabric[i].wall_ms > 0)
+                std::printf("fat tree k=%d: %.3f ms simulated in %.1f ms of wall time, %.2f hops per packet, peak RSS %.0f MiB\n",
+                            i ? 16 : 8, g_fabric[i].sim_ms, g_fabric[i].wall_ms, g_fabric[i].hops_per_packet, g_fabric[i].rss_mib);
+    }
     return sdr::bench::finish(out, json);
 }

@@ -1,15 +1,16 @@
 // The simulator's datacenter network: topologies, routes, ECMP, switch queues (drop-tail,
 // ECN, PFC) and their counters.
-#include "fabric_util.hpp"
+#include <sdr/host/sim_hosts.hpp>
 
 #include <sdr/emu/capture_reader.hpp>
 #include <sdr/emu/topology.hpp>
+
+#include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <fstream>
 
 using namespace sdr;
-using namespace sdr::test;
 
 namespace {
 
@@ -90,13 +91,13 @@ TEST(Topology, MistakesAreNamed)
 
 TEST(Network, SdrMessagesCrossALeafSpineByteExact)
 {
-    FabricHosts h(params("leaf_spine:leaves=2,spines=2,hosts_per_leaf=2"));
+    SimHosts h(params("leaf_spine:leaves=2,spines=2,hosts_per_leaf=2"));
     size_t a = h.connect(0, 3), b = h.connect(1, 2);
     h.post(a, 1 << 20);
     h.post(b, 3 << 19);
     h.run();
-    EXPECT_TRUE(h.complete(0));
-    EXPECT_TRUE(h.complete(1));
+    EXPECT_TRUE(h.arrived(0));
+    EXPECT_TRUE(h.arrived(1));
     h.finish();
     // Every packet crossed leaf, spine, leaf: 3 switch arrivals and one NIC arrival.
     EXPECT_EQ(h.net().hops(), 4 * h.net().delivered());
@@ -108,7 +109,7 @@ TEST(Network, SdrMessagesCrossALeafSpineByteExact)
 
 TEST(Network, SimDeviceBeyondTheTopologyIsRefused)
 {
-    FabricHosts h(params("leaf_spine:leaves=1,spines=1,hosts_per_leaf=2"));
+    SimHosts h(params("leaf_spine:leaves=1,spines=1,hosts_per_leaf=2"));
     sdr_dev_attr da{1, 2};
     EXPECT_EQ(sdr_context_create("sim:2", &da), nullptr);
     EXPECT_NE(std::string(sdr_last_error()).find("sim:N with N in 0..1"), std::string::npos) << sdr_last_error();
@@ -118,12 +119,12 @@ TEST(Network, SimDeviceBeyondTheTopologyIsRefused)
 // with its own UDP source port, so ECMP spreads the channels over the spines.
 TEST(Network, EcmpSpreadsEightChannelsOverEightPaths)
 {
-    FabricHosts h(params("leaf_spine:leaves=2,spines=8,hosts_per_leaf=1"));
+    SimHosts h(params("leaf_spine:leaves=2,spines=8,hosts_per_leaf=1"));
     size_t a = h.connect(0, 1);
     const size_t bytes = 8 << 20;  // 128 chunks of 64 KiB: 16 per channel
     h.post(a, bytes);
     h.run();
-    ASSERT_TRUE(h.complete(0));
+    ASSERT_TRUE(h.arrived(0));
     h.finish();
     // leaf0 is switch 8 (spines come first); its ports: host, then spines 0..7.
     emu::SimSwitch& leaf0 = h.net().sw(8);
@@ -162,13 +163,13 @@ PortView incast(const std::string& topo_keys, size_t bytes)
     p.capture_ports = {"leaf0:2"};
     PortView v;
     {
-        FabricHosts h(p, 4);
+        SimHosts h(p, 4);
         size_t a = h.connect(0, 2), b = h.connect(1, 2);
         h.post(a, bytes);
         h.post(b, bytes);
         h.run();
-        v.complete[0] = h.complete(0);
-        v.complete[1] = h.complete(1);
+        v.complete[0] = h.arrived(0);
+        v.complete[1] = h.arrived(1);
         h.finish();
         emu::SimSwitch& leaf = h.net().sw(1);  // the spine is switch 0
         EXPECT_EQ(leaf.peer(2), 2u);
