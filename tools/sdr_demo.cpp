@@ -33,6 +33,7 @@ struct Options {
     std::string pcap = "sdr_demo.pcap";
     uint32_t snaplen = 128;
     std::string drop_log;  // empty: none
+    std::string topology;  // empty: one point-to-point link
 };
 
 bool pow2(uint64_t v) { return v && !(v & (v - 1)); }
@@ -67,6 +68,10 @@ Options parse(int argc, char** argv)
     app.add_option("--pcap", o.pcap, "capture file ('' for none)")->type_name("FILE")->default_str("sdr_demo.pcap");
     add_count(app, "--snaplen", &o.snaplen, 0, UINT32_MAX, "bytes kept of each data frame (0: whole frames)")
         ->default_str("128");
+    app.add_option("--topology", o.topology,
+                   "a datacenter network instead of the one link: JSON file, JSON text or type:key=value,... "
+                   "(two_datacenters: its long haul takes --bw-gbps, --rtt-ms and --loss)")
+        ->type_name("SPEC");
     app.add_option("--drop-log", o.drop_log,
                    "every frame the link dropped, one tab-separated line each (what a classic pcap after the link "
                    "cannot show)")
@@ -203,6 +208,15 @@ int main(int argc, char** argv)
     fp.pcap_path = o.pcap;
     fp.pcap_snaplen = o.snaplen;
     fp.drop_log = !o.drop_log.empty();
+    if (!o.topology.empty()) {
+        sdr::emu::Topology t;
+        std::string err;
+        if (!sdr::emu::Topology::parse(o.topology, fp.link, &t, &err)) {
+            std::fprintf(stderr, "sdr_demo: --topology: %s\n", err.c_str());
+            return 2;
+        }
+        fp.topology = std::move(t);
+    }
     sdr::emu::SimFabric::install(std::make_unique<sdr::emu::SimFabric>(fp));
 
     // From here on: the SDR C API, as an application writes it.
@@ -271,9 +285,18 @@ int main(int argc, char** argv)
     auto* fabric = sdr::emu::SimFabric::process(nullptr);
     const sdr::emu::Nic& sn = *fabric->find_nic(0);
     const sdr::emu::Nic& rn = *fabric->find_nic(1);
-    std::printf("link: %llu packets delivered, %llu dropped (data and control, both directions)",
-                (unsigned long long)fabric->packets_delivered(),
-                (unsigned long long)(fabric->link(0, 1)->dropped() + fabric->link(1, 0)->dropped()));
+    if (sdr::emu::SimNetwork* net = fabric->network()) {
+        const sdr::emu::NetworkTotals n = net->totals();
+        std::printf("network %s: %llu packets delivered, %llu switch hops; %llu dropped by links, %llu by full queues, "
+                    "%llu ECN-marked",
+                    net->topology().name.c_str(), (unsigned long long)fabric->packets_delivered(),
+                    (unsigned long long)net->hops(), (unsigned long long)n.link_dropped,
+                    (unsigned long long)n.queue_dropped, (unsigned long long)n.marked);
+    } else {
+        std::printf("link: %llu packets delivered, %llu dropped (data and control, both directions)",
+                    (unsigned long long)fabric->packets_delivered(),
+                    (unsigned long long)(fabric->link(0, 1)->dropped() + fabric->link(1, 0)->dropped()));
+    }
     if (!o.pcap.empty()) std::printf("; pcap: %s (tshark -r %s)", o.pcap.c_str(), o.pcap.c_str());
     std::printf("\n");
     // What the NICs and the receiver's firmware counted (per port; summed over DPA workers).

@@ -41,6 +41,12 @@ WorldConfig world_config(const LinkSetup& l)
     w.fabric.payload = false;
     w.fabric.seed = l.seed;
     w.fabric.per_packet_events = l.per_packet_events;
+    if (!l.topology.empty()) {
+        emu::Topology t;
+        std::string err;
+        if (!emu::Topology::parse(l.topology, w.fabric.link, &t, &err)) throw std::runtime_error(err);
+        w.fabric.topology = std::move(t);
+    }
     w.qp = qp_attr(l);
     return w;
 }

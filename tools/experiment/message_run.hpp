@@ -22,6 +22,9 @@ struct LinkSetup {
     uint64_t max_bytes = 1ull << 30;  // largest message a sample may send
     uint64_t seed = 1;
     bool per_packet_events = false;  // emu::FabricParams::per_packet_events (tests)
+    // A datacenter network in place of the one link (emu::Topology::parse; its long haul takes
+    // the rate, RTT and loss above): sim:0 and sim:1 are the hosts that talk. Empty: one link.
+    std::string topology;
 };
 
 struct Sample {

@@ -1,5 +1,8 @@
 #include "sweep_options.hpp"
 
+#include <sdr/emu/fabric.hpp>
+#include <sdr/emu/topology.hpp>
+
 #include "common/options.hpp"
 
 #include <sdr/reliability/scheme.hpp>
@@ -114,6 +117,10 @@ void build(CLI::App& app, SweepOptions& o, Given& g)
     add_size(app, "--mtu", &o.link.mtu, 64, 4096, "payload per packet")->default_str("4096");
     add_size(app, "--chunk", &o.link.chunk_bytes, 64, 1u << 31, "chunk size")->default_str("64K");
     add_count(app, "--channels", &o.link.channels, 1, 16, "channels")->default_str("8");
+    app.add_option("--topology", o.link.topology,
+                   "a datacenter network in the simulator (JSON file, JSON text or type:key=value,...); sim:0 and "
+                   "sim:1 talk across it, its long haul takes --bw-gbps, --rtt-ms and the drop rate")
+        ->type_name("SPEC");
     add_real(app, "--alpha", &o.alpha, 0, 1e6, "RTO = (1 + alpha) RTT")->default_str("2");
     add_count(app, "--seed", &o.seed, 0, UINT64_MAX, "the seed of every point's fabric")->default_str("1");
     add_count(app, "--jobs", &o.jobs, 0, 4096, "worker processes (0: one per usable core)")->default_str("0");
@@ -211,6 +218,16 @@ bool parse_sweep_options(const std::vector<std::string>& args, SweepOptions* out
     if (o.size_min > o.size_max || o.size_max > (1ull << 32)) return fail("--sizes: MIN <= MAX <= 4G");
     if (!(o.drop_min > 0 && o.drop_min <= o.drop_max && o.drop_max < 1)) return fail("--drops: 0 < MIN <= MAX < 1");
     if (o.nodes_min > o.nodes_max) return fail("--nodes: 2 <= MIN <= MAX <= 64");
+    if (!o.link.topology.empty()) {
+        emu::Topology t;
+        emu::LinkParams lp;
+        lp.bandwidth_gbps = o.link.bw_gbps;
+        lp.rtt_ms = o.link.rtt_ms;
+        std::string err;
+        if (!emu::Topology::parse(o.link.topology, lp, &t, &err)) return fail("--topology: " + err);
+        if (t.hosts < 2) return fail("--topology: the sweep needs hosts sim:0 and sim:1");
+        if (o.allreduce) return fail("--topology applies to message points: add --only messages");
+    }
     // A shard's job is its CSV rows: figures and summary of a part of the grid only if asked.
     o.plots = (o.sharded ? g.plots : true) && !g.no_plots;
     if (o.jobs == 0) o.jobs = usable_cores();
@@ -222,7 +239,7 @@ std::vector<std::pair<std::string, std::string>> grid_options(const SweepOptions
 {
     auto u = [](uint64_t v) { return std::to_string(v); };
     std::string only = o.messages && o.allreduce ? "messages,allreduce" : o.messages ? "messages" : "allreduce";
-    return {
+    std::vector<std::pair<std::string, std::string>> v = {
         {"--only", only},
         {"--sizes", u(o.size_min) + ":" + u(o.size_max)},
         {"--drops", exact(o.drop_min) + ":" + exact(o.drop_max)},
@@ -243,6 +260,8 @@ std::vector<std::pair<std::string, std::string>> grid_options(const SweepOptions
         {"--alpha", exact(o.alpha)},
         {"--seed", u(o.seed)},
     };
+    if (!o.link.topology.empty()) v.push_back({"--topology", o.link.topology});
+    return v;
 }
 
 }  // namespace sdr::exp

@@ -89,6 +89,13 @@ Options parse(int argc, char** argv)
                     o.snaplen = static_cast<uint32_t>(parse_count(name, v, 0, UINT32_MAX));
                     setenv("SDR_RT_SNAPLEN", v.c_str(), 1);
                 });
+    bind_option(app, "--topology", "SPEC",
+                "sim: a datacenter network instead of the one link (JSON file, JSON text or type:key=value,...); "
+                "sim:0 and sim:1 talk across it",
+                [&o](const std::string&, const std::string& v) {
+                    o.topology = v;
+                    setenv("SDR_SIM_TOPOLOGY", v.c_str(), 1);
+                });
     // Only a real device has a polling thread, worker threads and an XDP program; the reason
     // -d sim refuses each.
     std::vector<std::string> real_only;
@@ -158,6 +165,7 @@ Options parse(int argc, char** argv)
         if (!real_only.empty()) bad("-d sim: " + real_only.front());
         if (app.count("--port")) bad("-d sim: --port: both sides are in this process, with no TCP bootstrap");
     } else {
+        if (!o.topology.empty()) bad("--topology: only -d sim has a simulated network");
         // Given in the environment instead, they still shape the path: the settle time and the
         // first estimates count them too.
         if (const char* d = std::getenv("SDR_RT_DELAY_MS"); d && !app.count("--delay-ms")) o.delay_ms = std::atof(d);

@@ -9,6 +9,7 @@ namespace sdr::write_bw {
 
 struct Options {
     std::string device, server;
+    std::string topology;  // -d sim: a datacenter network (SDR_SIM_TOPOLOGY), empty: one link
     uint16_t port = 18515;
     uint64_t size = 1 << 20;
     uint32_t iters = 1000, warmup = 100, in_flight = 8, mtu = 4096, chunk = 65536, channels = 4;

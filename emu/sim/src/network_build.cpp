@@ -203,6 +203,22 @@ void SimNetwork::drop(const FabricPacket& p, SimTime t, const char* cause)
     f_.network_drop(t, p.src, p.dst, p.meta, p.frame, p.frame_len, cause);
 }
 
+NetworkTotals SimNetwork::totals() const
+{
+    NetworkTotals t;
+    for (const auto& s : switches_)
+        for (size_t p = 0; p < s->ports(); p++) {
+            const QueueCounters& c = s->port(p).counters();
+            t.enqueued += c.enqueued;
+            t.queue_dropped += c.dropped;
+            t.marked += c.marked;
+            t.pauses_sent += c.pauses_sent;
+            t.link_dropped += s->port(p).pipe().dropped();
+        }
+    for (const auto& u : uplinks_) t.link_dropped += u->dropped();
+    return t;
+}
+
 void SimNetwork::reseed()
 {
     for (auto& s : switches_) {

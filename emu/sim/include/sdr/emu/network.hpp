@@ -164,6 +164,11 @@ private:
     uint64_t xoff_ = 0, xon_ = 0;
 };
 
+// Sums over the whole network.
+struct NetworkTotals {
+    uint64_t enqueued = 0, queue_dropped = 0, marked = 0, pauses_sent = 0, link_dropped = 0;
+};
+
 class SimNetwork {
 public:
     SimNetwork(SimFabric& f, Topology t);
@@ -195,6 +200,7 @@ public:
     // and the port (-1: all). false + err if there is no such switch or port.
     [[nodiscard]] static bool find_capture_port(const Topology& t, const std::string& spec, int* sw, int* port,
                                                 std::string* err);
+    NetworkTotals totals() const;
     uint64_t unroutable() const { return unroutable_; }  // sent to an address no host has
     // Restart every random stream (links, RED, ECMP salts) from the fabric's seed.
     void reseed();
