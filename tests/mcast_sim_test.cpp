@@ -7,10 +7,16 @@
 #include <sdr/emu/verbs_engine.hpp>
 #include <sdr/emu/wire.hpp>
 
+#include "tshark_util.hpp"
+
 #include <gtest/gtest.h>
+
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
+#include <string>
 #include <vector>
 
 using namespace sdr::emu;
@@ -85,11 +91,12 @@ Ud make_ud(Nic& nic, uint32_t qkey = kQkey)
 }
 
 struct Mesh {
-    SimFabric f{params()};
+    explicit Mesh(const FabricParams& p = params()) : f(p) { init(); }
+    SimFabric f;
     Ud sender, local, a, b, b2, outsider;
     std::vector<uint8_t> src = std::vector<uint8_t>(kLen);
     uint32_t src_key = 0;
-    Mesh()
+    void init()
     {
         for (uint32_t i = 0; i < 4; i++) f.nic(i, 1);
         sender = make_ud(*f.find_nic(0));
@@ -319,4 +326,37 @@ TEST(McastSim, AFrameForAGroupWithoutMembersIsDroppedAndCounted)
     EXPECT_TRUE(m.a.poll(m.a.rcq).empty());
     EXPECT_TRUE(m.b.poll(m.b.rcq).empty());
     EXPECT_EQ(to_string(RxDrop::McastNoMember), std::string("mcast_no_member"));
+}
+
+// A captured copy dissects in Wireshark as what it is: UD SEND Only to QPN 0xFFFFFF, IPv4 to the
+// group, Ethernet to 01:00:5e + the group's low 23 bits, the sender's Q_Key and QPN in the DETH.
+TEST(McastSim, CapturedCopiesDissectInTshark)
+{
+    if (!sdr::test::tshark_available()) GTEST_SKIP() << "tshark is not installed";
+    FabricParams p = params();
+    p.pcap_path = ::testing::TempDir() + "mcast_sim_" + std::to_string(getpid()) + ".pcap";
+    {
+        Mesh m(p);
+        m.send(kGroup1);
+        const uint32_t src_qpn = m.sender.qpn();
+        m.f.run_until_idle();
+        std::string err;
+        auto rows = sdr::test::tshark_fields(p.pcap_path,
+                                             {"eth.dst", "ip.dst", "infiniband.bth.opcode", "infiniband.bth.destqp",
+                                              "infiniband.deth.q_key", "infiniband.deth.srcqp", "_ws.malformed"},
+                                             &err);
+        ASSERT_TRUE(rows) << err;
+        ASSERT_EQ(rows->size(), 2u) << "one copy to NIC 1, one to NIC 2";
+        for (const auto& r : *rows) {
+            ASSERT_EQ(r.size(), 7u);
+            EXPECT_EQ(r[0], "01:00:5e:01:01:01");
+            EXPECT_EQ(r[1], "239.1.1.1");
+            EXPECT_EQ(r[2], "100") << "UD SEND Only";
+            EXPECT_EQ(sdr::test::parse_tshark_uint(r[3]), uint64_t{0xFFFFFF});
+            EXPECT_EQ(sdr::test::parse_tshark_uint(r[4]), uint64_t{kQkey});
+            EXPECT_EQ(sdr::test::parse_tshark_uint(r[5]), uint64_t{src_qpn});
+            EXPECT_EQ(r[6], "") << "not malformed";
+        }
+    }
+    std::remove(p.pcap_path.c_str());
 }
