@@ -335,11 +335,13 @@ TEST(McastSim, CapturedCopiesDissectInTshark)
     if (!sdr::test::tshark_available()) GTEST_SKIP() << "tshark is not installed";
     FabricParams p = params();
     p.pcap_path = ::testing::TempDir() + "mcast_sim_" + std::to_string(getpid()) + ".pcap";
+    uint32_t src_qpn = 0;
     {
         Mesh m(p);
         m.send(kGroup1);
-        const uint32_t src_qpn = m.sender.qpn();
-        m.f.run_until_idle();
+        src_qpn = m.sender.qpn();
+    }  // the fabric's end closes the capture
+    {
         std::string err;
         auto rows = sdr::test::tshark_fields(p.pcap_path,
                                              {"eth.dst", "ip.dst", "infiniband.bth.opcode", "infiniband.bth.destqp",
