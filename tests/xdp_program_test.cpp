@@ -1,7 +1,7 @@
 // The AF_XDP port's XDP program (emu/rt/include/sdr/emu/xdp_program.hpp) on its own: loaded into
 // the kernel and run through BPF_PROG_TEST_RUN (libbpf's bpf_prog_test_run_opts) on crafted
-// frames, without an interface. A RoCEv2 frame to our address and UDP port 4791 is redirected to
-// the AF_XDP socket of its queue (XDP_REDIRECT), or passed to the kernel when no socket sits at
+// frames, without an interface. A RoCEv2 frame to our address or a multicast group and UDP port
+// 4791 is redirected to the AF_XDP socket of its queue (XDP_REDIRECT), or passed to the kernel when no socket sits at
 // that queue; everything else is passed (XDP_PASS): other protocols, other ports and addresses,
 // IP options, fragments, VLAN tags, and frames too short to hold the headers. The program never
 // changes a byte. Loading needs CAP_BPF (or root): without it every test skips and says so.
@@ -152,6 +152,21 @@ TEST_F(XdpProgram, RoceToOurAddressIsRedirectedToTheQueuesSocket)
     Frame garbage = headers_only;
     garbage.resize(300, 0xff);
     EXPECT_EQ(run(prog, garbage), XDP_REDIRECT);
+}
+
+// Multicast RoCEv2 (224.0.0.0/4) goes to the socket too: the NIC model keeps the groups it
+// joined and counts the rest (mcast_no_member). Just outside the range is another address.
+TEST_F(XdpProgram, RoceToAMulticastGroupIsRedirected)
+{
+    add_socket();
+    int prog = load();
+    EXPECT_EQ(run(prog, roce_frame(0xEF010101)), XDP_REDIRECT) << "239.1.1.1";
+    EXPECT_EQ(run(prog, roce_frame(0xE0000001)), XDP_REDIRECT) << "224.0.0.1";
+    EXPECT_EQ(run(prog, roce_frame(0xF0000001)), XDP_PASS) << "240.0.0.1";
+    EXPECT_EQ(run(prog, roce_frame(0xDF000001)), XDP_PASS) << "223.0.0.1";
+    Frame udp53 = roce_frame(0xEF010101);
+    udp53[36] = 0, udp53[37] = 53;
+    EXPECT_EQ(run(prog, udp53), XDP_PASS) << "multicast, not RoCE";
 }
 
 TEST_F(XdpProgram, RoceWithNoSocketAtTheQueueGoesToTheKernel)

@@ -84,6 +84,7 @@ int Engine::resolve(const ibv_gid& gid) const
     std::copy(std::begin(gid.raw), std::end(gid.raw), g.begin());
     uint32_t ip;
     if (!mv::ipv4_from_gid(g, &ip)) return EINVAL;  // RoCEv2 over IPv4 only
+    if (emu::wire::is_ipv4_multicast(ip)) return 0;  // a group: no neighbour, its MAC follows from it
     std::array<uint8_t, 6> mac;
     const emu::PortInfo& pi = rt_->port_info();
     return emu::resolve_neighbour(pi.ifname, pi.addr, ip, emu::RtNic::kResolveTimeoutNs, &mac);

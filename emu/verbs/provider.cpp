@@ -53,6 +53,7 @@ constexpr verbs_context_ops kOps = [] {
     verbs_context_ops o{};
     o.alloc_pd = alloc_pd;
     o.async_event = async_event;
+    o.attach_mcast = attach_mcast;
     o.cq_event = cq_event;
     o.create_ah = create_ah;
     o.create_cq = create_cq;
@@ -66,6 +67,7 @@ constexpr verbs_context_ops kOps = [] {
     o.destroy_cq = destroy_cq;
     o.destroy_qp = destroy_qp;
     o.destroy_srq = destroy_srq;
+    o.detach_mcast = detach_mcast;
     o.free_context = free_context;
     o.modify_qp = modify_qp;
     o.modify_srq = modify_srq;

@@ -43,6 +43,10 @@ struct Limits {
     // IBV_SEND_INLINE: bytes copied at post into a per-QP buffer (one slot per send WQE).
     static constexpr uint32_t kMaxInline = 256;
     static constexpr uint64_t kMaxMrSize = 1ull << 40;
+    // Multicast: the engine's bounds (a NIC's groups, QPs per group, attachments in all).
+    static constexpr uint32_t kMaxMcastGrp = emu::VerbsEngine::kMaxMcastGroups;
+    static constexpr uint32_t kMaxMcastQpAttach = emu::VerbsEngine::kMaxMcastQpAttach;
+    static constexpr uint32_t kMaxTotalMcastQpAttach = emu::VerbsEngine::kMaxTotalMcastQpAttach;
 };
 
 // What sdr-rdma recorded for the device (its sysfs directory, sdr/ files) and what the
@@ -197,6 +201,8 @@ ibv_qp* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr);
 int modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask);
 int query_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask, ibv_qp_init_attr* init_attr);
 int destroy_qp(ibv_qp* qp);
+int attach_mcast(ibv_qp* qp, const ibv_gid* gid, uint16_t lid);  // RoCE: lid is unused
+int detach_mcast(ibv_qp* qp, const ibv_gid* gid, uint16_t lid);
 int post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr);
 ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr);  // qp_ex.cpp
 ibv_cq_ex* create_cq_ex(ibv_context* context, ibv_cq_init_attr_ex* attr);  // cq_ex.cpp

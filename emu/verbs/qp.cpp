@@ -1,6 +1,6 @@
 // Queue pairs and address handles: ibv_create_qp, ibv_modify_qp (the IBTA's attribute rules
 // per transition, then the NIC model's state machine), ibv_query_qp, ibv_destroy_qp,
-// ibv_create_ah and ibv_destroy_ah. A peer's GID is resolved to a next-hop MAC before the
+// ibv_attach_mcast, ibv_detach_mcast, ibv_create_ah and ibv_destroy_ah. A peer's GID is resolved to a next-hop MAC before the
 // engine's lock is taken (the kernel may need to ask the network), so that the model's own
 // resolution under the lock finds the answer at once.
 #include "engine.hpp"
@@ -367,6 +367,20 @@ int query_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int /*attr_mask*/, ibv_qp_init_att
     init->qp_type = ibqp->qp_type;
     init->sq_sig_all = q->sq_sig_all;
     return 0;
+}
+
+int attach_mcast(ibv_qp* ibqp, const ibv_gid* gid, uint16_t)
+{
+    Qp* q = to_qp(ibqp);
+    std::lock_guard lock(q->engine->lock());
+    return q->engine->verbs().mcast_attach(q->h, gid_of(*gid));
+}
+
+int detach_mcast(ibv_qp* ibqp, const ibv_gid* gid, uint16_t)
+{
+    Qp* q = to_qp(ibqp);
+    std::lock_guard lock(q->engine->lock());
+    return q->engine->verbs().mcast_detach(q->h, gid_of(*gid));
 }
 
 int destroy_qp(ibv_qp* ibqp)

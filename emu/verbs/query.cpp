@@ -135,6 +135,9 @@ int query_device_ex(ibv_context* context, const ibv_query_device_ex_input* input
     d.max_srq_wr = static_cast<int>(Limits::kMaxSrqWr);
     d.max_srq_sge = static_cast<int>(Limits::kMaxSge);
     // SRQs: the model's table and depth; no IBV_DEVICE_SRQ_RESIZE (ibv_modify_srq cannot resize).
+    d.max_mcast_grp = static_cast<int>(Limits::kMaxMcastGrp);
+    d.max_mcast_qp_attach = static_cast<int>(Limits::kMaxMcastQpAttach);
+    d.max_total_mcast_qp_attach = static_cast<int>(Limits::kMaxTotalMcastQpAttach);
     d.max_pkeys = 1;
     d.phys_port_cnt = 1;
     std::memcpy(attr, &a, std::min(attr_size, sizeof(a)));

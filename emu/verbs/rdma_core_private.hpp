@@ -94,7 +94,9 @@ struct verbs_context_ops {
     ibv_pd* (*alloc_pd)(ibv_context* context);
     sdr_unused_op alloc_td;
     void (*async_event)(ibv_context* context, ibv_async_event* event);
-    sdr_unused_op attach_counters_point_flow, attach_mcast, bind_mw, close_xrcd;
+    sdr_unused_op attach_counters_point_flow;
+    int (*attach_mcast)(ibv_qp* qp, const ibv_gid* gid, uint16_t lid);
+    sdr_unused_op bind_mw, close_xrcd;
     void (*cq_event)(ibv_cq* cq);
     ibv_ah* (*create_ah)(ibv_pd* pd, ibv_ah_attr* attr);
     sdr_unused_op create_counters;
@@ -116,7 +118,8 @@ struct verbs_context_ops {
     int (*destroy_qp)(ibv_qp* qp);
     sdr_unused_op destroy_rwq_ind_table;
     int (*destroy_srq)(ibv_srq* srq);
-    sdr_unused_op destroy_wq, detach_mcast;
+    sdr_unused_op destroy_wq;
+    int (*detach_mcast)(ibv_qp* qp, const ibv_gid* gid, uint16_t lid);
     void (*free_context)(ibv_context* context);
     sdr_unused_op free_dm, get_srq_num, import_dm, import_mr, import_pd, modify_cq,
         modify_flow_action_esp;

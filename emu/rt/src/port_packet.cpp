@@ -31,17 +31,21 @@ std::string errno_text(const std::string& what)
     return s;
 }
 
-// Accept IPv4, not a fragment, UDP, destination port 4791, destination address `ip`. Jump
-// offsets count from the next instruction; every "no" lands on the final drop.
+// Accept IPv4, not a fragment, UDP, destination port 4791, destination address `ip` or a
+// multicast group (224.0.0.0/4: the NIC model keeps the groups it joined and counts the rest,
+// mcast_no_member). Jump offsets count from the next instruction; every "no" lands on the
+// final drop.
 std::vector<sock_filter> roce_filter(uint32_t ip)
 {
     return {
         BPF_STMT(BPF_LD | BPF_H | BPF_ABS, 12),                      // EtherType
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ETH_P_IP, 0, 10),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ETH_P_IP, 0, 12),
         BPF_STMT(BPF_LD | BPF_B | BPF_ABS, 23),                      // IP protocol
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, IPPROTO_UDP, 0, 8),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, IPPROTO_UDP, 0, 10),
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 30),                      // IP destination
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ip, 0, 6),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ip, 2, 0),
+        BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 0xF0000000),             // else a multicast group
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0xE0000000, 0, 6),
         BPF_STMT(BPF_LD | BPF_H | BPF_ABS, 20),                      // fragment offset
         BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, 0x1FFF, 4, 0),
         BPF_STMT(BPF_LDX | BPF_B | BPF_MSH, 14),                     // X = IP header length
@@ -123,6 +127,18 @@ public:
         return tx_buf_.data() + size_t{tx_n_} * info_.max_frame;
     }
     void tx_commit(size_t len) override { tx_len_[tx_n_++] = static_cast<uint32_t>(len); }
+    // The socket's memberships end with it: nothing to undo at close.
+    int mcast_filter(const std::array<uint8_t, 6>& mac, bool join) override
+    {
+        packet_mreq mr{};
+        mr.mr_ifindex = static_cast<int>(ifindex_);
+        mr.mr_type = PACKET_MR_MULTICAST;
+        mr.mr_alen = static_cast<unsigned short>(mac.size());
+        std::memcpy(mr.mr_address, mac.data(), mac.size());
+        return setsockopt(fd_.get(), SOL_PACKET, join ? PACKET_ADD_MEMBERSHIP : PACKET_DROP_MEMBERSHIP, &mr, sizeof mr)
+                   ? errno
+                   : 0;
+    }
     bool tx_backlog() const override { return tx_n_ != 0; }
 
     void tx_flush() override

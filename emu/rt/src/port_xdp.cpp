@@ -37,6 +37,7 @@
 #include <linux/if_link.h>
 #include <linux/if_xdp.h>
 #include <net/if.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <xdp/xsk.h>
@@ -165,6 +166,8 @@ public:
     bool tx_backlog() const override { return unkicked_ != 0; }
     void read_kernel_stats() override;
     PortStats stats() const override;
+    int mcast_filter(const std::array<uint8_t, 6>& mac, bool join) override;
+    ~XdpPort() override;
 
 protected:
     size_t rx_burst_impl(size_t max, FrameSink sink, void* ctx) override;
@@ -211,7 +214,40 @@ private:
     uint64_t rx_oversize_ = 0;          // gathered frames that did not fit scratch_ (dropped)
     uint64_t tx_invalid_descs_ = 0;     // the kernel's running total (XDP_STATISTICS)
     PortStats st_;
+    // Multicast addresses added to the interface's filter: unlike a packet socket's
+    // memberships they outlive the port, so the port removes what is left when it closes.
+    std::vector<std::array<uint8_t, 6>> mcast_macs_;
 };
+
+namespace {
+
+int interface_mcast(const std::string& ifname, const std::array<uint8_t, 6>& mac, bool add)
+{
+    Fd s(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+    if (s.get() < 0) return errno;
+    ifreq r{};
+    std::strncpy(r.ifr_name, ifname.c_str(), IFNAMSIZ - 1);
+    r.ifr_hwaddr.sa_family = AF_UNSPEC;
+    std::memcpy(r.ifr_hwaddr.sa_data, mac.data(), mac.size());
+    return ioctl(s.get(), add ? SIOCADDMULTI : SIOCDELMULTI, &r) ? errno : 0;
+}
+
+}  // namespace
+
+int XdpPort::mcast_filter(const std::array<uint8_t, 6>& mac, bool join)
+{
+    auto it = std::find(mcast_macs_.begin(), mcast_macs_.end(), mac);
+    if (join == (it != mcast_macs_.end())) return 0;
+    if (int e = interface_mcast(ifname_, mac, join)) return e;
+    if (join) mcast_macs_.push_back(mac);
+    else mcast_macs_.erase(it);
+    return 0;
+}
+
+XdpPort::~XdpPort()
+{
+    for (const auto& mac : mcast_macs_) (void)interface_mcast(ifname_, mac, false);  // best effort: the port is going
+}
 
 bool XdpPort::check_options(const PortOptions& opt, std::string* err)
 {

@@ -29,6 +29,8 @@ public:
     void and_(Reg dst, int32_t imm) { emit(BPF_ALU64 | BPF_AND | BPF_K, dst, 0, 0, imm); }
     // if (a > b) goto pass, unsigned
     void pass_if_above(Reg a, Reg b) { to_pass(BPF_JMP | BPF_JGT | BPF_X, a, b, 0); }
+    // if (a == imm) skip the next n instructions (low 32 bits)
+    void skip_if32(Reg a, int32_t imm, int16_t n) { emit(BPF_JMP32 | BPF_JEQ | BPF_K, a, 0, n, imm); }
     // if (a != imm) goto pass: 64-bit compare, and on the low 32 bits (an address with its top
     // bit set would be sign-extended in the 64-bit form)
     void pass_unless(Reg a, int32_t imm) { to_pass(BPF_JMP | BPF_JNE | BPF_K, a, 0, imm); }
@@ -87,7 +89,10 @@ std::vector<bpf_insn> roce_redirect_program(uint32_t ip, int xskmap_fd)
     a.load(A::B, A::R5, A::R2, 14), a.pass_unless(A::R5, 0x45);           // version 4, header 20 B
     a.load(A::H, A::R5, A::R2, 20), a.and_(A::R5, htons(0x3fff)), a.pass_unless(A::R5, 0);  // not a fragment
     a.load(A::B, A::R5, A::R2, 23), a.pass_unless(A::R5, IPPROTO_UDP);    // protocol UDP
-    a.load(A::W, A::R5, A::R2, 30), a.pass_unless32(A::R5, static_cast<int32_t>(htonl(ip)));  // to our address
+    // to our address, or else to a multicast group (224.0.0.0/4: the first octet's top nibble
+    // 0xE; the NIC model keeps the groups it joined and counts the rest, mcast_no_member)
+    a.load(A::W, A::R5, A::R2, 30), a.skip_if32(A::R5, static_cast<int32_t>(htonl(ip)), 3);
+    a.load(A::B, A::R5, A::R2, 30), a.and_(A::R5, 0xF0), a.pass_unless(A::R5, 0xE0);
     a.load(A::H, A::R5, A::R2, 36), a.pass_unless(A::R5, htons(wire::kRoceUdpPort));          // to port 4791
     // return bpf_redirect_map(xskmap, rx_queue_index, XDP_PASS): the last argument is the
     // action when no socket sits at that key

@@ -68,7 +68,10 @@ public:
             const TxPacket& p = batch_[i];
             if (p.local_error) continue;
             SimLink* link = nullptr;
-            if (!net_ && !(link = route(p.remote_ip))) continue;
+            if (!net_ && !(link = route(p.remote_ip))) {
+                if (wire::is_ipv4_multicast(p.remote_ip)) [[unlikely]] f_.mcast_send(nic_, leaves_[i], p);
+                continue;
+            }
             uint8_t* frame = nullptr;
             uint32_t frame_len = frame_len_[i];
             if (p.kind != TxPacket::Kind::Sdr || nic_.payload()) {  // control and verbs frames always carry their bytes

@@ -249,6 +249,12 @@ int SimSwitch::port_to(uint32_t peer_node) const
     return -1;
 }
 
+void SimSwitch::set_mcast_ports(uint32_t group_ip, std::vector<uint16_t> ports)
+{
+    if (ports.empty()) mcast_ports_.erase(group_ip);
+    else mcast_ports_[group_ip] = std::move(ports);
+}
+
 void SimSwitch::set_routes(std::vector<uint32_t> route, std::vector<uint16_t> ecmp_ports)
 {
     route_ = std::move(route);
@@ -281,7 +287,12 @@ bool SimSwitch::admit(const Egress& e, uint32_t bytes) const
 void SimSwitch::receive(FabricPacket& p, uint16_t in_port)
 {
     const SimTime now = net_.sim().now();
-    Egress& e = *ports_[route(p)];
+    if (p.dst == kMulticastDst) [[unlikely]] return replicate(p, in_port, now);
+    forward(p, in_port, *ports_[route(p)], now);
+}
+
+void SimSwitch::forward(FabricPacket& p, uint16_t in_port, Egress& e, SimTime now)
+{
     const uint32_t bytes = p.frame_len + kWireOverheadBytes;
     if (!admit(e, bytes)) {
         e.counters().dropped++;
@@ -302,6 +313,27 @@ void SimSwitch::receive(FabricPacket& p, uint16_t in_port)
         }
     }
     e.enqueue(p, now, bytes);
+}
+
+// One copy per port of the group's tree but the one it came in by; off the tree, up towards
+// the root, where the tree begins.
+void SimSwitch::replicate(FabricPacket& p, uint16_t in_port, SimTime now)
+{
+    auto it = mcast_ports_.find(p.flow);
+    if (it == mcast_ports_.end()) {
+        if (up_port_ >= 0 && up_port_ != in_port) return forward(p, in_port, *ports_[up_port_], now);
+        return net_.drop(p, now, capture_note::kNoRoute);  // nobody listens
+    }
+    for (uint16_t port : it->second) {
+        if (port == in_port) continue;
+        FabricPacket copy = p;
+        if (p.frame) {
+            copy.frame = net_.fabric().frame_alloc();
+            std::memcpy(copy.frame, p.frame, p.frame_len);
+        }
+        forward(copy, in_port, *ports_[port], now);
+    }
+    if (p.frame) net_.fabric().frame_free(p.frame);
 }
 
 void SimSwitch::release(const FabricPacket& p, uint32_t bytes)

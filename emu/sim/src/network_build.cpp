@@ -4,6 +4,7 @@
 
 #include <sdr/emu/capture_notes.hpp>
 #include <sdr/emu/fabric.hpp>
+#include <sdr/emu/wire.hpp>
 
 #include <algorithm>
 #include <cstdlib>
@@ -71,6 +72,7 @@ void SimNetwork::build()
         }
     }
     build_routes();
+    build_mcast_root();
     if (f_.tap_pcapng())
         for (const std::string& spec : f_.params().capture_ports) {
             int sw = -1, port = -1;
@@ -161,6 +163,54 @@ void SimNetwork::build_routes()
     max_transit_ps_ = hop * diameter;
 }
 
+// Multicast trees hang from switch 0 (the first core or spine of the built topologies): each
+// switch's parent is its neighbour one hop closer to it.
+void SimNetwork::build_mcast_root()
+{
+    const uint32_t hosts = topo_.hosts;
+    up_switch_.assign(switches_.size(), -2);
+    up_switch_[0] = -1;
+    std::vector<uint32_t> queue{0};
+    for (size_t i = 0; i < queue.size(); i++) {
+        SimSwitch& s = *switches_[queue[i]];
+        for (uint16_t p = 0; p < s.ports(); p++) {
+            const uint32_t peer = s.peer(p);
+            if (topo_.is_host(peer) || up_switch_[peer - hosts] != -2) continue;
+            up_switch_[peer - hosts] = static_cast<int>(queue[i]);
+            switches_[peer - hosts]->set_up_port(switches_[peer - hosts]->port_to(hosts + queue[i]));
+            queue.push_back(peer - hosts);
+        }
+    }
+}
+
+// The group's tree: from each member's switch up to the root, the ports joining each step.
+void SimNetwork::mcast_changed(uint32_t group_ip)
+{
+    const uint32_t hosts = topo_.hosts;
+    std::vector<std::vector<uint16_t>> ports(switches_.size());
+    auto mark = [&](uint32_t s, int port) {
+        if (port < 0) return false;
+        auto& v = ports[s];
+        if (std::find(v.begin(), v.end(), port) != v.end()) return false;
+        v.push_back(static_cast<uint16_t>(port));
+        return true;
+    };
+    if (const std::vector<uint32_t>* members = f_.mcast_members(group_ip))
+        for (uint32_t h : *members) {
+            if (h >= hosts) continue;
+            uint32_t s = host_switch_[h].first;
+            mark(s, host_switch_[h].second);
+            for (int up = up_switch_[s]; up >= 0; s = static_cast<uint32_t>(up), up = up_switch_[s]) {
+                mark(s, switches_[s]->port_to(hosts + up));
+                if (!mark(static_cast<uint32_t>(up), switches_[up]->port_to(hosts + s))) break;  // joined the tree
+            }
+        }
+    for (uint32_t s = 0; s < switches_.size(); s++) {
+        std::sort(ports[s].begin(), ports[s].end());
+        switches_[s]->set_mcast_ports(group_ip, std::move(ports[s]));
+    }
+}
+
 void SimNetwork::attach_host_port(uint32_t host, SimTarget* port)
 {
     if (host >= topo_.hosts) return;
@@ -178,6 +228,14 @@ void SimNetwork::inject(uint32_t host, SimTime leaves, const PacketMeta& m, uint
     p.frame_len = frame_len;
     p.src = host;
     p.dst = (dst_ip >> 24) == 10 ? (dst_ip & 0xFFFFFF) - 1 : UINT32_MAX;
+    if (wire::is_ipv4_multicast(dst_ip)) [[unlikely]] {
+        p.dst = kMulticastDst;
+        p.flow = dst_ip;
+        p.in_port = 0;
+        p.prio = prio;
+        p.note = 0;
+        return uplinks_[host]->send(p);
+    }
     if (p.dst >= topo_.hosts) {  // no such host: the first switch has no route
         unroutable_++;
         f_.network_drop(leaves, p.src, p.dst, m, frame, frame_len, capture_note::kNoRoute);

@@ -27,6 +27,7 @@ const char* to_string(RxDrop d)
     case RxDrop::AccessDenied: return "access_denied";
     case RxDrop::StaleAck: return "stale_ack";
     case RxDrop::InvalidRequest: return "invalid_request";
+    case RxDrop::McastNoMember: return "mcast_no_member";
     case RxDrop::Count: break;
     }
     return "?";

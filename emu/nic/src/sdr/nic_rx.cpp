@@ -51,7 +51,7 @@ void Nic::rx_frame(const uint8_t* frame, size_t len)
     // QPN bit 23 clear: SDR's data QPs, straight on. Set: bit 12 names a verbs QP, else a control QP.
     if (m.dest_qp & NicIds::kCtrlQpnBit) {
         if (m.dest_qp & kVerbsQpnBit) {
-            if (!engine_) return drop(RxDrop::UnknownQp, nullptr);
+            if (!engine_) return drop(m.dest_qp == wire::kMcastQpn ? RxDrop::McastNoMember : RxDrop::UnknownQp, nullptr);
             return engine_->receive(m, p.payload, src, frame + wire::kEthBytes, p.h);
         }
         if (wire::has_deth(m.opcode)) return ctrl_receive(m, p.payload, src);

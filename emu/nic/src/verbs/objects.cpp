@@ -195,6 +195,10 @@ bool VerbsEngine::resolve_gid(const verbs::Gid& gid, NicAddress* out) const
     uint32_t ip;
     if (!verbs::ipv4_from_gid(gid, &ip)) return false;  // RoCEv2 over IPv4 only
     out->ip = ip;
+    if (wire::is_ipv4_multicast(ip)) {  // a group: its MAC follows from the address, no neighbour
+        out->mac = wire::ipv4_multicast_mac(ip);
+        return true;
+    }
     return exec_->resolve_mac(ip, &out->mac);
 }
 
@@ -206,7 +210,7 @@ uint32_t VerbsEngine::ah_create(uint32_t pd, const verbs::Gid& gid)
     size_t i = 0;
     while (i < vahs_.size() && vahs_[i].live) i++;
     if (i == vahs_.size()) vahs_.emplace_back();
-    vahs_[i] = VerbsAh{true, pd, dst};
+    vahs_[i] = VerbsAh{true, pd, dst, wire::is_ipv4_multicast(dst.ip)};
     vpds_[pd].users++;
     return static_cast<uint32_t>(i);
 }

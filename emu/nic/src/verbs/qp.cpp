@@ -53,6 +53,7 @@ int VerbsEngine::qp_destroy(uint32_t h)
 {
     VerbsQp* q = vqp(h);
     if (!q || !q->live) return EINVAL;
+    if (q->mcast_groups) return EBUSY;  // as the kernel's uverbs: detach from every group first
     q->live = false;  // the entry keeps its QPN so that the next QP in it draws another
     vpds_[q->pd].users--;
     vcqs_[q->send_cq]->users--;

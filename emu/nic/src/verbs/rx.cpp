@@ -15,6 +15,7 @@ void VerbsEngine::verbs_drop(RxDrop d, VerbsQp* q)
 void VerbsEngine::receive(const PacketMeta& m, const uint8_t* payload, const NicAddress& src, const uint8_t* ip_header,
                         const wire::Headers& hd)
 {
+    if (m.dest_qp == wire::kMcastQpn) [[unlikely]] return mcast_receive(m, payload, ip_header);
     const uint32_t h = NicIds::qpn_index(m.dest_qp) & (kVerbsQpnBit - 1);
     VerbsQp* q = vqp(h);
     if (!q || !q->live || q->qpn != m.dest_qp || !payload) return verbs_drop(RxDrop::UnknownQp, nullptr);

@@ -115,7 +115,7 @@ bool VerbsEngine::next_packet(TxPacket* out)
         if (q.type == QpType::Ud) {
             const VerbsAh& ah = vahs_[w.ah];
             m.opcode = w.opcode == WrOpcode::SendWithImm ? wire::kOpUdSendOnlyImm : wire::kOpUdSendOnly;
-            m.dest_qp = w.remote_qpn & 0xFFFFFF;
+            m.dest_qp = ah.mcast ? wire::kMcastQpn : w.remote_qpn & 0xFFFFFF;  // IBTA 10.5.2: a group's QPN
             // A controlled Q_Key (high bit set) in the WR means: send the QP's own (IBTA).
             m.qkey = (w.remote_qkey & 0x80000000u) ? q.qkey : w.remote_qkey;
             out->remote_ip = ah.dst.ip;

@@ -125,6 +125,17 @@ public:
         (void)handle;
     }
 
+    // Multicast membership of `nic` (VerbsEngine::mcast_attach/mcast_detach, with the executor's
+    // lock held): member = true when its first QP joins IPv4 group `group_ip` (host order,
+    // 224.0.0.0/4), false when its last leaves. Where a fabric keeps its replication table and
+    // a real port accepts the group's Ethernet address.
+    virtual void mcast_membership(Nic& nic, uint32_t group_ip, bool member)
+    {
+        (void)nic;
+        (void)group_ip;
+        (void)member;
+    }
+
 protected:
     ~NicExecutor() = default;
 };

@@ -93,6 +93,21 @@ public:
     uint32_t srq_posted(uint32_t srq) const;            // WQEs waiting in it
     [[nodiscard]] int post_srq_recv(uint32_t srq, const verbs::RecvWr& wr);  // ENOMEM: full
     uint64_t cq_errors() const { return verbs_cq_errors_; }
+    // Multicast (mcast.cpp; IBTA vol. 1 10.5, RoCEv2 over IPv4: MGID ::ffff:G, G in
+    // 224.0.0.0/4). A UD QP joins and leaves a group as ibv_attach_mcast/ibv_detach_mcast do:
+    // EINVAL for a QP that is not a live UD QP or a GID that is not an IPv4 multicast group,
+    // 0 for a QP already attached (the kernel's uverbs answers so), EINVAL to detach one that
+    // is not; ENOMEM past a limit below (the device attributes max_mcast_grp,
+    // max_mcast_qp_attach, max_total_mcast_qp_attach). A QP attached to a group is EBUSY to
+    // destroy. The NIC's first QP in a group and its last one out tell the executor
+    // (NicExecutor::mcast_membership).
+    static constexpr uint32_t kMaxMcastGroups = 1024;        // groups with a member on this NIC
+    static constexpr uint32_t kMaxMcastQpAttach = 64;        // QPs of this NIC per group
+    static constexpr uint32_t kMaxTotalMcastQpAttach = 4096; // attachments over all groups
+    [[nodiscard]] int mcast_attach(uint32_t qp, const verbs::Gid& mgid);
+    [[nodiscard]] int mcast_detach(uint32_t qp, const verbs::Gid& mgid);
+    // The QPs of this NIC attached to group_ip (host order), in attach order; nullptr if none.
+    const std::vector<uint32_t>* mcast_qps(uint32_t group_ip) const;
     // IPv4-mapped GID -> the peer's MAC and IP, through the executor's resolve_mac.
     bool resolve_gid(const verbs::Gid& gid, NicAddress* out) const;
 
@@ -137,6 +152,7 @@ private:
         bool live = false;
         uint32_t pd = 0;
         NicAddress dst;
+        bool mcast = false;  // dst is a multicast group: its packets carry QPN 0xFFFFFF
     };
     struct VerbsCq {
         explicit VerbsCq(uint32_t depth) : ring(depth) {}
@@ -205,6 +221,7 @@ private:
         bool nak_sent = false;   // a NAK went out: no other until the expected PSN arrives
         std::vector<RcResp> resp;  // kRcRespDepth entries (RC QPs only)
         uint32_t resp_head = 0, resp_n = 0, rd_queued = 0;
+        uint32_t mcast_groups = 0;  // UD: groups it is attached to
     };
     VerbsMr* verbs_mr(uint32_t key)
     {
@@ -239,6 +256,13 @@ private:
     void uc_receive(VerbsQp& q, const PacketMeta& m, const uint8_t* payload, const NicAddress& src,
                     uint32_t reth_len);
     void ud_receive(VerbsQp& q, const PacketMeta& m, const uint8_t* payload, const uint8_t* ip_header);
+    // A frame to QPN 0xFFFFFF: one copy to each QP attached to its destination group.
+    void mcast_receive(const PacketMeta& m, const uint8_t* payload, const uint8_t* ip_header);
+    struct McastGroup {
+        uint32_t ip = 0;
+        std::vector<uint32_t> qps;  // QP handles, in attach order
+    };
+    McastGroup* mcast_group(uint32_t ip);
     void verbs_drop(RxDrop d, VerbsQp* q);
     // ---- RC (rc_requester.cpp, rc_responder.cpp, rc_read.cpp) ----
     static uint32_t rc_npkts(uint32_t len, uint32_t pmtu) { return len ? (len + pmtu - 1) / pmtu : 1; }
@@ -278,6 +302,8 @@ private:
     FifoRing<uint32_t> verbs_active_{16};  // verbs QP handles with send work, in turn
     std::array<uint8_t, 4096> verbs_gather_{};  // a packet spanning SGEs, until it is encoded
     uint64_t verbs_cq_errors_ = 0;
+    std::vector<McastGroup> mcast_;  // groups with a member on this NIC (few: a linear scan)
+    uint32_t mcast_attached_ = 0;    // attachments over all groups
 };
 
 }  // namespace sdr::emu

@@ -6,6 +6,7 @@
 
 #include <sdr/emu/nic.hpp>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -92,6 +93,12 @@ public:
     // the copy-mode budget. Whoever flushes must come back for them (RtNic does not sleep on
     // them: an RC sender that then waits for ACKs stalled until its retransmission timer).
     virtual bool tx_backlog() const = 0;
+
+    // Let the frames to Ethernet multicast address `mac` (a group's: wire::ipv4_multicast_mac)
+    // through the interface's address filter (join), or no longer (leave): AF_PACKET
+    // PACKET_ADD/DROP_MEMBERSHIP, AF_XDP SIOCADDMULTI/SIOCDELMULTI. 0, or the errno. A bridge
+    // or veth passes them anyway; a physical NIC drops them unless told.
+    [[nodiscard]] virtual int mcast_filter(const std::array<uint8_t, 6>& mac, bool join) = 0;
 
     // A descriptor that turns readable when frames wait (for poll()/epoll).
     virtual int fd() const = 0;

@@ -44,6 +44,7 @@ struct RtParams {
 struct RtCounters {
     uint64_t polls = 0, idle_sleeps = 0, tx_too_big = 0;
     uint64_t looped = 0;  // frames to our own MAC, handed to our own receive path (no wire)
+    uint64_t mcast_filter_errors = 0;  // group joins/leaves the port's address filter refused
 };
 
 class RtNic final : public NicExecutor {
@@ -81,6 +82,9 @@ public:
     bool resolve_mac(uint32_t ip, std::array<uint8_t, 6>* mac) override;
     static constexpr uint64_t kResolveTimeoutNs = 3'000'000'000;
     void verbs_cq_event(uint32_t cq, bool solicited) override;
+    // A group's Ethernet address into or out of the port's filter (Port::mcast_filter); a
+    // refusal counts in RtCounters::mcast_filter_errors (the group's frames may not arrive).
+    void mcast_membership(Nic& nic, uint32_t group_ip, bool member) override;
     // Who hears of verbs completions (verbs_cq_event): set under the lock, called under it.
     void set_verbs_cq_listener(std::function<void(uint32_t cq, bool solicited)> f) { cq_listener_ = std::move(f); }
     void verbs_async_event(verbs::AsyncEvent ev, uint32_t handle) override

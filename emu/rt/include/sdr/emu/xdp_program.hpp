@@ -3,7 +3,7 @@
 // BPF_PROG_TEST_RUN on crafted frames).
 //
 // What it does: an unfragmented IPv4 frame without IP options, UDP, to destination port 4791
-// (RoCEv2) and to the port's own address is redirected into the XSKMAP entry of the queue it
+// (RoCEv2) and to the port's own address or to a multicast group (224.0.0.0/4) is redirected into the XSKMAP entry of the queue it
 // arrived on; with no socket at that entry, and for every other frame (ARP, ICMP, TCP, other
 // UDP, IPv6, VLAN-tagged, fragments, frames shorter than the 42 bytes of Ethernet + IPv4 + UDP
 // headers), it returns XDP_PASS, so the kernel's stack keeps the rest of the interface's

@@ -182,6 +182,12 @@ public:
     };
     void verbs_async_event(verbs::AsyncEvent ev, uint32_t handle) override { verbs_async_.push_back({ev, handle}); }
     const std::vector<VerbsAsync>& verbs_async_log() const { return verbs_async_; }
+    // Multicast (fabric_mcast.cpp): the membership table the NICs keep current, group (IPv4,
+    // host order) -> the indices of the NICs with a QP attached, ascending; nullptr for a
+    // group without members. On the full mesh the sending port replicates a frame to the
+    // group to every member NIC's link but its own, one copy each (mcast_send).
+    void mcast_membership(Nic& nic, uint32_t group_ip, bool member) override;
+    const std::vector<uint32_t>* mcast_members(uint32_t group_ip) const;
     // The cost model, if params().dpa.enabled (its per-NIC statistics).
     DpaModel* dpa() { return dpa_.get(); }
 
@@ -244,6 +250,10 @@ private:
     uint64_t host_events() const;
     class Port;
     class Timers;
+    // A packet of `src` to a multicast group, leaving its port at `leaves`: encoded once, a
+    // copy into each member's link (the sender's own NIC excepted).
+    void mcast_send(Nic& src, SimTime leaves, const TxPacket& p);
+    std::map<uint32_t, std::vector<uint32_t>> mcast_;  // group -> member NICs, ascending
     FabricParams params_;
     std::chrono::steady_clock::time_point wall_zero_ = std::chrono::steady_clock::now();
     Simulator sim_;

@@ -15,6 +15,7 @@
 #include <sdr/emu/simulator.hpp>
 #include <sdr/emu/topology.hpp>
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,13 +27,17 @@ class SimNetwork;
 class SimSwitch;
 
 // A packet inside the network.
+// FabricPacket::dst of a multicast packet (its group is in flow).
+inline constexpr uint32_t kMulticastDst = UINT32_MAX - 1;
+
 struct FabricPacket {
     SimTime t;         // in a pipe: when it reaches the far end
     PacketMeta meta;
     uint8_t* frame;    // null in payload-free mode
     uint32_t frame_len;  // the frame's bytes (payload-free: the bytes it would have)
     uint32_t src, dst;   // host indices
-    uint32_t flow;       // hash of the 5-tuple (the UDP source port carries the entropy)
+    uint32_t flow;       // hash of the 5-tuple (the UDP source port carries the entropy);
+                         // multicast: the group's address
     uint16_t in_port;    // the port it entered the current switch by
     uint8_t prio;        // 1: control class (strict priority, never marked)
     uint8_t note;        // capture_note bits: what the pipes did to it
@@ -129,6 +134,10 @@ public:
     void set_routes(std::vector<uint32_t> route, std::vector<uint16_t> ecmp_ports);
     // A packet arrives by in_port (from a pipe, at its time).
     [[gnu::visibility("hidden")]] void receive(FabricPacket& p, uint16_t in_port);
+    // Multicast: the ports of this switch on the group's tree (set by SimNetwork); a switch
+    // off every tree sends the group's packets up towards the root.
+    void set_mcast_ports(uint32_t group_ip, std::vector<uint16_t> ports);
+    void set_up_port(int port) { up_port_ = port; }
     // An egress started sending p: its buffer is free again.
     void release(const FabricPacket& p, uint32_t bytes);
     SimNetwork& net() { return net_; }
@@ -142,6 +151,10 @@ public:
 private:
     bool admit(const Egress& e, uint32_t bytes) const;
     uint16_t route(const FabricPacket& p) const;
+    void forward(FabricPacket& p, uint16_t in_port, Egress& e, SimTime now);
+    void replicate(FabricPacket& p, uint16_t in_port, SimTime now);
+    std::map<uint32_t, std::vector<uint16_t>> mcast_ports_;  // group -> ports on its tree
+    int up_port_ = -1;  // towards the multicast root (-1: this is the root)
     SimNetwork& net_;
     uint32_t node_;
     SwitchParams p_;
@@ -201,6 +214,8 @@ public:
     [[nodiscard]] static bool find_capture_port(const Topology& t, const std::string& spec, int* sw, int* port,
                                                 std::string* err);
     NetworkTotals totals() const;
+    // The group's members changed (SimFabric's table): its tree is drawn again.
+    void mcast_changed(uint32_t group_ip);
     uint64_t unroutable() const { return unroutable_; }  // sent to an address no host has
     // Restart every random stream (links, RED, ECMP salts) from the fabric's seed.
     void reseed();
@@ -208,6 +223,7 @@ public:
 private:
     void build();
     void build_routes();
+    void build_mcast_root();
     uint64_t seed_for(uint64_t what) const;
     SimFabric& f_;
     Topology topo_;
@@ -215,6 +231,7 @@ private:
     std::vector<std::unique_ptr<Pipe>> uplinks_;        // per host: to its switch
     std::vector<double> host_gbps_;
     std::vector<std::pair<uint32_t, uint16_t>> host_switch_;  // per host: its switch and port there
+    std::vector<int> up_switch_;  // per switch: its parent towards the multicast root (-1: root)
     SimTime max_transit_ps_ = 0;
     uint64_t delivered_ = 0, hops_ = 0, unroutable_ = 0;
 };

@@ -27,6 +27,7 @@ enum class RxDrop : uint8_t {
     // RC (nic_rc_*.cpp)
     StaleAck,     // an ACK, NAK or READ response outside the requester's outstanding PSNs
     InvalidRequest, // a request the responder NAKs as invalid (opcode sequence, length, too many READs)
+    McastNoMember, // a multicast frame (QPN 0xFFFFFF) for a group no QP of this NIC is attached to
     Count
 };
 const char* to_string(RxDrop d);

@@ -21,6 +21,16 @@
 namespace sdr::emu::wire {
 
 inline constexpr uint16_t kRoceUdpPort = 4791;
+// RoCEv2 multicast over IPv4 (IBTA vol. 1 10.5, RoCEv2 annex A17): a group is an address in
+// 224.0.0.0/4, its MGID ::ffff:a.b.c.d, its frames go to the Ethernet address 01:00:5e + the
+// group's low 23 bits (RFC 1112, 6.4) with BTH destination QPN 0xFFFFFF.
+inline constexpr uint32_t kMcastQpn = 0xFFFFFF;
+inline constexpr bool is_ipv4_multicast(uint32_t ip) { return (ip >> 28) == 0xE; }  // host order
+inline constexpr std::array<uint8_t, 6> ipv4_multicast_mac(uint32_t ip)
+{
+    return {0x01, 0x00, 0x5e, static_cast<uint8_t>((ip >> 16) & 0x7F), static_cast<uint8_t>(ip >> 8),
+            static_cast<uint8_t>(ip)};
+}
 // BTH opcodes (IBTA vol. 1, table 38): RC is 0x00-0x11 (atomics 0x12-0x14 are not supported),
 // UC 0x20-0x2B, UD 0x64-0x65.
 inline constexpr uint8_t kOpRcSendFirst = 0x00, kOpRcSendMiddle = 0x01, kOpRcSendLast = 0x02,
