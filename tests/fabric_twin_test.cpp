@@ -1,6 +1,7 @@
 // The two-datacenter topology with nothing else running is today's point-to-point link: SR and
 // EC complete in the same time within 1 % (the datacenter hops add microseconds to 25 ms), with
-// loss drawn on the long haul alone.
+// loss drawn on the long haul alone. The long haul draws the point-to-point link's random
+// streams, so both meet the same losses as long as their packets cross in the same order.
 #include "message_run.hpp"
 #include "stats.hpp"
 

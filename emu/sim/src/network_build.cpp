@@ -18,6 +18,12 @@ SimNetwork::~SimNetwork() = default;
 
 Simulator& SimNetwork::sim() { return f_.sim(); }
 
+uint64_t SimNetwork::pipe_seed(const TopoLink& l, uint32_t u, uint32_t v) const
+{
+    if (l.twin_stream) return f_.link_seed(u == l.a ? 1 : uint64_t{1} << 32);  // sim:0 -> sim:1, or back
+    return seed_for((uint64_t{u} << 32) | v);
+}
+
 uint64_t SimNetwork::seed_for(uint64_t what) const
 {
     return (f_.params().seed + 0x2545F4914F6CDD1Dull) * 0xBF58476D1CE4E5B9ull ^ (what * 0x94D049BB133111EBull);
@@ -36,7 +42,7 @@ void SimNetwork::build()
     auto pipe_to = [&](const TopoLink& l, uint32_t u, uint32_t v) {
         const bool to_switch = !topo_.is_host(v);
         auto pipe = std::make_unique<Pipe>(*this, l.delay_ps + (to_switch ? topo_.sw.latency_ps : 0), l.impairment,
-                                           seed_for((uint64_t{u} << 32) | v));
+                                           pipe_seed(l, u, v));
         if (!to_switch) pipe->to_host(v);
         return pipe;
     };
@@ -279,12 +285,15 @@ NetworkTotals SimNetwork::totals() const
 
 void SimNetwork::reseed()
 {
-    for (auto& s : switches_) {
-        s->reseed(seed_for(s->node()));
-        for (size_t p = 0; p < s->ports(); p++) s->port(p).pipe().reseed(seed_for((uint64_t{s->node()} << 32) | s->peer(p)));
-    }
-    for (uint32_t h = 0; h < uplinks_.size(); h++)
-        uplinks_[h]->reseed(seed_for((uint64_t{h} << 32) | (topo_.hosts + host_switch_[h].first)));
+    for (auto& s : switches_) s->reseed(seed_for(s->node()));
+    // Every pipe as build() seeded it: the links in order, both directions.
+    std::vector<uint16_t> next_port(switches_.size(), 0);
+    for (const TopoLink& l : topo_.links)
+        for (auto [u, v] : {std::pair{l.a, l.b}, std::pair{l.b, l.a}}) {
+            const uint64_t seed = pipe_seed(l, u, v);
+            if (topo_.is_host(u)) uplinks_[u]->reseed(seed);
+            else switches_[u - topo_.hosts]->port(next_port[u - topo_.hosts]++).pipe().reseed(seed);
+        }
 }
 
 }  // namespace sdr::emu

@@ -137,6 +137,7 @@ Topology Topology::two_datacenters(uint32_t leaves, uint32_t spines, uint32_t ho
     TopoLink lh = long_haul;
     lh.a = gw[0];
     lh.b = gw[1];
+    lh.twin_stream = true;
     t.links.push_back(lh);
     return t;
 }

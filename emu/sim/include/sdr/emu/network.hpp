@@ -225,6 +225,7 @@ private:
     void build_routes();
     void build_mcast_root();
     uint64_t seed_for(uint64_t what) const;
+    uint64_t pipe_seed(const TopoLink& l, uint32_t u, uint32_t v) const;
     SimFabric& f_;
     Topology topo_;
     std::vector<std::unique_ptr<SimSwitch>> switches_;  // switch j is node hosts + j

@@ -46,6 +46,10 @@ struct TopoLink {
     double gbps = 100.0;
     SimTime delay_ps = 1'000'000;  // propagation, each way (1 us)
     ImpairmentParams impairment;   // both directions (each draws its own stream)
+    // Draw the random streams the point-to-point link between sim:0 and sim:1 would (a to b as
+    // 0 to 1): the long haul of two_datacenters, so that it meets the losses today's link meets
+    // and the two compare sample by sample.
+    bool twin_stream = false;
 };
 
 struct Topology {
