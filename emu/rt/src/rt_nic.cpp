@@ -181,7 +181,7 @@ bool RtNic::resolve_mac(uint32_t ip, std::array<uint8_t, 6>* mac)
     return resolve_neighbour(pi.ifname, pi.addr, ip, kResolveTimeoutNs, mac) == 0;
 }
 
-void RtNic::verbs_cq_event(uint32_t cq, bool solicited)
+void RtNic::verbs_cq_event(Nic&, uint32_t cq, bool solicited)
 {
     if (cq_listener_) cq_listener_(cq, solicited);
 }

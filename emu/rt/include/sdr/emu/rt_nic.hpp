@@ -80,7 +80,7 @@ public:
     // verbs provider does) and this finds the entry at once.
     bool resolve_mac(uint32_t ip, std::array<uint8_t, 6>* mac) override;
     static constexpr uint64_t kResolveTimeoutNs = 3'000'000'000;
-    void verbs_cq_event(uint32_t cq, bool solicited) override;
+    void verbs_cq_event(Nic& nic, uint32_t cq, bool solicited) override;  // the one NIC
     // Who hears of verbs completions (verbs_cq_event): set under the lock, called under it.
     void set_verbs_cq_listener(std::function<void(uint32_t cq, bool solicited)> f) { cq_listener_ = std::move(f); }
     void verbs_async_event(verbs::AsyncEvent ev, uint32_t handle) override
