@@ -322,6 +322,8 @@ TEST(TrafficGenerator, BadWorkloadsAreRefusedAndAddNothing)
     EXPECT_EQ(err, "incast: the receiver is also a sender");
     EXPECT_FALSE(g.add_flow(3, 3, 10, 0, &err));
     EXPECT_EQ(err, "flow: source and destination are the same host");
+    EXPECT_FALSE(g.add_flow(3, 4, 0, 0, &err));
+    EXPECT_EQ(err, "size 0: at least 1 byte and below 2^32 WQEs");
     EXPECT_FALSE(g.add_flow(1, 70000, 10, 0, &err));
     EXPECT_EQ(err, "host 70000: NIC indices are 0..65534");
     EXPECT_TRUE(g.done());

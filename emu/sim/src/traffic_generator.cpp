@@ -33,6 +33,15 @@ uint64_t stream_seed(uint64_t fabric_seed) { return (fabric_seed ^ 0x5851F42D4C9
 
 bool valid_mtu(uint32_t m) { return m >= 256 && m <= 4096 && (m & (m - 1)) == 0; }
 
+// The bytes of a flow's source buffer in verify_payload mode: differ by flow and offset.
+uint8_t pattern(uint64_t id, uint64_t off)
+{
+    uint64_t x = (id + 1) * 0x9E3779B97F4A7C15ull + off;
+    x ^= x >> 31;
+    x *= 0xBF58476D1CE4E5B9ull;
+    return static_cast<uint8_t>(x >> 56);
+}
+
 std::string params_error(const TrafficParams& p)
 {
     if (!valid_mtu(p.mtu)) return "mtu " + std::to_string(p.mtu) + ": a power of two in 256..4096";
@@ -100,6 +109,14 @@ double TrafficGenerator::host_gbps() const
 
 // ---- workloads ----------------------------------------------------------------------------
 
+// A flow's WQEs are counted in 32 bits.
+bool TrafficGenerator::check_size(uint64_t size, std::string* err) const
+{
+    if (size > 0 && size / params_.wqe_bytes < UINT32_MAX) return true;
+    *err = "size " + std::to_string(size) + ": at least 1 byte and below 2^32 WQEs";
+    return false;
+}
+
 bool TrafficGenerator::check_host(uint32_t h, std::string* err) const
 {
     if (h < 0xFFFF) return true;  // SimFabric::address_of names NICs below 65535 apart
@@ -121,6 +138,7 @@ bool TrafficGenerator::add_poisson(const PoissonWorkload& w, std::string* err)
         if (!check_host(h, err)) return false;
     if (!(w.load > 0) || !std::isfinite(w.load)) return *err = "poisson: load must be > 0", false;
     if (w.cdf.points().empty()) return *err = "poisson: no flow-size distribution", false;
+    if (!check_size(static_cast<uint64_t>(w.cdf.points().back().bytes) + 1, err)) return false;
     if (w.duration == 0) return *err = "poisson: duration must be > 0", false;
     // mean_gap = mean_size * 8 / (load * host_rate * hosts), in ps (rate in bit/ps = Gbit/s / 1000)
     const double gap = w.cdf.mean_bytes() * 8 / (w.load * host_gbps() / 1000.0 * static_cast<double>(w.hosts.size()));
@@ -146,7 +164,7 @@ bool TrafficGenerator::add_permutation(const PermutationWorkload& w, std::string
     if (n < 2 || !distinct(w.hosts)) return *err = "permutation: at least 2 hosts, each once", false;
     for (uint32_t h : w.hosts)
         if (!check_host(h, err)) return false;
-    if (w.size == 0) return *err = "permutation: size must be > 0", false;
+    if (!check_size(w.size, err)) return false;
     std::vector<uint32_t> to(n);
     if (w.shift) {
         for (size_t i = 0; i < n; i++) to[i] = static_cast<uint32_t>((i + n / 2) % n);
@@ -173,7 +191,7 @@ bool TrafficGenerator::add_incast(const IncastWorkload& w, std::string* err)
     for (uint32_t h : w.senders)
         if (!check_host(h, err)) return false;
     if (!check_host(w.receiver, err)) return false;
-    if (w.size == 0) return *err = "incast: size must be > 0", false;
+    if (!check_size(w.size, err)) return false;
     for (uint32_t s : w.senders) new_flow(s, w.receiver, w.size, w.start);
     return true;
 }
@@ -183,12 +201,12 @@ bool TrafficGenerator::add_flow(uint32_t src, uint32_t dst, uint64_t size, SimTi
     if (std::string e = params_error(params_); !e.empty()) return *err = e, false;
     if (!check_host(src, err) || !check_host(dst, err)) return false;
     if (src == dst) return *err = "flow: source and destination are the same host", false;
-    if (size == 0) return *err = "flow: size must be > 0", false;
+    if (!check_size(size, err)) return false;
     new_flow(src, dst, size, start);
     return true;
 }
 
-uint64_t TrafficGenerator::new_flow(uint32_t src, uint32_t dst, uint64_t size, SimTime start)
+void TrafficGenerator::new_flow(uint32_t src, uint32_t dst, uint64_t size, SimTime start)
 {
     const uint64_t id = flows_.size();
     Flow& f = flows_.emplace_back();
@@ -201,7 +219,6 @@ uint64_t TrafficGenerator::new_flow(uint32_t src, uint32_t dst, uint64_t size, S
     host(dst);
     unfinished_++;
     fabric_.sim().at(f.start, this, arg(id, kStart));
-    return id;
 }
 
 void TrafficGenerator::arrive(size_t w)
@@ -487,14 +504,6 @@ SimTime TrafficGenerator::ideal_fct_ps(uint32_t src, uint32_t dst, uint64_t size
 {
     const SimTime rtt = params_.base_rtt ? params_.base_rtt(src, dst) : default_base_rtt();
     return rtt + static_cast<SimTime>(std::llround(static_cast<double>(wire_bytes(size)) * 8000.0 / host_gbps()));
-}
-
-uint8_t TrafficGenerator::pattern(uint64_t id, uint64_t off)
-{
-    uint64_t x = (id + 1) * 0x9E3779B97F4A7C15ull + off;
-    x ^= x >> 31;
-    x *= 0xBF58476D1CE4E5B9ull;
-    return static_cast<uint8_t>(x >> 56);
 }
 
 }  // namespace sdr::emu

@@ -154,8 +154,6 @@ public:
     void write_csv(std::ostream& out) const;
     static void write_summary(std::ostream& out, const FctSummary& s);
 
-    // The bytes a flow's buffer holds in verify_payload mode (byte `off` of flow `id`).
-    static uint8_t pattern(uint64_t id, uint64_t off);
     // Host link rate (Gbit/s) and the ideal FCT of a flow as records() computes them.
     double host_gbps() const;
     SimTime ideal_fct_ps(uint32_t src, uint32_t dst, uint64_t size) const;
@@ -168,7 +166,7 @@ private:
     struct Poisson;
     struct Buffers;
     Host& host(uint32_t index);
-    uint64_t new_flow(uint32_t src, uint32_t dst, uint64_t size, SimTime start);
+    void new_flow(uint32_t src, uint32_t dst, uint64_t size, SimTime start);
     void start_flow(uint64_t id);
     void post_writes(Flow& f, uint64_t id);
     void poll(uint64_t id, bool sender);
@@ -178,6 +176,7 @@ private:
     uint64_t wire_bytes(uint64_t size) const;
     SimTime default_base_rtt() const;
     bool check_host(uint32_t h, std::string* err) const;
+    bool check_size(uint64_t size, std::string* err) const;
 
     SimFabric& fabric_;
     TrafficParams params_;
