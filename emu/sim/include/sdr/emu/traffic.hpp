@@ -127,7 +127,8 @@ struct FctSummary {
 class TrafficGenerator final : public SimTarget {
 public:
     // Takes the fabric's verbs CQ listener (one per fabric) until destroyed. Its random stream is
-    // derived from the fabric's seed, apart from the links' and the NICs': a run replays.
+    // derived from the fabric's seed, apart from the links' and the NICs': a run replays. Destroy
+    // it before the fabric, and run the fabric no further afterwards: its pending events name it.
     explicit TrafficGenerator(SimFabric& fabric, TrafficParams params = {});
     ~TrafficGenerator();
     TrafficGenerator(const TrafficGenerator&) = delete;
