@@ -49,7 +49,7 @@ env -i "$work/app" || { echo "install check: the pkg-config program does not run
 echo "install check: a C program built with pkg-config sdr runs"
 
 # No LD_LIBRARY_PATH, no PATH, nothing: the programs find libsdr through $ORIGIN.
-for p in sdr-model sdr_demo sdr_write_bw sdr_sweep sdr-pcap sdr-stat; do
+for p in sdr-model sdr_demo sdr_write_bw sdr_sweep sdr-pcap sdr-stat sdr_traffic; do
     env -i "$prefix/bin/$p" --help >/dev/null || { echo "install check: $prefix/bin/$p --help fails with no environment" >&2; exit 1; }
 done
 env -i "$prefix/bin/sdr-model" --size 1M --json | grep -q '"size_bytes":1048576' ||
@@ -57,6 +57,9 @@ env -i "$prefix/bin/sdr-model" --size 1M --json | grep -q '"size_bytes":1048576'
 cp -a "$prefix" "$work/moved"
 env -i "$work/moved/bin/sdr_demo" --size 64K --rtt-ms 1 --loss 0 --scheme sr --pcap '' | grep -q "delivered byte-exact" ||
     { echo "install check: sdr_demo does not run from a moved prefix" >&2; exit 1; }
+# The traffic generator's distributions are compiled in: no data path to find from a prefix.
+env -i SDR_SIM_RTT_MS=0.01 "$work/moved/bin/sdr_traffic" --cdf datamining --duration-ms 1 | grep -q ", failed 0$" ||
+    { echo "install check: sdr_traffic --cdf datamining does not run from a moved prefix" >&2; exit 1; }
 echo "install check: the programs run with no environment, also from a moved prefix"
 
 # find_package(sdr): a CMake project links sdr::sdr and runs (from the moved prefix, too).

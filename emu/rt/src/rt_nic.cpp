@@ -186,7 +186,7 @@ void RtNic::mcast_membership(Nic&, uint32_t group_ip, bool member)
     if (port_->mcast_filter(wire::ipv4_multicast_mac(group_ip), member)) c_.mcast_filter_errors++;
 }
 
-void RtNic::verbs_cq_event(uint32_t cq, bool solicited)
+void RtNic::verbs_cq_event(Nic&, uint32_t cq, bool solicited)
 {
     if (cq_listener_) cq_listener_(cq, solicited);
 }

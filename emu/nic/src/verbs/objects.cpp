@@ -266,12 +266,12 @@ void VerbsEngine::verbs_complete(uint32_t cq, const verbs::Wc& wc)
     if (!c.ring.push(wc)) {
         c.overflowed = true;
         verbs_cq_errors_++;
-        exec_->verbs_cq_event(cq, true);
+        exec_->verbs_cq_event(nic_, cq, true);
         exec_->verbs_async_event(verbs::AsyncEvent::CqErr, cq);
         return;
     }
     core_.note_host_event();
-    exec_->verbs_cq_event(cq, wc.solicited || wc.status != verbs::WcStatus::Success);
+    exec_->verbs_cq_event(nic_, cq, wc.solicited || wc.status != verbs::WcStatus::Success);
 }
 
 }  // namespace sdr::emu

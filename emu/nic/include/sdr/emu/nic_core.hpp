@@ -108,12 +108,14 @@ public:
         (void)mac;
         return false;
     }
-    // A completion reached verbs CQ `cq`, or the CQ went into error (VerbsEngine::verbs_complete, with
-    // the executor's lock held): where a provider raises its completion-channel event.
+    // A completion reached verbs CQ `cq` of `nic`, or the CQ went into error
+    // (VerbsEngine::verbs_complete, with the executor's lock held): where a provider raises its
+    // completion-channel event, and where an executor of many NICs learns which CQ to poll now.
     // `solicited`: a receive of a solicited message or an error completion (or the overrun),
     // what a CQ armed for solicited completions only waits for.
-    virtual void verbs_cq_event(uint32_t cq, bool solicited)
+    virtual void verbs_cq_event(Nic& nic, uint32_t cq, bool solicited)
     {
+        (void)nic;
         (void)cq;
         (void)solicited;
     }

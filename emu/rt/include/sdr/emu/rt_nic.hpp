@@ -81,7 +81,7 @@ public:
     // verbs provider does) and this finds the entry at once.
     bool resolve_mac(uint32_t ip, std::array<uint8_t, 6>* mac) override;
     static constexpr uint64_t kResolveTimeoutNs = 3'000'000'000;
-    void verbs_cq_event(uint32_t cq, bool solicited) override;
+    void verbs_cq_event(Nic& nic, uint32_t cq, bool solicited) override;  // the one NIC
     // A group's Ethernet address into or out of the port's filter (Port::mcast_filter); a
     // refusal counts in RtCounters::mcast_filter_errors (the group's frames may not arrive).
     void mcast_membership(Nic& nic, uint32_t group_ip, bool member) override;

@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -188,6 +189,14 @@ public:
     // group to every member NIC's link but its own, one copy each (mcast_send).
     void mcast_membership(Nic& nic, uint32_t group_ip, bool member) override;
     const std::vector<uint32_t>* mcast_members(uint32_t group_ip) const;
+    // Who hears of verbs completions, at the event that made them (one listener; empty: none):
+    // a generator in the fabric (traffic.hpp) polls the CQ named, in virtual time, no host thread.
+    using VerbsCqListener = std::function<void(Nic& nic, uint32_t cq)>;
+    void set_verbs_cq_listener(VerbsCqListener f) { verbs_cq_listener_ = std::move(f); }
+    void verbs_cq_event(Nic& nic, uint32_t cq, bool) override
+    {
+        if (verbs_cq_listener_) verbs_cq_listener_(nic, cq);
+    }
     // The cost model, if params().dpa.enabled (its per-NIC statistics).
     DpaModel* dpa() { return dpa_.get(); }
 
@@ -268,6 +277,7 @@ private:
     std::vector<std::unique_ptr<uint8_t[]>> frame_blocks_;
     std::vector<DropRecord> drops_;
     std::vector<VerbsAsync> verbs_async_;
+    VerbsCqListener verbs_cq_listener_;
     PcapWriter pcap_;
     struct Injected {
         uint32_t dst;
