@@ -1,6 +1,7 @@
 // The simulator's datacenter network: topologies, routes, ECMP, switch queues (drop-tail,
 // ECN, PFC) and their counters.
 #include <sdr/host/sim_hosts.hpp>
+#include <sdr_stats.h>
 
 #include <sdr/emu/capture_reader.hpp>
 #include <sdr/emu/topology.hpp>
@@ -149,6 +150,7 @@ struct PortView {
     emu::QueueCounters c;
     uint64_t captured = 0, captured_drops = 0, captured_marks = 0;
     uint64_t delivered_to_host = 0;
+    uint64_t stat_dropped = 0, stat_enqueued = 0;  // through sdr_context_stats_get
     bool complete[2] = {};
 };
 
@@ -177,6 +179,15 @@ PortView incast(const std::string& topo_keys, size_t bytes)
         // pauses the leaf sent to hosts 0 and 1 are counted on their ports
         v.c.pauses_sent = leaf.port(0).counters().pauses_sent + leaf.port(1).counters().pauses_sent;
         v.delivered_to_host = leaf.port(2).pipe().delivered();
+        // The stats API (and so sdr-stat) shows the same queue.
+        size_t n = 0;
+        EXPECT_EQ(sdr_context_stats_get(h.ctx(0), nullptr, 0, &n), SDR_SUCCESS);
+        std::vector<sdr_stat> st(n);
+        EXPECT_EQ(sdr_context_stats_get(h.ctx(0), st.data(), n, &n), SDR_SUCCESS);
+        for (const sdr_stat& s : st) {
+            if (std::string(s.name) == "switch.leaf0.p2.dropped") v.stat_dropped = s.value;
+            if (std::string(s.name) == "switch.leaf0.p2.enqueued") v.stat_enqueued = s.value;
+        }
     }
     std::vector<emu::CaptureRecord> recs;
     std::string err;
@@ -204,6 +215,8 @@ TEST(Switch, IncastFillsTheQueueAndDropTailDrops)
     EXPECT_EQ(v.captured, v.c.enqueued);
     EXPECT_EQ(v.captured, v.delivered_to_host);
     EXPECT_EQ(v.captured_drops, v.c.dropped);
+    EXPECT_EQ(v.stat_dropped, v.c.dropped);
+    EXPECT_EQ(v.stat_enqueued, v.c.enqueued);
 }
 
 TEST(Switch, IncastUnderPfcPausesAndDropsNothing)
@@ -215,4 +228,48 @@ TEST(Switch, IncastUnderPfcPausesAndDropsNothing)
     EXPECT_LE(v.c.peak_bytes, 200000u);
     EXPECT_EQ(v.captured, v.c.enqueued);
     EXPECT_EQ(v.captured_drops, 0u);
+}
+
+// The queue-length log of the incast's port: rows in time order, its peak, and a gnuplot
+// script that draws it.
+TEST(Switch, QueueLogFollowsTheIncastQueue)
+{
+    const std::string csv = ::testing::TempDir() + "queue.csv";
+    emu::FabricParams p = params("leaf_spine:leaves=1,spines=1,hosts_per_leaf=3,ecn=0,buffer=per_port,buffer_bytes=200000");
+    p.queue_log = csv;
+    p.queue_log_ports = {"leaf0:2"};
+    uint64_t peak = 0;
+    {
+        SimHosts h(p, 4);
+        size_t a = h.connect(0, 2), b = h.connect(1, 2);
+        h.post(a, 1 << 20);
+        h.post(b, 1 << 20);
+        h.run();
+        h.finish();
+        peak = h.net().sw(1).port(2).counters().peak_bytes;
+    }
+    std::ifstream in(csv);
+    std::string line;
+    ASSERT_TRUE(std::getline(in, line));
+    EXPECT_EQ(line, "t_us,port,bytes");
+    double last_t = -1;
+    uint64_t most = 0, rows = 0;
+    while (std::getline(in, line)) {
+        double t = std::stod(line.substr(0, line.find(',')));
+        EXPECT_GE(t, last_t);
+        last_t = t;
+        EXPECT_NE(line.find(",leaf0:2,"), std::string::npos) << line;
+        most = std::max<uint64_t>(most, std::stoull(line.substr(line.rfind(',') + 1)));
+        rows++;
+    }
+    EXPECT_GT(rows, 10u);
+    EXPECT_LE(most, peak);
+    EXPECT_GT(most, peak / 2);  // sampled every microsecond: near the peak
+    std::ifstream gp(csv + ".gp");
+    ASSERT_TRUE(gp.good());
+    if (std::system("command -v gnuplot >/dev/null 2>&1") == 0) {
+        ASSERT_EQ(std::system(("gnuplot '" + csv + ".gp'").c_str()), 0);
+        std::ifstream svg(::testing::TempDir() + "queue.svg");
+        EXPECT_TRUE(svg.good());
+    }
 }

@@ -48,7 +48,8 @@ bool read_file(const std::string& path, std::vector<Device>* out, std::string* p
     return true;
 }
 
-// "port.rx_drop.bad_icrc" -> group "port", name "rx_drop.bad_icrc"; "qp.3.tx_bytes" -> "qp 3", "tx_bytes".
+// "port.rx_drop.bad_icrc" -> group "port", name "rx_drop.bad_icrc"; "qp.3.tx_bytes" -> "qp 3", "tx_bytes";
+// "switch.pod0.edge1.p2.dropped" -> "switch pod0.edge1.p2", "dropped" (switch names hold dots).
 std::pair<std::string, std::string> split(const std::string& full)
 {
     size_t dot = full.find('.');
@@ -57,6 +58,10 @@ std::pair<std::string, std::string> split(const std::string& full)
     if (group == "qp") {
         size_t d2 = rest.find('.');
         if (d2 != std::string::npos) return {"qp " + rest.substr(0, d2), rest.substr(d2 + 1)};
+    }
+    if (group == "switch") {
+        size_t last = rest.rfind('.');
+        if (last != std::string::npos) return {"switch " + rest.substr(0, last), rest.substr(last + 1)};
     }
     return {group, rest};
 }

@@ -170,6 +170,7 @@ public:
     bool pending() override { return !fabric_.sim().idle(); }
     EmuControls* emu_controls() override { return this; }
     const emu::Nic& nic() const override { return nic_; }
+    emu::SimNetwork* network() override { return fabric_.network(); }
 
 private:
     // Fabric time in ps, saturating: "wait forever" (UINT64_MAX ns) must not wrap around.

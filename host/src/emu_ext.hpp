@@ -11,6 +11,7 @@
 namespace sdr::emu {
 class Nic;
 class RtNic;
+class SimNetwork;
 }  // namespace sdr::emu
 
 namespace sdr::host {
@@ -28,6 +29,8 @@ public:
     virtual const emu::Nic& nic() const = 0;
     // The real-time executor of "raw:"/"xdp:"; nullptr on the simulator.
     virtual emu::RtNic* rt() { return nullptr; }
+    // The simulator's network of switches, if its fabric has a topology.
+    virtual emu::SimNetwork* network() { return nullptr; }
 };
 
 // Holds an emulated NIC's lock, if it has one, for the scope.

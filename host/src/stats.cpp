@@ -1,6 +1,7 @@
 // sdr_stats.h: every port, kernel, real-time, firmware and QP counter of a context, by name.
 #include <sdr_stats.h>
 
+#include <sdr/emu/network.hpp>
 #include <sdr/emu/rt_nic.hpp>
 
 #include "emu_ext.hpp"
@@ -88,6 +89,21 @@ std::vector<Stat> collect_stats(sdr_context* ctx)
         add(p + "tx_bytes", q.tx_bytes);
         add(p + "tx_retransmits", q.tx_retransmits);
     }
+    // The simulated network's egress queues that carried anything (every context of the
+    // fabric shows them all): switch.NAME.pPORT.counter.
+    if (emu::SimNetwork* net = e->network())
+        for (size_t s = 0; s < net->switches(); s++)
+            for (size_t port = 0; port < net->sw(s).ports(); port++) {
+                const emu::QueueCounters& q = net->sw(s).port(port).counters();
+                if (!q.enqueued && !q.dropped && !q.pauses_sent) continue;
+                const std::string p = "switch." + net->switch_name(s) + ".p" + std::to_string(port) + ".";
+                add(p + "enqueued", q.enqueued);
+                add(p + "dropped", q.dropped);
+                add(p + "marked", q.marked);
+                add(p + "peak_bytes", q.peak_bytes);
+                add(p + "paused_ns", q.paused_ps / emu::kPsPerNs);
+                add(p + "pauses_sent", q.pauses_sent);
+            }
     return out;
 }
 

@@ -50,9 +50,12 @@ bool FabricParams::from_env(FabricParams* out, std::string* err)
         }
         p.topology = std::move(t);
     }
-    if (const char* s = std::getenv("SDR_SIM_PCAP_PORTS"); s && *s) {
+    // Lists of switch ports ("leaf0:2,spine1") of the topology.
+    auto ports = [&](const char* var, std::vector<std::string>* out_ports) {
+        const char* s = std::getenv(var);
+        if (!s || !*s) return true;
         if (!p.topology) {
-            if (err) *err = "SDR_SIM_PCAP_PORTS names switch ports: it needs SDR_SIM_TOPOLOGY";
+            if (err) *err = std::string(var) + " names switch ports: it needs SDR_SIM_TOPOLOGY";
             return false;
         }
         std::string list = s;
@@ -61,12 +64,25 @@ bool FabricParams::from_env(FabricParams* out, std::string* err)
             std::string spec = list.substr(at, comma - at);
             int sw, port;
             if (!SimNetwork::find_capture_port(*p.topology, spec, &sw, &port, err)) {
-                if (err) *err = "SDR_SIM_PCAP_PORTS: " + *err;
+                if (err) *err = std::string(var) + ": " + *err;
                 return false;
             }
-            p.capture_ports.push_back(spec);
+            out_ports->push_back(spec);
             at = comma + 1;
         }
+        return true;
+    };
+    if (!ports("SDR_SIM_PCAP_PORTS", &p.capture_ports) || !ports("SDR_SIM_QUEUE_PORTS", &p.queue_log_ports)) return false;
+    if (const char* s = std::getenv("SDR_SIM_QUEUE_LOG"); s && *s) {
+        if (!p.topology) {
+            if (err) *err = "SDR_SIM_QUEUE_LOG logs switch queues: it needs SDR_SIM_TOPOLOGY";
+            return false;
+        }
+        p.queue_log = s;
+    }
+    if (const char* s = std::getenv("SDR_SIM_QUEUE_LOG_US")) {
+        if (!parse_double("SDR_SIM_QUEUE_LOG_US", s, 1e-3, 1e9, &v, err)) return false;
+        p.queue_log_interval_ps = static_cast<SimTime>(v * 1e6);
     }
     *out = p;
     return true;

@@ -145,6 +145,7 @@ void Egress::enqueue(FabricPacket& p, SimTime now, uint32_t bytes)
     c_.bytes += bytes;
     c_.peak_bytes = std::max(c_.peak_bytes, c_.bytes);
     if (!p.prio) data_bytes_ += bytes;
+    if (log_) [[unlikely]] log_->sample(log_id_, now, c_.bytes);
     if (busy_) return;
     if (wire_free_ <= now) return start_next(now);
     busy_ = true;
@@ -171,6 +172,7 @@ void Egress::start_next(SimTime now)
     }
     const uint32_t bytes = p->frame_len + kWireOverheadBytes;
     c_.bytes -= bytes;
+    if (log_) [[unlikely]] log_->sample(log_id_, now, c_.bytes);
     bool marked = false;
     if (!p->prio) {
         data_bytes_ -= bytes;

@@ -79,15 +79,33 @@ void SimNetwork::build()
     }
     build_routes();
     build_mcast_root();
-    if (f_.tap_pcapng())
-        for (const std::string& spec : f_.params().capture_ports) {
-            int sw = -1, port = -1;
-            if (!find_capture_port(topo_, spec, &sw, &port, nullptr)) continue;  // checked with the params
-            SimSwitch& s = *switches_[sw];
-            for (size_t p = 0; p < s.ports(); p++)
-                if (port < 0 || p == static_cast<size_t>(port))
-                    s.port(p).tap(f_.tap_interface(topo_.switches[sw] + ":" + std::to_string(p)));
-        }
+    const FabricParams& fp = f_.params();
+    if (!fp.queue_log.empty() && queue_log_.open(fp.queue_log, fp.queue_log_interval_ps, nullptr))
+        for_ports(fp.queue_log_ports, [&](SimSwitch& s, size_t p, const std::string& name) {
+            s.port(p).log_to(&queue_log_, queue_log_.add_port(name));
+        });
+    if (f_.tap_pcapng() && !fp.capture_ports.empty())
+        for_ports(fp.capture_ports, [&](SimSwitch& s, size_t p, const std::string& name) {
+            s.port(p).tap(f_.tap_interface(name));
+        });
+}
+
+// The ports "switch[:port]" specs name (all of a switch's without a port; every port of every
+// switch for an empty list), as "switch:port".
+template <class F>
+void SimNetwork::for_ports(const std::vector<std::string>& specs, F f)
+{
+    auto each = [&](int sw, int port) {
+        SimSwitch& s = *switches_[sw];
+        for (size_t p = 0; p < s.ports(); p++)
+            if (port < 0 || p == static_cast<size_t>(port)) f(s, p, topo_.switches[sw] + ":" + std::to_string(p));
+    };
+    if (specs.empty())
+        for (size_t sw = 0; sw < switches_.size(); sw++) each(static_cast<int>(sw), -1);
+    for (const std::string& spec : specs) {
+        int sw = -1, port = -1;
+        if (find_capture_port(topo_, spec, &sw, &port, nullptr)) each(sw, port);  // checked with the params
+    }
 }
 
 bool SimNetwork::find_capture_port(const Topology& t, const std::string& spec, int* sw, int* port, std::string* err)

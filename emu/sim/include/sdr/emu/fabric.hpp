@@ -62,6 +62,11 @@ struct FabricParams {
     // Switch ports whose egress the pcapng tap records too ("leaf0:2", or "leaf0" for all of a
     // switch's ports): each frame as it starts on the wire, each drop-tail drop, each ECN mark.
     std::vector<std::string> capture_ports;
+    // The queue lengths of switch ports over time (queue_log.hpp): a CSV and a gnuplot script
+    // beside it; the ports as capture_ports (empty: every port).
+    std::string queue_log;
+    std::vector<std::string> queue_log_ports;
+    SimTime queue_log_interval_ps = 1'000'000;  // 1 us
 
     // Defaults overridden by SDR_SIM_* environment variables (see README). false + err on a
     // malformed value.

@@ -11,6 +11,7 @@
 #include <sdr/emu/fifo_ring.hpp>
 #include <sdr/emu/impairment.hpp>
 #include <sdr/emu/nic_core.hpp>
+#include <sdr/emu/queue_log.hpp>
 #include <sdr/emu/rng.hpp>
 #include <sdr/emu/simulator.hpp>
 #include <sdr/emu/topology.hpp>
@@ -98,6 +99,8 @@ public:
     double gbps() const { return gbps_; }
     uint64_t kmin() const { return kmin_; }
     uint64_t kmax() const { return kmax_; }
+    // Log this port's queue length (queue_log.hpp) as id.
+    void log_to(QueueLog* log, uint32_t id) { log_ = log, log_id_ = id; }
     // The pcapng tap of this port: interface id + 1 (0: not tapped).
     void tap(uint32_t iface) { tap_ = iface + 1; }
     uint32_t tapped() const { return tap_; }
@@ -117,6 +120,8 @@ private:
     uint64_t kmin_, kmax_;
     uint64_t data_bytes_ = 0;
     uint32_t tap_ = 0;
+    QueueLog* log_ = nullptr;
+    uint32_t log_id_ = 0;
     FifoRing<FabricPacket> q_[2];  // [0] data, [1] control
     QueueCounters c_;
 };
@@ -224,6 +229,8 @@ private:
     void build();
     void build_routes();
     void build_mcast_root();
+    template <class F>
+    void for_ports(const std::vector<std::string>& specs, F f);
     uint64_t seed_for(uint64_t what) const;
     uint64_t pipe_seed(const TopoLink& l, uint32_t u, uint32_t v) const;
     SimFabric& f_;
@@ -232,7 +239,8 @@ private:
     std::vector<std::unique_ptr<Pipe>> uplinks_;        // per host: to its switch
     std::vector<double> host_gbps_;
     std::vector<std::pair<uint32_t, uint16_t>> host_switch_;  // per host: its switch and port there
-    std::vector<int> up_switch_;  // per switch: its parent towards the multicast root (-1: root)
+    std::vector<int> up_switch_;
+    QueueLog queue_log_;  // per switch: its parent towards the multicast root (-1: root)
     SimTime max_transit_ps_ = 0;
     uint64_t delivered_ = 0, hops_ = 0, unroutable_ = 0;
 };
