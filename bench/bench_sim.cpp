@@ -103,7 +103,7 @@ void BM_bare_event_loop(benchmark::State& st)
 // packets (delivered to a NIC) and packet-hops (arrivals at switches and NICs) per wall second;
 // the simulated time, the wall time of the transfer alone and the peak RSS go to the report.
 struct FabricRun {
-    double sim_ms = 0, wall_ms = 0, rss_mib = 0, hops_per_packet = 0;
+    double sim_ms = 0, wall_ms = 0, rss_mib = 0, hops_per_packet = 0, events_per_packet = 0, lost = 0;
 };
 FabricRun g_fabric[2];  // k=8, k=16
 
@@ -118,15 +118,16 @@ void BM_fabric(benchmark::State& st)
     sdr::SimHosts h(p, 8);
     const uint32_t n = p.topology->hosts;
     for (uint32_t i = 0; i < n; i++) h.connect(i, (i + n / 2) % n, sdr_qp_attr{16, 27, 1, SDR_MTU_4096, 1, 1, 0});
-    uint64_t packets = 0, hops = 0, wall_ns = 0, sim_ps = 0, lost = 0;
+    uint64_t packets = 0, hops = 0, wall_ns = 0, sim_ps = 0, lost = 0, events = 0;
     for (auto _ : st) {
         const uint64_t d0 = h.fabric().packets_delivered(), h0 = h.net().hops();
-        const uint64_t t0 = h.fabric().sim().now();
+        const uint64_t t0 = h.fabric().sim().now(), e0 = h.fabric().sim().events_run();
         const auto w0 = std::chrono::steady_clock::now();
         for (uint32_t i = 0; i < n; i++) h.post(i, bytes);
         h.run();
         wall_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - w0).count();
         sim_ps += h.fabric().sim().now() - t0;
+        events += h.fabric().sim().events_run() - e0;
         for (uint32_t i = 0; i < n; i++)
             lost += !h.arrived(i);
         h.finish();
@@ -142,6 +143,8 @@ void BM_fabric(benchmark::State& st)
     r.wall_ms = wall_ns / 1e6 / static_cast<double>(st.iterations());
     r.rss_mib = ru.ru_maxrss / 1024.0;
     r.hops_per_packet = static_cast<double>(hops) / static_cast<double>(packets);
+    r.events_per_packet = static_cast<double>(events) / static_cast<double>(packets);
+    r.lost = static_cast<double>(lost) / static_cast<double>(st.iterations() * n);
 }
 
 BENCHMARK(BM_sim)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond);
@@ -189,8 +192,10 @@ int main(int argc, char** argv)
                     g_events_per_packet[0], g_events_per_packet[1]);
         for (int i = 0; i < 2; i++)
             if (g_fabric[i].wall_ms > 0)
-                std::printf("fat tree k=%d: %.3f ms simulated in %.1f ms of wall time, %.2f hops per packet, peak RSS %.0f MiB\n",
-                            i ? 16 : 8, g_fabric[i].sim_ms, g_fabric[i].wall_ms, g_fabric[i].hops_per_packet, g_fabric[i].rss_mib);
+                std::printf("fat tree k=%d: %.3f ms simulated in %.1f ms of wall time, %.2f hops and %.2f events per packet, "
+                            "%.0f %% of messages incomplete (congestion drops), peak RSS %.0f MiB\n",
+                            i ? 16 : 8, g_fabric[i].sim_ms, g_fabric[i].wall_ms, g_fabric[i].hops_per_packet,
+                            g_fabric[i].events_per_packet, 100 * g_fabric[i].lost, g_fabric[i].rss_mib);
     }
     return sdr::bench::finish(out, json);
 }

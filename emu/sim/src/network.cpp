@@ -40,7 +40,7 @@ Pipe::Pipe(SimNetwork& net, SimTime delay_ps, const ImpairmentParams& imp, uint6
           ip.seed = seed;
           return ip;
       }()),
-      fifo_(64)
+      fifo_(8)
 {
 }
 
@@ -130,7 +130,7 @@ void Pipe::deliver(FabricPacket& p)
 // ---- egress queues ------------------------------------------------------------------------
 
 Egress::Egress(SimSwitch& sw, double gbps, std::unique_ptr<Pipe> pipe)
-    : sw_(sw), pipe_(std::move(pipe)), gbps_(gbps), ps_per_byte_fp_(ps_per_byte_fp(gbps)), q_{FifoRing<FabricPacket>(64), FifoRing<FabricPacket>(16)}
+    : sw_(sw), pipe_(std::move(pipe)), gbps_(gbps), ps_per_byte_fp_(ps_per_byte_fp(gbps)), q_{FifoRing<FabricPacket>(8), FifoRing<FabricPacket>(4)}
 {
     // HPCC's defaults: Kmin 100 KB and Kmax 400 KB per 25 Gbit/s (KB = 1000 bytes, as its MMU).
     const SwitchParams& p = sw.params();
@@ -238,8 +238,8 @@ uint16_t SimSwitch::add_port(double gbps, std::unique_ptr<Pipe> pipe, uint32_t p
     ingress_.emplace_back();
     // PFC thresholds, unless given: a quarter of the buffer shared among the ports; XON 3 KB
     // below (HPCC's resume offset).
-    const uint64_t pool = p_.shared_buffer ? p_.buffer_bytes : p_.buffer_bytes * ports_.size();
-    xoff_ = p_.pfc_xoff_bytes ? p_.pfc_xoff_bytes : pool / 4 / ports_.size();
+    pool_ = p_.shared_buffer ? p_.buffer_bytes : p_.buffer_bytes * ports_.size();
+    xoff_ = p_.pfc_xoff_bytes ? p_.pfc_xoff_bytes : pool_ / 4 / ports_.size();
     xon_ = p_.pfc_xon_bytes ? p_.pfc_xon_bytes : (xoff_ > 3072 ? xoff_ - 3072 : 0);
     return static_cast<uint16_t>(ports_.size() - 1);
 }
@@ -275,14 +275,16 @@ uint16_t SimSwitch::route(const FabricPacket& p) const
     return ecmp_ports_[(r >> 8) + (n == 1 ? 0 : pick(p.flow, salt_, n))];
 }
 
-// Drop-tail. With PFC the data class is paused upstream before a queue fills, so only the
-// whole buffer bounds it; without, a queue is bounded by its own share.
+// Drop-tail. With PFC the data class is paused upstream long before a queue fills, so only the
+// switch's whole buffer bounds it (what stays above XOFF is the ports' headroom); without, a
+// queue is bounded by its own share.
 bool SimSwitch::admit(const Egress& e, uint32_t bytes) const
 {
     const uint64_t q = e.counters().bytes + bytes;
+    if (p_.pfc) return used_ + bytes <= pool_;
     if (!p_.shared_buffer) return q <= p_.buffer_bytes;
     if (used_ + bytes > p_.buffer_bytes) return false;
-    if (p_.pfc || q <= p_.reserve_bytes) return true;
+    if (q <= p_.reserve_bytes) return true;
     return static_cast<double>(q) <= p_.dt_alpha * static_cast<double>(p_.buffer_bytes - used_);
 }
 

@@ -170,6 +170,7 @@ private:
     std::vector<uint32_t> route_;        // per host: first ECMP port index << 8 | count
     std::vector<uint16_t> ecmp_ports_;
     uint64_t used_ = 0;                  // buffered bytes
+    uint64_t pool_ = 0;                  // the whole buffer: shared, or every port's
     // PFC, per ingress port: bytes buffered that came in by it, the upstream egress (or NIC
     // port) to pause, the link's delay, and whether it is paused now.
     struct Ingress {

@@ -32,8 +32,9 @@ struct SwitchParams {
     uint64_t kmin_bytes = 0, kmax_bytes = 0;
     double pmax = 0.2;
     // PFC (IEEE 802.1Qbb): an ingress port whose buffered bytes pass xoff pauses the upstream
-    // sender's data class; below xon it resumes it. Data is then never dropped while the pool
-    // has room. 0 = xoff a quarter of the pool over the ports, xon 3 KB below it (HPCC's
+    // sender's data class; below xon it resumes it. Data is then dropped only when the whole
+    // buffer (per port: all ports' together) is full: what the ports hold above XOFF is their
+    // headroom. 0 = xoff a quarter of that buffer over the ports, xon 3 KB below it (HPCC's
     // resume offset).
     bool pfc = false;
     uint64_t pfc_xoff_bytes = 0, pfc_xon_bytes = 0;
