@@ -140,16 +140,21 @@ Egress::Egress(SimSwitch& sw, double gbps, std::unique_ptr<Pipe> pipe)
 
 void Egress::enqueue(FabricPacket& p, SimTime now, uint32_t bytes)
 {
-    q_[p.prio].push_slot() = p;
     c_.enqueued++;
+    // An idle wire with nothing waiting before it (only paused data can wait while the wire is
+    // idle, and control overtakes it): the packet starts now, through no queue.
+    if (!busy_ && wire_free_ <= now && (!paused_ || p.prio)) {
+        c_.peak_bytes = std::max<uint64_t>(c_.peak_bytes, bytes);
+        return transmit(p, now, bytes);
+    }
+    q_[p.prio].push_slot() = p;
     c_.bytes += bytes;
     c_.peak_bytes = std::max(c_.peak_bytes, c_.bytes);
     if (!p.prio) data_bytes_ += bytes;
     if (log_) [[unlikely]] log_->sample(log_id_, now, c_.bytes);
     if (busy_) return;
-    if (wire_free_ <= now) return start_next(now);
     busy_ = true;
-    sw_.net().sim().at(wire_free_, this, kWireFree);
+    sw_.net().sim().at(std::max(wire_free_, now), this, kWireFree);
 }
 
 // RED on the data bytes still queued when a packet leaves (HPCC's switch: ShouldSendCN).
@@ -163,38 +168,42 @@ bool Egress::red_marks(uint64_t queued)
 
 void Egress::start_next(SimTime now)
 {
-    FabricPacket* p = nullptr;
-    if (!q_[1].empty()) p = &q_[1].front();
-    else if (!q_[0].empty() && !paused_) p = &q_[0].front();
-    if (!p) {
+    const int cls = !q_[1].empty() ? 1 : !q_[0].empty() && !paused_ ? 0 : -1;
+    if (cls < 0) {
         busy_ = false;
         return;
     }
-    const uint32_t bytes = p->frame_len + kWireOverheadBytes;
+    FabricPacket& p = q_[cls].front();
+    const uint32_t bytes = p.frame_len + kWireOverheadBytes;
     c_.bytes -= bytes;
+    if (!cls) data_bytes_ -= bytes;
     if (log_) [[unlikely]] log_->sample(log_id_, now, c_.bytes);
-    bool marked = false;
-    if (!p->prio) {
-        data_bytes_ -= bytes;
-        if (sw_.params().ecn && (p->meta.ecn == 1 || p->meta.ecn == 2) && red_marks(data_bytes_)) {
-            c_.marked++;
-            marked = true;
-            p->meta.ecn = 3;
-            if (p->frame) wire::mark_ce(p->frame, p->frame_len);
-        }
-    }
-    sw_.release(*p, bytes);
-    if (tap_) [[unlikely]]
-        sw_.net().fabric().tap_switch(tap_ - 1, now, *p, marked, nullptr);
-    const uint64_t t = frac_ + bytes * ps_per_byte_fp_;
-    frac_ = t & ((1u << kFracBits) - 1);
-    wire_free_ = now + (t >> kFracBits);
-    p->t = wire_free_;
-    pipe_->send(*p);
-    q_[p->prio].pop();
+    transmit(p, now, bytes);
+    q_[cls].pop();
     // The next start needs an event only if something waits; else the next enqueue starts it.
     busy_ = !q_[0].empty() || !q_[1].empty();
     if (busy_) sw_.net().sim().at(wire_free_, this, kWireFree);
+}
+
+// p leaves the queue (or skips it) and starts on the wire now: marked or not, its buffer freed,
+// captured, into the pipe when its last bit is out.
+void Egress::transmit(FabricPacket& p, SimTime now, uint32_t bytes)
+{
+    bool marked = false;
+    if (!p.prio && sw_.params().ecn && (p.meta.ecn == 1 || p.meta.ecn == 2) && red_marks(data_bytes_)) {
+        c_.marked++;
+        marked = true;
+        p.meta.ecn = 3;
+        if (p.frame) wire::mark_ce(p.frame, p.frame_len);
+    }
+    sw_.release(p, bytes);
+    if (tap_) [[unlikely]]
+        sw_.net().fabric().tap_switch(tap_ - 1, now, p, marked, nullptr);
+    const uint64_t t = frac_ + bytes * ps_per_byte_fp_;
+    frac_ = t & ((1u << kFracBits) - 1);
+    wire_free_ = now + (t >> kFracBits);
+    p.t = wire_free_;
+    pipe_->send(p);
 }
 
 void Egress::fire(SimTime now, uint64_t arg)
@@ -209,9 +218,8 @@ void Egress::fire(SimTime now, uint64_t arg)
         paused_ = false;
         c_.paused_ps += now - paused_at_;
         if (busy_) return;
-        if (wire_free_ <= now) return start_next(now);
         busy_ = true;
-        sw_.net().sim().at(wire_free_, this, kWireFree);
+        sw_.net().sim().at(std::max(wire_free_, now), this, kWireFree);
         return;
     }
     busy_ = false;

@@ -107,6 +107,7 @@ public:
 
 private:
     void start_next(SimTime now);
+    void transmit(FabricPacket& p, SimTime now, uint32_t bytes);
     bool red_marks(uint64_t queued);
     SimSwitch& sw_;
     std::unique_ptr<Pipe> pipe_;
