@@ -346,7 +346,7 @@ TEST(PcapngSim, BurstsReorderingDuplicatesAndHostileFramesAreRecorded)
         h.dst_mac = emu::SimFabric::address_of(1).mac;
         h.src_ip = emu::SimFabric::address_of(7).ip;
         h.dst_ip = emu::SimFabric::address_of(1).ip;
-        h.udp_src_port = emu::udp_src_port(w.nic(0).qpn(0));
+        h.udp_src_port = emu::udp_src_port(w.nic(0).qpn(0), w.nic(1).qpn(0));
         h.dest_qp = w.nic(1).qpn(0);
         h.rkey = w.nic(1).qp_root_key(0);
         h.dma_len = 64;

@@ -76,7 +76,7 @@ void Nic::respond(const PacketMeta& m, const uint8_t* payload, const NicAddress&
     TransportQp& qp = qps_[h];
     // Only the connected peer's frames, before anything else is looked at (an unconnected QP
     // has a peer port no frame carries).
-    if (m.udp_src_port != qp.peer_port || src.ip != qp.remote_ip || !same_mac(src.mac, qp.remote_mac))
+    if ((m.udp_src_port | qp.port_mask) != qp.peer_port || src.ip != qp.remote_ip || !same_mac(src.mac, qp.remote_mac))
         return drop(RxDrop::WrongPeer, &qp);
     if (m.opcode != wire::kOpUcWriteOnlyImm || qp.rc) [[unlikely]] {
         if (qp.rc && m.opcode == wire::kOpRcWriteOnlyImm) return sdr_rc_receive(qp, h, m, payload);

@@ -71,8 +71,7 @@ bool Nic::tx_next(TxPacket* out)
     m.dma_len = w.length;
     m.imm = w.imm;
     m.qkey = m.src_qp = 0;
-    // Flow entropy per transport QP, as RoCEv2 NICs derive the UDP source port.
-    m.udp_src_port = udp_src_port(q.qpn);
+    m.udp_src_port = tx_port(q);
     out->remote_ip = q.remote_ip;
     out->remote_mac = q.remote_mac;
     out->payload = reinterpret_cast<const uint8_t*>(w.local_addr);

@@ -77,7 +77,7 @@ public:
 
     // Transport QPs, UC or RC (rc: nic_sdr_rc.cpp): returns a handle (kNoHandle if 8192 live),
     // its QPN is random (ids.hpp). A QP accepts frames only once connected, and then only from
-    // the remote QP: its MAC, its IP and the UDP source port its QPN gives (udp_src_port).
+    // the remote QP: its MAC, its IP and the UDP source port of the pair of QPNs (udp_src_port).
     // rc_timeout_ns: an RC QP's retransmission timeout (0: kSdrRcDefaultTimeoutNs).
     [[nodiscard]] uint32_t qp_create(uint32_t tag, uint32_t channel, bool rc = false);
     void qp_destroy(uint32_t handle);
@@ -85,6 +85,12 @@ public:
     bool qp_is_rc(uint32_t handle) const { return handle < qps_.size() && qps_[handle].rc; }
     [[nodiscard]] bool qp_connect(uint32_t handle, const NicAddress& remote, uint32_t remote_qpn, uint64_t rc_timeout_ns = 0);
     void qp_bind_root_key(uint32_t handle, uint32_t rkey);
+    // Packet spraying (ids.hpp sprayed_udp_src_port): the QP sends each packet from another UDP
+    // source port of 0xC000-0xFFFF, and accepts its peer's frames from any of them (MAC, IP
+    // and QPN still checked). Both ends of a connection must agree: a QP that does not spray
+    // drops a spraying peer's frames as wrong_peer. For transports that tolerate reordering
+    // (SDR's UC QPs); an RC QP sees the reordering of diverse paths as loss. False: no such QP.
+    [[nodiscard]] bool qp_set_spray(uint32_t handle, bool on);
     uint32_t qp_root_key(uint32_t handle) const { return handle < qps_.size() ? qps_[handle].rkey : 0; }
 
     // Zero-based indirect root keys: nslots entries of slot_bytes each, all NULL at start; 0
@@ -238,7 +244,14 @@ private:
         uint32_t tag = 0, channel = 0, rkey = 0;
         uint32_t remote_qpn = 0, remote_ip = 0, psn = 0;
         std::array<uint8_t, 6> remote_mac{};
-        uint32_t peer_port = kNoPeer;  // udp_src_port(remote_qpn) once connected
+        // What the peer's frames must carry: (port | port_mask) == peer_port. Connected:
+        // udp_src_port(qpn, remote_qpn) and mask 0, or spraying kSprayPeerPort, kSprayPortMask.
+        uint32_t peer_port = kNoPeer;
+        uint16_t port_mask = 0;
+        uint16_t conn_port = 0xC000;  // udp_src_port(qpn, remote_qpn): this QP's frames
+        bool spray = false;
+        uint32_t spray_n = 0;  // packets sprayed: the next one's port
+
         uint32_t sq_used = 0;     // WQEs queued or in the port (RC: until acknowledged)
         bool sq_blocked = false;  // firmware was refused: doorbell when space frees
         bool rc = false;
@@ -299,6 +312,12 @@ private:
     void sdr_rc_arm(TransportQp& q, uint32_t h);
     void sdr_rc_timer(uint32_t h);
     void drop(RxDrop d, TransportQp* qp);
+    // The UDP source port of a transport QP's next packet: flow entropy, the connection's port
+    // as RoCEv2 NICs derive it, or a sprayed one.
+    static uint16_t tx_port(TransportQp& q)
+    {
+        return q.spray ? sprayed_udp_src_port(q.conn_port, q.spray_n++) : q.conn_port;
+    }
     hal_worker* tx_worker(uint32_t qp_index) { return workers_[qp_index % workers_.size()].get(); }
 
     bool tx_prefetch_ = false;
