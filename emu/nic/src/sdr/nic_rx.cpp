@@ -47,6 +47,7 @@ void Nic::rx_frame(const uint8_t* frame, size_t len)
     m.src_qp = p.h.src_qp;
     m.solicited = p.h.solicited;
     m.ack_req = p.h.ack_req;
+    m.ecn = p.h.ecn();
     const NicAddress src{p.h.src_mac, p.h.src_ip};
     // QPN bit 23 clear: SDR's data QPs, straight on. Set: bit 12 names a verbs QP, else a control QP.
     if (m.dest_qp & NicIds::kCtrlQpnBit) {

@@ -35,7 +35,11 @@ struct PacketMeta {
     uint8_t opcode = 0;
     bool solicited : 1 = false;  // the BTH's SE bit (verbs: on a message's last packet)
     bool ack_req : 1 = false;    // the BTH's AckReq bit (SDR's RC packets: nic_sdr_rc.cpp)
+    // The IPv4 header's ECN bits (wire::kEcn*): what the sender set (ECT(0) with DCQCN on, else
+    // Not-ECT), CE once a switch or the link marked it. In the spare bits of the last byte.
+    uint8_t ecn : 2 = wire::kEcnNotEct;
 };
+static_assert(sizeof(PacketMeta) == 40, "PacketMeta is half of a TxPacket's 80 bytes");
 
 struct NicAddress {
     std::array<uint8_t, 6> mac{};

@@ -90,10 +90,14 @@ constexpr size_t frame_bytes_write_imm(size_t payload) { return kWriteImmHeaderB
 inline constexpr size_t kUdSendHeaderBytes = kEthBytes + kIpv4Bytes + kUdpBytes + kBthBytes + kDethBytes;
 constexpr size_t frame_bytes_ud_send(size_t payload) { return kUdSendHeaderBytes + payload + kIcrcBytes; }
 
+// ECN, the low 2 bits of the IPv4 TOS byte (RFC 3168). A NIC with DCQCN on sends ECT(0), as
+// RoCEv2 NICs do; a congested switch rewrites ECT to CE instead of dropping.
+inline constexpr uint8_t kEcnNotEct = 0, kEcnEct1 = 1, kEcnEct0 = 2, kEcnCe = 3;
+
 struct Headers {
     std::array<uint8_t, 6> dst_mac{}, src_mac{};
     uint32_t src_ip = 0, dst_ip = 0;  // host byte order
-    uint8_t ip_tos = 0, ip_ttl = 64;
+    uint8_t ip_tos = 0, ip_ttl = 64;  // TOS: DSCP << 2 | ECN
     uint16_t ip_id = 0;
     uint16_t udp_src_port = 0xC000;  // flow entropy
     uint8_t opcode = kOpUcWriteOnlyImm;
@@ -106,7 +110,15 @@ struct Headers {
     uint32_t qkey = 0; uint32_t src_qp = 0;                      // DETH (UD)
     uint32_t imm = 0;                                            // ImmDt, host order
     uint32_t aeth = 0;  // AETH (RC ACK, READ response FIRST/LAST/ONLY); decode sets it only for those
+    uint8_t ecn() const { return ip_tos & 3; }
+    void set_ecn(uint8_t e) { ip_tos = static_cast<uint8_t>((ip_tos & ~3u) | (e & 3u)); }
 };
+
+// A switch's ECN mark (RFC 3168), in place: an ECT(0) or ECT(1) IPv4 frame becomes CE and its
+// IPv4 header checksum is recomputed; the ICRC stays valid, as it masks the TOS byte (and
+// the checksum). True if the frame carries CE now (marked, or already CE); false, unchanged,
+// for a Not-ECT frame or one too short or not IPv4 with a 20-byte header.
+bool mark_ce(uint8_t* frame, size_t len);
 
 // Writes a whole frame (headers, payload, ICRC) into out. IPv4 total length, header checksum and
 // UDP length come from payload_len; UDP checksum 0. h.dma_len is written as given (tests build
