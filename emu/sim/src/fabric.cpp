@@ -226,7 +226,17 @@ void SimLink::send_impaired(SimTime leaves, const PacketMeta& m, uint8_t* frame,
         if (frame) fabric_.frame_free(frame);
         return;
     }
-    InFlight f{leaves + prop_ps_ + v.extra_delay_ps, m, frame, frame_len, 0};
+    PacketMeta marked;
+    const PacketMeta* mp = &m;
+    if (v.ce) [[unlikely]] {  // a congested switch's mark: ECT becomes CE, in the frame or the meta
+        if (frame ? wire::mark_ce(frame, frame_len) : m.ecn != wire::kEcnNotEct) {
+            marked = m;
+            marked.ecn = wire::kEcnCe;
+            mp = &marked;
+            ce_marked_++;
+        }
+    }
+    InFlight f{leaves + prop_ps_ + v.extra_delay_ps, *mp, frame, frame_len, 0};
     if (v.extra_delay_ps) f.note |= capture_note::kBitDelayed;
     if (v.duplicate) {
         InFlight d = f;
@@ -245,7 +255,7 @@ void SimLink::send_impaired(SimTime leaves, const PacketMeta& m, uint8_t* frame,
         push_late(f);
         return;
     }
-    push_fifo(f.arrival, m, frame, frame_len, f.note);
+    push_fifo(f.arrival, *mp, frame, frame_len, f.note);
 }
 
 // Written in place: an InFlight built on the stack and then copied was read back with wider
