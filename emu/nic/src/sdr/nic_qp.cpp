@@ -21,6 +21,7 @@ uint32_t Nic::qp_create(uint32_t tag, uint32_t channel, bool rc)
     q.channel = channel % num_workers();
     q.rc = rc;
     if (rc) q.sent.resize(kSqDepth);
+    q.rp.reset(dcqcn_, exec_->now_ns());
     qps_[h] = std::move(q);
     return static_cast<uint32_t>(h);
 }

@@ -102,6 +102,7 @@ bool Nic::sdr_rc_tx_next(TxPacket* out)
         m.imm = w.imm;
         m.udp_src_port = tx_port(q);
         m.ack_req = last || psn % kSdrRcAckEvery == kSdrRcAckEvery - 1;
+        if (dcqcn_on_) m.ecn = wire::kEcnEct0;  // a resend is data too (not paced: it repairs)
         out->remote_ip = q.remote_ip;
         out->remote_mac = q.remote_mac;
         out->payload = reinterpret_cast<const uint8_t*>(w.local_addr);

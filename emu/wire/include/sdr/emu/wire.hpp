@@ -37,6 +37,10 @@ inline constexpr uint8_t kOpUcWriteFirst = 0x26, kOpUcWriteMiddle = 0x27, kOpUcW
                          kOpUcWriteLastImm = 0x29, kOpUcWriteOnly = 0x2A;
 inline constexpr uint8_t kOpUcWriteOnlyImm = 0x2B;  // UC RDMA WRITE Only with Immediate (SDR's)
 inline constexpr uint8_t kOpUdSendOnly = 0x64, kOpUdSendOnlyImm = 0x65;  // UD SEND Only (+Imm), carry DETH
+// RoCEv2 CNP (the IBTA's RoCEv2 annex A17): congestion notification to the QP named in the BTH,
+// 16 reserved bytes (zero) after the BTH, then the ICRC.
+inline constexpr uint8_t kOpCnp = 0x81;
+inline constexpr uint32_t kCnpReservedBytes = 16;
 inline constexpr size_t kEthBytes = 14, kIpv4Bytes = 20, kUdpBytes = 8, kBthBytes = 12, kRethBytes = 16,
                         kDethBytes = 8, kImmBytes = 4, kIcrcBytes = 4, kAethBytes = 4;
 inline constexpr size_t kWriteImmHeaderBytes = 74;  // Eth..ImmDt for 0x2B
@@ -69,6 +73,7 @@ struct Table {
         f[kOpRcAck] = kValid | kAeth | kNoPayload;
         f[kOpUdSendOnly] = kValid | kDeth;
         f[kOpUdSendOnlyImm] = kValid | kDeth | kImm;
+        f[kOpCnp] = kValid;  // its 16 reserved bytes travel as the payload
     }
 };
 inline constexpr Table kTable{};
