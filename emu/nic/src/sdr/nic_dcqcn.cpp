@@ -24,6 +24,7 @@ void Nic::set_dcqcn(const DcqcnParams& p)
 {
     dcqcn_ = p;
     dcqcn_on_ = p.enabled && p.line_gbps > 0;
+    if (!dcqcn_on_) cnps_.clear();  // tx_next takes them only while on
     const uint64_t now = exec_->now_ns();
     for (TransportQp& q : qps_) {
         q.rp.reset(dcqcn_, now);

@@ -42,7 +42,7 @@ bool Nic::tx_next(TxPacket* out)
         out->payload = c.data.data();
         return true;
     }
-    if (!cnps_.empty()) [[unlikely]]  // DCQCN's notifications: control traffic, next in line
+    if (dcqcn_on_ && !cnps_.empty()) [[unlikely]]  // DCQCN's notifications: control traffic, next
         return cnp_tx_next(out);
     // RC transport QPs' ACKs, then their packets sent again (older PSNs before new ones).
     if (!rc_acks_.empty() || !rc_resends_.empty()) [[unlikely]]
