@@ -200,7 +200,7 @@ private:
             h.dest_qp = sweep_qpn(k, 16, 0);
             h.rkey = static_cast<uint32_t>(rng_.next() << emu::NicIds::kRootKeyIndexBits) | (k % 16);
             h.udp_src_port = kind == kSweepSpoofed ? static_cast<uint16_t>(0xC000 | (k % 0x4000))
-                                                   : emu::udp_src_port(h.dest_qp);
+                                                   : emu::udp_src_port(h.dest_qp, sweep_qpn(k / 16, 16, 0));  // a guessed peer
             return data(h, out, cap);
         }
         case kRandomOwn:
@@ -242,7 +242,7 @@ private:
             h.qkey = sweep && k % 3 == 0 ? old_qkey(static_cast<uint32_t>(k % 4)) : static_cast<uint32_t>(rng_.next());
             h.src_qp = sweep ? sweep_qpn(k / 4, 4, emu::NicIds::kCtrlQpnBit)
                              : static_cast<uint32_t>(emu::NicIds::kCtrlQpnBit | (rng_.next() & 0x7FFFFF));
-            h.udp_src_port = emu::udp_src_port(h.src_qp);
+            h.udp_src_port = emu::udp_src_port(h.src_qp, h.dest_qp);
             return datagram(h, out, cap);
         }
         }

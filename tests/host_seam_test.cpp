@@ -78,7 +78,7 @@ TEST(HostSeam, FailedQpCreateGivesBackWhatItTook)
     sdr_context* ctx = sdr_context_create("sim:0", &da);
     ASSERT_NE(ctx, nullptr) << sdr_last_error();
     sdr_qp_attr attr{12, 16, 2, SDR_MTU_4096, 1, 1, 0};  // 4 slots of 16 KiB, 4 KiB chunks
-    sdr_qp_attr_ext g8{8, SDR_LIFETIME_FROM_PATH, SDR_TRANSPORT_UC}, g2{2, SDR_LIFETIME_FROM_PATH, SDR_TRANSPORT_UC};
+    sdr_qp_attr_ext g8{8, SDR_LIFETIME_FROM_PATH, SDR_TRANSPORT_UC, 0}, g2{2, SDR_LIFETIME_FROM_PATH, SDR_TRANSPORT_UC, 0};
     std::vector<sdr_qp*> qps;
     for (int i = 0; i < 63; i++) {
         qps.push_back(sdr_qp_create_ext(ctx, &attr, &g8));

@@ -21,7 +21,7 @@ WorldConfig late_world(uint32_t generations, uint64_t lifetime_ns = SDR_LIFETIME
     c.fabric.link.impairment.reorder = 1.0;
     c.fabric.link.impairment.reorder_max_ps = 500'000'000;
     c.qp = late_qp_attr();
-    c.ext = sdr_qp_attr_ext{generations, lifetime_ns, SDR_TRANSPORT_UC};
+    c.ext = sdr_qp_attr_ext{generations, lifetime_ns, SDR_TRANSPORT_UC, 0};
     return c;
 }
 
@@ -94,7 +94,7 @@ TEST(QpExt, GenerationsComeFromTheEnvironmentOrTheExtension)
         EXPECT_EQ(w.nic(1).firmware()->qps[1].tx->num_generations, 5u);
         EXPECT_EQ(sdr_qp_destroy(q), SDR_SUCCESS);
         // The extension wins over the environment; a lifetime given is the lifetime used.
-        sdr_qp_attr_ext e8{8, 123'456, SDR_TRANSPORT_UC};
+        sdr_qp_attr_ext e8{8, 123'456, SDR_TRANSPORT_UC, 0};
         q = sdr_qp_create_ext(w.ctx(1), &a, &e8);
         ASSERT_NE(q, nullptr) << sdr_last_error();
         ASSERT_EQ(sdr_qp_attr_ext_get(q, &x), SDR_SUCCESS);
@@ -120,12 +120,12 @@ TEST(QpExt, BadValuesAreRefused)
                   std::string("sdr_qp_create: SDR_QP_NUM_GENERATIONS='") + v +
                       "': expected a number of generations in 1..8 (the transport-QP tag has 3 generation bits)");
     }
-    sdr_qp_attr_ext g9{9, SDR_LIFETIME_FROM_PATH, SDR_TRANSPORT_UC};
+    sdr_qp_attr_ext g9{9, SDR_LIFETIME_FROM_PATH, SDR_TRANSPORT_UC, 0};
     EXPECT_EQ(sdr_qp_create_ext(w.ctx(1), &a, &g9), nullptr);
     EXPECT_NE(std::string(sdr_last_error()).find("num_generations must be 0 (SDR_QP_NUM_GENERATIONS, else 2) or 1..8"),
               std::string::npos)
         << sdr_last_error();
-    sdr_qp_attr_ext too_long{2, SDR_MAX_LIFETIME_NS + 1, SDR_TRANSPORT_UC};
+    sdr_qp_attr_ext too_long{2, SDR_MAX_LIFETIME_NS + 1, SDR_TRANSPORT_UC, 0};
     EXPECT_EQ(sdr_qp_create_ext(w.ctx(1), &a, &too_long), nullptr);
     EXPECT_NE(std::string(sdr_last_error()).find("max_packet_lifetime_ns must be at most 60000000000"), std::string::npos)
         << sdr_last_error();
@@ -139,7 +139,7 @@ TEST(QpExt, BothSidesMustAgreeOnG)
     WorldConfig c = late_world(2);
     SimWorld w(c);
     sdr_qp_attr a = late_qp_attr();
-    sdr_qp_attr_ext g4{4, SDR_LIFETIME_FROM_PATH, SDR_TRANSPORT_UC};
+    sdr_qp_attr_ext g4{4, SDR_LIFETIME_FROM_PATH, SDR_TRANSPORT_UC, 0};
     sdr_qp* q = sdr_qp_create_ext(w.ctx(0), &a, &g4);
     ASSERT_NE(q, nullptr) << sdr_last_error();
     size_t n = 0;
@@ -168,9 +168,9 @@ TEST(QpExt, DefaultLifetimeIsThePathsBound)
 
     // The blob ends with the sender's bound (little-endian, 8 bytes).
     sdr_qp_attr a = late_qp_attr();
-    sdr_qp_attr_ext uc{0, SDR_LIFETIME_FROM_PATH, SDR_TRANSPORT_UC};  // the world's QPs are UC
+    sdr_qp_attr_ext uc{0, SDR_LIFETIME_FROM_PATH, SDR_TRANSPORT_UC, 0};  // the world's QPs are UC
     sdr_qp* from_path = sdr_qp_create_ext(w.ctx(1), &a, &uc);
-    sdr_qp_attr_ext fixed{2, 50'000, SDR_TRANSPORT_UC};
+    sdr_qp_attr_ext fixed{2, 50'000, SDR_TRANSPORT_UC, 0};
     sdr_qp* explicit_l = sdr_qp_create_ext(w.ctx(1), &a, &fixed);
     ASSERT_TRUE(from_path && explicit_l) << sdr_last_error();
     size_t n = 0;

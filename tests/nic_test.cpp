@@ -35,7 +35,7 @@ struct Rig {
         h.dst_mac = emu::SimFabric::address_of(1).mac;
         h.src_ip = emu::SimFabric::address_of(0).ip;
         h.dst_ip = emu::SimFabric::address_of(1).ip;
-        h.udp_src_port = emu::udp_src_port(w.nic(0).qpn(0));  // what the peer QP sends from
+        h.udp_src_port = emu::udp_src_port(w.nic(0).qpn(0), w.nic(1).qpn(0));  // what the peer QP sends from
         h.dest_qp = w.nic(1).qpn(0);
         h.rkey = w.nic(1).qp_root_key(0);
         h.va = 0;
@@ -193,7 +193,7 @@ TEST(NicHostile, RightQpnAndKeyFromAnotherSenderAreDroppedAsWrongPeer)
     }
     {
         auto h = r.good(1024);
-        h.udp_src_port = emu::udp_src_port(r.w.nic(0).qpn(1));  // the peer's QP of another channel
+        h.udp_src_port = emu::udp_src_port(r.w.nic(0).qpn(1), r.w.nic(1).qpn(1));  // the peer's QP of another channel
         cases.push_back({"the port of another QP of the peer", h});
     }
     {
@@ -219,7 +219,7 @@ TEST(NicHostile, RightQpnAndKeyFromAnotherSenderAreDroppedAsWrongPeer)
     m.opcode = wire::kOpUcWriteOnlyImm;
     m.dest_qp = r.w.nic(1).qpn(0);
     m.rkey = r.w.nic(1).qp_root_key(0);
-    m.udp_src_port = emu::udp_src_port(r.w.nic(0).qpn(0));
+    m.udp_src_port = emu::udp_src_port(r.w.nic(0).qpn(0), r.w.nic(1).qpn(0));
     m.dma_len = 1024;
     m.imm = fw_imm_encode(FW_IMM_DEFAULT_LAYOUT, 0, 0, 0);
     r.w.nic(1).rx_packet(m, nullptr, stranger);
@@ -242,7 +242,7 @@ TEST(NicHostile, UnconnectedQpAcceptsNothing)
     ASSERT_NE(h, emu::Nic::kNoHandle);
     nic.qp_bind_root_key(h, nic.qp_root_key(0));  // the live root key of the posted receive
     const auto& c = nic.counters();
-    for (uint16_t port : {uint16_t{0}, uint16_t{0xC000}, emu::udp_src_port(r.w.nic(0).qpn(0))}) {
+    for (uint16_t port : {uint16_t{0}, uint16_t{0xC000}, emu::udp_src_port(r.w.nic(0).qpn(0), nic.qpn(h))}) {
         auto hd = r.good(1024);
         hd.dest_qp = nic.qpn(h);
         hd.udp_src_port = port;
@@ -289,7 +289,7 @@ TEST(NicHostile, ControlDatagramsFromANonPeerAreDropped)
     };
     const emu::NicAddress peer = emu::SimFabric::address_of(0), stranger = emu::SimFabric::address_of(9);
     const uint32_t peer_qpn = w.nic(0).ctrl_qpn(0);
-    const uint16_t peer_port = emu::udp_src_port(peer_qpn);
+    const uint16_t peer_port = emu::udp_src_port(peer_qpn, rx.ctrl_qpn(0));
     datagram(peer_qpn ^ (1u << emu::NicIds::kQpnIndexBits), peer, peer_port, rx.ctrl_qpn(0), 1);  // another source QPN
     datagram(peer_qpn, stranger, peer_port, rx.ctrl_qpn(0), 2);                                   // another host
     emu::NicAddress spoofed_ip = peer;
@@ -357,6 +357,27 @@ TEST(NicIds, IdentifiersAreStableForOneSeedAndDifferAcrossSeeds)
 // The generator's promises, drawn many times: index in the low bits, a non-zero tag, never the
 // previous identifier; Q_Keys with the controlled-Q_Key bit clear; a real-time NIC's draws
 // (getrandom) differ from process to process, so two unseeded sets differ.
+// The UDP source port of a connection is Linux's (include/rdma/ib_verbs.h, rdma_get_udp_sport
+// without a flow label): the values below were worked out by hand from that formula.
+TEST(NicIds, UdpSourcePortIsLinuxsFoldOfBothQpns)
+{
+    // 0x11 * 0x22 = 0x242: nothing above bit 20 to fold; the flow label's top 6 bits are 0
+    EXPECT_EQ(emu::roce_flow_label(0x11, 0x22), 0x242u);
+    EXPECT_EQ(emu::udp_src_port(0x11, 0x22), 0xC242);
+    // 0x123456 * 0xABCDEF = 0xC379A59BA4A; ^ >>20 (0xC379A5) = 0xC379A9AC3EF; ^ >>40 (0xC)
+    // = 0xC379A9AC3E3; 20 bits: 0xAC3E3; 0x03E3 ^ (0xAC000 >> 14 = 0x2B) = 0x3C8
+    EXPECT_EQ(emu::roce_flow_label(0x123456, 0xABCDEF), 0xAC3E3u);
+    EXPECT_EQ(emu::udp_src_port(0x123456, 0xABCDEF), 0xC3C8);
+    // 0xFFFFFF^2 = 0xFFFFFE000001; ^ >>20 (0xFFFFFE0) = 0xFFFFF1FFFFE1; ^ >>40 (0xFF)
+    // = 0xFFFFF1FFFF1E; 20 bits: 0xFFF1E; 0x3F1E ^ 0x3F = 0x3F21
+    EXPECT_EQ(emu::roce_flow_label(0xFFFFFF, 0xFFFFFF), 0xFFF1Eu);
+    EXPECT_EQ(emu::udp_src_port(0xFFFFFF, 0xFFFFFF), 0xFF21);
+    EXPECT_EQ(emu::flow_label_udp_src_port(0xFC000), 0xC03F) << "the top 6 bits fold onto the low ones";
+    // symmetric: both ends of a connection compute it
+    for (uint32_t a : {0x11u, 0x800123u, 0x123456u})
+        for (uint32_t b : {0x22u, 0x4567u, 0xABCDEFu}) EXPECT_EQ(emu::udp_src_port(a, b), emu::udp_src_port(b, a));
+}
+
 TEST(NicIds, TagsAreNonZeroAndNeverRepeatThePrevious)
 {
     emu::NicIds ids(std::optional<uint64_t>{42});

@@ -55,7 +55,7 @@ struct QpPair {
     QpPair(sdr_context* const ctx[2], uint32_t G, uint64_t rx_lifetime_ns)
     {
         sdr_qp_attr a = late_qp_attr();
-        sdr_qp_attr_ext tx{G, SDR_LIFETIME_FROM_PATH, SDR_TRANSPORT_UC}, rx{G, rx_lifetime_ns, SDR_TRANSPORT_UC};
+        sdr_qp_attr_ext tx{G, SDR_LIFETIME_FROM_PATH, SDR_TRANSPORT_UC, 0}, rx{G, rx_lifetime_ns, SDR_TRANSPORT_UC, 0};
         qp[0] = sdr_qp_create_ext(ctx[0], &a, &tx);
         qp[1] = sdr_qp_create_ext(ctx[1], &a, &rx);
         if (!qp[0] || !qp[1]) return;

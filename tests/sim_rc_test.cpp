@@ -208,7 +208,7 @@ TEST(SdrRc, TheTransportComesFromTheAttributeOrSdrUseUcQpAndMustMatch)
 TEST(SdrRc, ACompleteReceiveReArmsAtOnceAnIncompleteOneWaitsOutTheResendHorizon)
 {
     WorldConfig c = config(16, 20, 0);  // one slot of 1 MiB
-    c.ext = sdr_qp_attr_ext{1, SDR_LIFETIME_FROM_PATH, SDR_TRANSPORT_RC};  // one generation
+    c.ext = sdr_qp_attr_ext{1, SDR_LIFETIME_FROM_PATH, SDR_TRANSPORT_RC, 0};  // one generation
     SimWorld w(c);
     sdr_qp_attr_ext x;
     ASSERT_EQ(sdr_qp_attr_ext_get(w.qp(1), &x), SDR_SUCCESS);

@@ -366,7 +366,7 @@ TEST(SimTransfer, CqeOfStaleGenerationIsDropped)
     m.opcode = 0x2B;
     m.dest_qp = w.nic(1).qpn(8);
     m.rkey = w.nic(1).qp_root_key(8);
-    m.udp_src_port = emu::udp_src_port(w.nic(0).qpn(8));  // from the peer QP of handle 8
+    m.udp_src_port = emu::udp_src_port(w.nic(0).qpn(8), w.nic(1).qpn(8));  // from the peer QP of handle 8
     m.dma_len = 0;
     m.imm = fw_imm_encode(FW_IMM_DEFAULT_LAYOUT, 0, 0, 0xF);
     const emu::NicAddress peer = emu::SimFabric::address_of(0);
@@ -377,7 +377,7 @@ TEST(SimTransfer, CqeOfStaleGenerationIsDropped)
     // the same packet on generation 0 is taken
     m.dest_qp = w.nic(1).qpn(0);
     m.rkey = w.nic(1).qp_root_key(0);
-    m.udp_src_port = emu::udp_src_port(w.nic(0).qpn(0));
+    m.udp_src_port = emu::udp_src_port(w.nic(0).qpn(0), w.nic(1).qpn(0));
     w.nic(1).rx_packet(m, nullptr, peer);
     EXPECT_EQ(w.nic(1).fw_counter(FW_CNT_RX_STALE), 1u);
     ASSERT_EQ(sdr_recv_complete(rh), SDR_SUCCESS);

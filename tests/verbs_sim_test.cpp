@@ -264,7 +264,7 @@ struct Injector {
         h.dst_mac = t.b.nic->address().mac;
         h.src_ip = t.a.nic->address().ip;
         h.dst_ip = t.b.nic->address().ip;
-        h.udp_src_port = udp_src_port(t.a.qpn());
+        h.udp_src_port = udp_src_port(t.a.qpn(), t.b.qpn());
         h.dest_qp = t.b.qpn();
         h.pad = true;
         return h;

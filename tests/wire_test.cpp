@@ -596,3 +596,74 @@ TEST(Wire, RcReadAndAckRoundTrip)
         EXPECT_TRUE(wire::icrc_ok(f.data(), f.size()));
     }
 }
+
+// ECN travels in the TOS byte's low 2 bits, both ways.
+TEST(Ecn, EncodeAndDecodeCarryIt)
+{
+    for (uint8_t e : {wire::kEcnNotEct, wire::kEcnEct1, wire::kEcnEct0, wire::kEcnCe}) {
+        wire::Headers h = sample_headers();
+        h.set_ecn(e);
+        EXPECT_EQ(h.ip_tos, (0x68 & ~3) | e) << "the DSCP bits stay";
+        Bytes f = encode_frame(h, pattern(100, e));
+        EXPECT_EQ(f[15] & 3, e);
+        wire::Parsed p;
+        ASSERT_EQ(decode_exact(f.data(), f.size(), &p), Verdict::Ok);
+        EXPECT_EQ(p.h.ecn(), e);
+    }
+}
+
+// A switch's mark: ECT becomes CE, the IPv4 checksum is fixed, the ICRC (which masks TOS and
+// the checksum) stays valid; Not-ECT is left alone.
+TEST(Ecn, MarkCeFixesTheIpChecksumAndKeepsTheIcrc)
+{
+    for (uint8_t e : {wire::kEcnEct0, wire::kEcnEct1, wire::kEcnCe}) {
+        wire::Headers h = sample_headers(wire::kOpUdSendOnly);
+        h.set_ecn(e);
+        const Bytes before = encode_frame(h, pattern(64, 3));
+        Bytes f = before;
+        EXPECT_TRUE(wire::mark_ce(f.data(), f.size()));
+        wire::Parsed p;
+        ASSERT_EQ(decode_exact(f.data(), f.size(), &p), Verdict::Ok) << "IPv4 checksum and ICRC both hold";
+        EXPECT_EQ(p.h.ecn(), wire::kEcnCe);
+        EXPECT_EQ(p.h.ip_tos >> 2, 0x68 >> 2);
+        for (size_t i = 0; i < f.size(); i++) {
+            if (i == 15 || i == 24 || i == 25) continue;  // TOS and the IPv4 checksum
+            EXPECT_EQ(f[i], before[i]) << "byte " << i;
+        }
+    }
+    Bytes plain = encode_frame(sample_headers(), pattern(64, 4));
+    plain[15] &= ~3;  // Not-ECT (sample TOS 0x68 is already)
+    const Bytes kept = plain;
+    EXPECT_FALSE(wire::mark_ce(plain.data(), plain.size()));
+    EXPECT_EQ(plain, kept);
+    EXPECT_FALSE(wire::mark_ce(plain.data(), 33)) << "too short for an IPv4 header";
+    Bytes arp = kept;
+    arp[12] = 0x08, arp[13] = 0x06;
+    arp[15] |= 2;
+    EXPECT_FALSE(wire::mark_ce(arp.data(), arp.size())) << "not IPv4";
+}
+
+// On the independent known-answer frames: set ECT(0) (fixing only the IPv4 checksum), then mark
+// CE: their ICRC, computed elsewhere, still verifies each time.
+TEST_F(KnownAnswer, MarkingCeKeepsTheIndependentIcrc)
+{
+    auto fix_ip_checksum = [](Bytes& f) {
+        f[24] = f[25] = 0;
+        uint32_t sum = 0;
+        for (size_t i = 14; i < 34; i += 2) sum += uint32_t(f[i]) << 8 | f[i + 1];
+        while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
+        f[24] = uint8_t(~sum >> 8), f[25] = uint8_t(~sum);
+    };
+    for (const auto& v : vectors_) {
+        SCOPED_TRACE(v.name);
+        Bytes f = v.frame;
+        f[15] = uint8_t((f[15] & ~3) | wire::kEcnEct0);
+        fix_ip_checksum(f);
+        ASSERT_EQ(decode_exact(f.data(), f.size(), nullptr), Verdict::Ok);
+        ASSERT_TRUE(wire::mark_ce(f.data(), f.size()));
+        wire::Parsed p;
+        ASSERT_EQ(decode_exact(f.data(), f.size(), &p), Verdict::Ok);
+        EXPECT_EQ(p.h.ecn(), wire::kEcnCe);
+        EXPECT_TRUE(std::equal(f.end() - 4, f.end(), v.frame.end() - 4)) << "the ICRC bytes are the vector's";
+    }
+}

@@ -9,11 +9,25 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 
 namespace sdr::verbs {
 namespace {
+
+// SDR_VERBS_SPRAY: 1 sprays every new QP's packets over UDP source ports (VerbsEngine::
+// qp_set_spray), unset or 0 does not; anything else is refused (the QP is not created), as a
+// typo that silently kept one path would mislead a measurement.
+bool spray_from_env(bool* on)
+{
+    const char* s = std::getenv("SDR_VERBS_SPRAY");
+    if (!s || !std::strcmp(s, "0")) return *on = false, true;
+    if (!std::strcmp(s, "1")) return *on = true, true;
+    std::fprintf(stderr, "sdr verbs: SDR_VERBS_SPRAY='%s': expected 1 (spray packets over UDP source ports) or 0\n", s);
+    return false;
+}
 
 // The model's transport for a verbs QP type; false for the ones it does not have (XRC, raw
 // packet, driver QPs).
@@ -252,6 +266,11 @@ ibv_qp* create_qp(ibv_pd* ibpd, ibv_qp_init_attr* attr)
         errno = EINVAL;
         return nullptr;
     }
+    bool spray = false;
+    if (!spray_from_env(&spray)) {
+        errno = EINVAL;
+        return nullptr;
+    }
     auto* q = new (std::nothrow) Qp{};
     if (!q) {
         errno = ENOMEM;
@@ -293,6 +312,7 @@ ibv_qp* create_qp(ibv_pd* ibpd, ibv_qp_init_attr* attr)
                 (void)nic.verbs().qp_destroy(q->h);  // created just now, nothing uses it: cannot be busy
                 err = ENOMEM;
             } else {
+                (void)nic.verbs().qp_set_spray(q->h, spray);  // EINVAL only for a dead handle: created just now
                 eng->set_qp(q->h, q);
                 q->qp.qp_num = nic.verbs().qpn(q->h);
             }

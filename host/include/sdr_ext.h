@@ -46,10 +46,20 @@ struct sdr_qp_attr_ext {
     uint64_t max_packet_lifetime_ns; /* L, at most SDR_MAX_LIFETIME_NS; 0 turns the quiet time
                                         off; SDR_LIFETIME_FROM_PATH: the path's default */
     uint32_t transport;              /* enum sdr_transport */
+    uint32_t spray;                  /* 1: packet spraying (below); 0: one UDP source port */
 };
 
+/* Packet spraying (spray = 1; the emulated devices sim:, raw:, xdp:): every transport QP sends
+ * each packet from another UDP source port of 0xC000-0xFFFF, so an ECMP fabric that hashes
+ * the 5-tuple spreads one QP over all its paths (as AWS SRD and Ultra Ethernet do), and accepts
+ * its peer's packets from any port of that range (MAC, IP and QPN still checked). 0: one port
+ * per pair of QPs, as Linux's RoCE drivers derive it. Both ends must use the same
+ * (sdr_qp_connect refuses otherwise). Packets of diverse paths arrive out of order: UC
+ * transport QPs and SDR's bitmap take them so; RC transport QPs see a packet that overtook
+ * another as loss (a NAK and go-back-N). Control datagrams keep one port. */
+
 /* num_generations = 0, max_packet_lifetime_ns = SDR_LIFETIME_FROM_PATH,
- * transport = SDR_TRANSPORT_FROM_ENV. */
+ * transport = SDR_TRANSPORT_FROM_ENV, spray = 0. */
 void sdr_qp_attr_ext_init(struct sdr_qp_attr_ext *ext);
 
 /* sdr_qp_create with extended attributes (ext may be NULL: the defaults). Invalid values are

@@ -135,6 +135,10 @@ public:
         });
     }
     void qp_destroy(uint32_t handle) override { locked([&] { nic_.qp_destroy(handle); }); }
+    bool qp_set_spray(uint32_t handle, bool on) override
+    {
+        return locked([&] { return nic_.qp_set_spray(handle, on); });
+    }
     bool qp_connect(uint32_t handle, const PeerAddress& peer, uint32_t remote_qpn, uint64_t rc_timeout_ns) override
     {
         return locked(

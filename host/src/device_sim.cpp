@@ -101,6 +101,7 @@ public:
         return h;
     }
     void qp_destroy(uint32_t handle) override { nic_.qp_destroy(handle); }
+    bool qp_set_spray(uint32_t handle, bool on) override { return nic_.qp_set_spray(handle, on); }
     bool qp_connect(uint32_t handle, const PeerAddress& peer, uint32_t remote_qpn, uint64_t rc_timeout_ns) override
     {
         emu::NicAddress a;

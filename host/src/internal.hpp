@@ -47,7 +47,8 @@ struct sdr_send_handle {
 struct QpInfo {  // the out-of-band blob, serialised little-endian by qp_info.cpp
     uint8_t mtu_log = 0, chunk_log = 0, slot_log = 0, log_slots = 0;
     uint8_t generations = 0, channels = 0, recv_enable = 0;
-    uint8_t rc = 0;  // the transport QPs are RC (else UC)
+    uint8_t rc = 0;     // the transport QPs are RC (else UC)
+    uint8_t spray = 0;  // they spray packets over UDP source ports (sdr_ext.h); a bit beside rc's
     fw_imm_layout imm{};
     sdr::host::PeerAddress addr;
     uint32_t rkey[FW_MAX_GENERATIONS] = {};
@@ -68,6 +69,7 @@ struct sdr_qp {
     uint32_t mtu_log = 0, chunk_log = 0, slot_log = 0, log_slots = 0, channels = 0;
     uint32_t generations = 0;                             // G (sdr_ext.h)
     bool rc = true;                                       // RC transport QPs, else UC (sdr_ext.h)
+    bool spray = false;                                   // packet spraying (sdr_ext.h)
     uint32_t tq[FW_MAX_GENERATIONS][FW_MAX_CHANNELS] = {};  // transport QP handles
     uint32_t qpn[FW_MAX_GENERATIONS][FW_MAX_CHANNELS] = {};
     uint32_t root_rkey[FW_MAX_GENERATIONS] = {};
@@ -139,6 +141,7 @@ struct ExtValues {
     uint64_t lifetime_ns = 0;
     bool lifetime_from_path = true;
     bool rc = true;
+    bool spray = false;
 };
 // Validates ext (NULL: defaults) and fills out; false + err names the bad field or variable.
 [[nodiscard]] bool resolve_ext(const sdr_qp_attr_ext* ext, const Device& dev, ExtValues* out, std::string* err);

@@ -130,6 +130,7 @@ sdr_qp* sdr_qp_create_ext(sdr_context* ctx, sdr_qp_attr* attr, const sdr_qp_attr
     qp->lifetime_ns = xv.lifetime_ns;
     qp->lifetime_from_path = xv.lifetime_from_path;
     qp->rc = xv.rc;
+    qp->spray = xv.spray;
     qp->ctrl = sdr::host::Device::kInvalid;
     for (auto& row : qp->tq)
         for (uint32_t& h : row) h = sdr::host::Device::kInvalid;
@@ -139,6 +140,11 @@ sdr_qp* sdr_qp_create_ext(sdr_context* ctx, sdr_qp_attr* attr, const sdr_qp_attr
     if (!create_transport(qp, attr->recv_enable))
         return fail(qp, "the device has no transport QP, control QP or root key left for " + n2s(qp->generations) +
                             " generations x " + n2s(qp->channels) + " channels");
+    if (qp->spray)
+        for (uint32_t g = 0; g < qp->generations; g++)
+            for (uint32_t c = 0; c < qp->channels; c++)
+                if (!dev.qp_set_spray(qp->tq[g][c], true))
+                    return fail(qp, "sdr_qp_attr_ext.spray = 1 needs a device that sprays (sim:, raw:, xdp:)");
     fw_qp fq{nullptr, nullptr};
     if (attr->recv_enable) {
         uint32_t max_packets = 1u << (qp->slot_log - qp->mtu_log);
@@ -216,6 +222,7 @@ int sdr_qp_info_get(sdr_qp* qp, void* info)
     in.channels = static_cast<uint8_t>(qp->channels);
     in.recv_enable = qp->attr.recv_enable ? 1 : 0;
     in.rc = qp->rc ? 1 : 0;
+    in.spray = qp->spray ? 1 : 0;
     in.imm = qp->imm;
     in.addr = qp->ctx->dev->address();
     for (uint32_t g = 0; g < qp->generations; g++) {
@@ -252,6 +259,9 @@ int sdr_qp_connect(sdr_qp* qp, void* remote_info)
         return set_error(std::string("sdr_qp_connect: transport differs (local ") + (qp->rc ? "RC" : "UC") +
                          ", remote " + (r.rc ? "RC" : "UC") +
                          "): create both QPs with the same SDR_USE_UC_QP or sdr_qp_attr_ext.transport");
+    if (r.spray != qp->spray)
+        return set_error(std::string("sdr_qp_connect: packet spraying differs (local ") + (qp->spray ? "on" : "off") +
+                         ", remote " + (r.spray ? "on" : "off") + "): create both QPs with the same sdr_qp_attr_ext.spray");
     sdr::host::Device& dev = *qp->ctx->dev;
     // RC's retransmission timeout: twice the round trip the two ends' packet-lifetime bounds
     // allow, at least 1 ms (a software NIC's thread on a shared core stalls for that long).

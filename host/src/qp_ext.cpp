@@ -79,6 +79,11 @@ bool resolve_ext(const sdr_qp_attr_ext* ext, const Device& dev, ExtValues* out, 
     }
     if (e.transport != SDR_TRANSPORT_FROM_ENV) out->rc = e.transport == SDR_TRANSPORT_RC;
     else if (!transport_from_env(&out->rc, err)) return false;
+    if (e.spray > 1) {
+        *err = "spray must be 0 (one UDP source port) or 1 (packet spraying), got " + std::to_string(e.spray);
+        return false;
+    }
+    out->spray = e.spray == 1;
     out->lifetime_from_path = e.max_packet_lifetime_ns == SDR_LIFETIME_FROM_PATH;
     // A device bound beyond the explicit limit (minutes of configured delay) is capped there.
     out->lifetime_ns = out->lifetime_from_path ? std::min<uint64_t>(dev.max_packet_lifetime_ns(), SDR_MAX_LIFETIME_NS)
@@ -96,6 +101,7 @@ void sdr_qp_attr_ext_init(sdr_qp_attr_ext* ext)
     ext->num_generations = 0;
     ext->max_packet_lifetime_ns = SDR_LIFETIME_FROM_PATH;
     ext->transport = SDR_TRANSPORT_FROM_ENV;
+    ext->spray = 0;
 }
 
 int sdr_qp_attr_ext_get(sdr_qp* qp, sdr_qp_attr_ext* ext)
@@ -104,6 +110,7 @@ int sdr_qp_attr_ext_get(sdr_qp* qp, sdr_qp_attr_ext* ext)
     ext->num_generations = qp->generations;
     ext->max_packet_lifetime_ns = qp->lifetime_ns;
     ext->transport = qp->rc ? SDR_TRANSPORT_RC : SDR_TRANSPORT_UC;
+    ext->spray = qp->spray ? 1 : 0;
     return SDR_SUCCESS;
 }
 

@@ -44,7 +44,7 @@ void qp_info_write(const QpInfo& in, uint8_t* out)
     put32(p, kMagic);
     put32(p, kVersion);
     for (uint32_t v : {in.mtu_log, in.chunk_log, in.slot_log, in.log_slots, in.generations, in.channels, in.recv_enable,
-                       in.rc})
+                       static_cast<uint8_t>(in.rc | in.spray << 1)})
         put8(p, v);
     put8(p, in.imm.msg_bits);
     put8(p, in.imm.offset_bits);
@@ -80,7 +80,9 @@ bool qp_info_read(const uint8_t* in, QpInfo* out, std::string* err)
     r.generations = static_cast<uint8_t>(get8(p));
     r.channels = static_cast<uint8_t>(get8(p));
     r.recv_enable = static_cast<uint8_t>(get8(p));
-    r.rc = static_cast<uint8_t>(get8(p));
+    const uint32_t transport = get8(p);  // bit 0: RC, bit 1: spraying; above: not ours
+    r.rc = static_cast<uint8_t>(transport & 1);
+    r.spray = static_cast<uint8_t>(transport >> 1);
     r.imm.msg_bits = static_cast<uint8_t>(get8(p));
     r.imm.offset_bits = static_cast<uint8_t>(get8(p));
     r.imm.frag_bits = static_cast<uint8_t>(get8(p));
@@ -96,7 +98,7 @@ bool qp_info_read(const uint8_t* in, QpInfo* out, std::string* err)
     r.path_lifetime_ns = get64(p);
     // The geometry must be one sdr_qp_create could have made (its check_attr): the sender
     // shifts by slot_log and numbers packets and messages in the immediate's fields.
-    if (r.generations == 0 || r.rc > 1 || r.generations > FW_MAX_GENERATIONS || r.path_lifetime_ns > SDR_MAX_LIFETIME_NS ||
+    if (r.generations == 0 || r.spray > 1 || r.generations > FW_MAX_GENERATIONS || r.path_lifetime_ns > SDR_MAX_LIFETIME_NS ||
         r.channels == 0 || r.channels > FW_MAX_CHANNELS ||
         !fw_imm_layout_valid(r.imm) || r.mtu_log < 6 || r.mtu_log > 12 || r.chunk_log < r.mtu_log ||
         r.chunk_log > 30 || r.slot_log < r.chunk_log || r.slot_log > 32 ||

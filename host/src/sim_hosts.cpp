@@ -41,10 +41,9 @@ sdr_context* SimHosts::ctx(uint32_t host)
     return c;
 }
 
-size_t SimHosts::connect(uint32_t a, uint32_t b, const sdr_qp_attr& attr)
+size_t SimHosts::connect(uint32_t a, uint32_t b, const sdr_qp_attr& attr, const sdr_qp_attr_ext& ext)
 {
     Pair p{{nullptr, nullptr}, {a, b}, attr.bitmap_chunk_size_log_bytes};
-    const sdr_qp_attr_ext ext{0, SDR_LIFETIME_FROM_PATH, SDR_TRANSPORT_UC};
     for (int i = 0; i < 2; i++) {
         sdr_qp_attr qa = attr;
         p.qp[i] = sdr_qp_create_ext(ctx(p.host[i]), &qa, &ext);

@@ -52,6 +52,7 @@ std::vector<Stat> collect_stats(sdr_context* ctx)
         add("shaper.dropped_burst", sh.dropped_burst);
         add("shaper.duplicated", sh.duplicated);
         add("shaper.delayed", sh.delayed);
+        add("shaper.ce_marked", sh.ce_marked);
     }
     NicGuard g(*e);
     const emu::Nic& nic = e->nic();
@@ -66,6 +67,9 @@ std::vector<Stat> collect_stats(sdr_context* ctx)
     add("port.tx_bytes", c.tx_bytes);
     add("port.tx_ctrl", c.tx_ctrl);
     add("port.tx_local_errors", c.tx_local_errors);
+    add("port.rx_ce", c.rx_ce);
+    add("port.cnp_sent", c.cnp_sent);
+    add("port.cnp_received", c.cnp_received);
     add("port.rx_drops_total", c.rx_drops_total());
     for (size_t d = 0; d < static_cast<size_t>(emu::RxDrop::Count); d++)
         add(std::string("port.rx_drop.") + emu::to_string(static_cast<emu::RxDrop>(d)), c.rx_drops[d]);

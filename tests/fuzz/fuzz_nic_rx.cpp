@@ -227,7 +227,7 @@ void repair(const Target& t, uint8_t flags, std::vector<uint8_t>& f)
         const auto at = std::find(t.qpns.begin(), t.qpns.end(), get24(&f[kBth + 5]));
         if (at != t.qpns.end()) {
             const uint32_t remote = t.peer_qpns[static_cast<size_t>(at - t.qpns.begin())];
-            put16(&f[kUdp], sdr::emu::udp_src_port(remote));
+            put16(&f[kUdp], sdr::emu::udp_src_port(*at, remote));
             if (datagram && n >= kExt + 8) put24(&f[kExt + 5], remote);
         }
     }

@@ -48,6 +48,10 @@ bool impairment_from_env(const std::string& prefix, ImpairmentParams* imp, std::
         if (!parse_double((prefix + "DUP").c_str(), s, 0, 1, &v, err)) return false;
         imp->duplicate = v;
     }
+    if (const char* s = std::getenv((prefix + "CE_MARK").c_str())) {
+        if (!parse_double((prefix + "CE_MARK").c_str(), s, 0, 1, &v, err)) return false;
+        imp->ce_mark = v;
+    }
     if (const char* s = std::getenv((prefix + "REORDER").c_str())) {  // "prob,max_delay_us"
         std::string f[3];
         double prob, us;

@@ -29,6 +29,7 @@ wire::Headers roce_headers(const PacketMeta& m, const NicAddress& src, const Nic
     h.qkey = m.qkey;
     h.src_qp = m.src_qp;
     h.ack_req = m.ack_req;
+    h.set_ecn(m.ecn);
     return h;
 }
 

@@ -350,6 +350,7 @@ bool RtNic::transmit(uint64_t now)
         }
         if (len) {
             Shaper::Verdict v = shaper_.decide();
+            if (v.ce && wire::mark_ce(buf, len)) shaper_.count_ce_mark();
             if (v.copies && v.direct) {
                 // A committed buffer belongs to the port: keep the duplicate's bytes first.
                 if (v.copies == 2) dup_.assign(buf, buf + len);

@@ -26,6 +26,7 @@ Shaper::Verdict Shaper::decide()
         c_.duplicated++;
         v.copies = 2;
     }
+    v.ce = iv.ce;
     v.extra_delay_ns = iv.extra_delay_ps / 1000;
     if (v.extra_delay_ns) c_.delayed++;
     v.direct = !holds_ && v.extra_delay_ns == 0;

@@ -27,7 +27,7 @@ public:
     // crosses the link, and when, is exact.
     void fire(SimTime now, uint64_t arg) override
     {
-        if (arg != Egress::kWireFree) [[unlikely]] return pause(now, arg == Egress::kPause);
+        if (arg != Egress::kWireFree) [[unlikely]] return pause(arg == Egress::kPause);
         nic_.tx_done(batch_, n_);
         n_ = 0;
         if (wire_free_ < now) {
@@ -86,19 +86,17 @@ public:
 
 private:
     static uint64_t ps_per_byte(double gbps) { return static_cast<uint64_t>(std::llround(8000.0 / gbps * (1 << kFracBits))); }
-    // Switches queue control datagrams, ACKs, NAKs and CNPs ahead of data, never marked.
+    // Switches queue control datagrams, ACKs, NAKs and CNPs ahead of data, never marked: every
+    // kind but SDR's and verbs' data, and of verbs' packets the RC acknowledgements.
     static uint8_t control_class(const TxPacket& p)
     {
-        return p.kind == TxPacket::Kind::Ctrl || p.kind == TxPacket::Kind::SdrAck || p.meta.opcode == wire::kOpRcAck ||
-               p.meta.opcode == kOpCnp;
+        return (p.kind != TxPacket::Kind::Sdr && p.kind != TxPacket::Kind::Verbs) || p.meta.opcode == wire::kOpRcAck;
     }
-    static constexpr uint8_t kOpCnp = 0x81;  // RoCEv2 Congestion Notification Packet
     // PFC from the first switch: a paused port stops taking packets from the send engine.
-    void pause(SimTime now, bool on)
+    void pause(bool on)
     {
         paused_ = on;
         if (!on) kick();
-        (void)now;
     }
     static uint32_t frame_bytes(const TxPacket& p)
     {
@@ -249,7 +247,17 @@ void SimLink::send_impaired(SimTime leaves, const PacketMeta& m, uint8_t* frame,
         if (frame) fabric_.frame_free(frame);
         return;
     }
-    InFlight f{leaves + prop_ps_ + v.extra_delay_ps, m, frame, frame_len, 0};
+    PacketMeta marked;
+    const PacketMeta* mp = &m;
+    if (v.ce) [[unlikely]] {  // a congested switch's mark: ECT becomes CE, in the frame or the meta
+        if (frame ? wire::mark_ce(frame, frame_len) : m.ecn != wire::kEcnNotEct) {
+            marked = m;
+            marked.ecn = wire::kEcnCe;
+            mp = &marked;
+            ce_marked_++;
+        }
+    }
+    InFlight f{leaves + prop_ps_ + v.extra_delay_ps, *mp, frame, frame_len, 0};
     if (v.extra_delay_ps) f.note |= capture_note::kBitDelayed;
     if (v.duplicate) {
         InFlight d = f;
@@ -268,7 +276,7 @@ void SimLink::send_impaired(SimTime leaves, const PacketMeta& m, uint8_t* frame,
         push_late(f);
         return;
     }
-    push_fifo(f.arrival, m, frame, frame_len, f.note);
+    push_fifo(f.arrival, *mp, frame, frame_len, f.note);
 }
 
 // Written in place: an InFlight built on the stack and then copied was read back with wider
@@ -486,7 +494,15 @@ Nic& SimFabric::nic(uint32_t index, uint32_t num_workers)
         nics_[index] = std::make_unique<Nic>(index, address_of(index), num_workers, params_.payload, this,
                                              id_seed(index));
         ports_[index] = std::make_unique<Port>(*this, *nics_[index], net_ ? net_->host_gbps(index) : params_.link.bandwidth_gbps);
-        if (net_) net_->attach_host_port(index, ports_[index].get());
+        if (net_) {
+            net_->attach_host_port(index, ports_[index].get());
+            // DCQCN on every NIC of a network whose switches mark (Topology::dcqcn turns it off).
+            if (net_->topology().sw.ecn && net_->topology().dcqcn) {
+                DcqcnParams d = DcqcnParams::for_line_rate(net_->host_gbps(index));
+                d.enabled = true;
+                nics_[index]->set_dcqcn(d);
+            }
+        }
         if (dpa_) nics_[index]->set_cqe_dispatch(true);
         nics_[index]->count_host_events_in(&host_events_);
     }

@@ -190,10 +190,11 @@ void Egress::start_next(SimTime now)
 void Egress::transmit(FabricPacket& p, SimTime now, uint32_t bytes)
 {
     bool marked = false;
-    if (!p.prio && sw_.params().ecn && (p.meta.ecn == 1 || p.meta.ecn == 2) && red_marks(data_bytes_)) {
+    if (!p.prio && sw_.params().ecn && (p.meta.ecn == wire::kEcnEct0 || p.meta.ecn == wire::kEcnEct1) &&
+        red_marks(data_bytes_)) {
         c_.marked++;
         marked = true;
-        p.meta.ecn = 3;
+        p.meta.ecn = wire::kEcnCe;
         if (p.frame) wire::mark_ce(p.frame, p.frame_len);
     }
     sw_.release(p, bytes);

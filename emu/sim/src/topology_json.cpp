@@ -209,6 +209,8 @@ bool Topology::parse(const std::string& spec, const LinkParams& link, Topology* 
     const SimTime delay_ps = static_cast<SimTime>(std::llround(delay_us * 1e6));
     SwitchParams sw;
     read_switch(k, &sw);
+    bool dcqcn = true;
+    k.flag("dcqcn", &dcqcn);
     Topology t;
     if (type == "leaf_spine") {
         k.whole("leaves", 1, 4096, &leaves);
@@ -246,6 +248,7 @@ bool Topology::parse(const std::string& spec, const LinkParams& link, Topology* 
         return false;
     }
     t.sw = sw;
+    t.dcqcn = dcqcn;
     if (!t.check(err)) return false;
     *out = std::move(t);
     return true;

@@ -271,8 +271,11 @@ bool mark_ce(uint8_t* frame, size_t len)
 {
     if (len < kIpOff + kIpv4Bytes || get16(frame + 12) != kEtherTypeIpv4) return false;
     uint8_t* ip = frame + kIpOff;
-    if (ip[0] != 0x45 || (ip[1] & 3) == 0 || (ip[1] & 3) == 3) return false;
-    ip[1] |= 3;
+    if (ip[0] != 0x45) return false;
+    const uint8_t ecn = ip[1] & 3;
+    if (ecn == kEcnNotEct) return false;
+    if (ecn == kEcnCe) return true;
+    ip[1] |= kEcnCe;
     put16(ip + 10, 0);
     put16(ip + 10, uint16_t(~ipv4_sum(ip)));
     return true;

@@ -70,6 +70,10 @@ void Nic::timer_fired(uint32_t worker, uint32_t id)
         return;
     }
     if (worker == kSdrRcTimerWorker) return sdr_rc_timer(id);  // an RC transport QP's (nic_sdr_rc.cpp)
+    if (worker == kDcqcnTimerWorker) {  // a paced QP may send again (nic_dcqcn.cpp)
+        dcqcn_wake_ns_ = 0;
+        return exec_->tx_ready(*this);
+    }
     if (worker >= workers_.size()) return;
     hal_worker* w = workers_[worker].get();
     counter_add(w->timer_handler_calls, 1);

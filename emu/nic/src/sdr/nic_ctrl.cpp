@@ -41,7 +41,7 @@ bool Nic::ctrl_qp_connect(uint32_t handle, const NicAddress& remote, uint32_t re
     CtrlQp& q = ctrl_qps_[handle];
     q.peer = remote;
     q.peer_qpn = remote_qpn & 0xFFFFFF;
-    q.peer_port = udp_src_port(q.peer_qpn);
+    q.peer_port = udp_src_port(q.qpn, q.peer_qpn);
     return true;
 }
 
@@ -57,7 +57,7 @@ bool Nic::ctrl_send(uint32_t handle, const NicAddress& dst, uint32_t dst_qpn, ui
     e.meta.qkey = dst_qkey;
     e.meta.src_qp = ctrl_qpn(handle);
     e.meta.dma_len = len;
-    e.meta.udp_src_port = udp_src_port(ctrl_qpn(handle));
+    e.meta.udp_src_port = udp_src_port(ctrl_qpn(handle), e.meta.dest_qp);
     e.handle = handle;
     e.remote_ip = dst.ip;
     e.remote_mac = dst.mac;

@@ -21,6 +21,7 @@ uint32_t Nic::qp_create(uint32_t tag, uint32_t channel, bool rc)
     q.channel = channel % num_workers();
     q.rc = rc;
     if (rc) q.sent.resize(kSqDepth);
+    q.rp.reset(dcqcn_, exec_->now_ns());
     qps_[h] = std::move(q);
     return static_cast<uint32_t>(h);
 }
@@ -35,6 +36,18 @@ void Nic::qp_destroy(uint32_t handle)
     if (q.rc) q.sq_used -= psn::diff(q.psn, q.una);
 }
 
+bool Nic::qp_set_spray(uint32_t handle, bool on)
+{
+    if (handle >= qps_.size() || !qps_[handle].live) return false;
+    TransportQp& q = qps_[handle];
+    q.spray = on;
+    if (q.peer_port != kNoPeer) {  // connected: accept what the peer sends from now on
+        q.peer_port = on ? kSprayPeerPort : q.conn_port;
+        q.port_mask = on ? kSprayPortMask : 0;
+    }
+    return true;
+}
+
 bool Nic::qp_connect(uint32_t handle, const NicAddress& remote, uint32_t remote_qpn, uint64_t rc_timeout_ns)
 {
     if (handle >= qps_.size() || !qps_[handle].live) return false;
@@ -42,7 +55,9 @@ bool Nic::qp_connect(uint32_t handle, const NicAddress& remote, uint32_t remote_
     q.remote_ip = remote.ip;
     q.remote_mac = remote.mac;
     q.remote_qpn = remote_qpn & 0xFFFFFF;
-    q.peer_port = udp_src_port(q.remote_qpn);
+    q.conn_port = udp_src_port(q.qpn, q.remote_qpn);
+    q.peer_port = q.spray ? kSprayPeerPort : q.conn_port;
+    q.port_mask = q.spray ? kSprayPortMask : 0;
     // Both ends start their PSNs at 0 (the QP-info blob carries no PSN), as the UC QPs do.
     q.rc_timeout_ns = rc_timeout_ns ? rc_timeout_ns : kSdrRcDefaultTimeoutNs;
     q.retry_left = kSdrRcRetries;

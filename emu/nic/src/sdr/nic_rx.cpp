@@ -47,6 +47,7 @@ void Nic::rx_frame(const uint8_t* frame, size_t len)
     m.src_qp = p.h.src_qp;
     m.solicited = p.h.solicited;
     m.ack_req = p.h.ack_req;
+    m.ecn = p.h.ecn();
     const NicAddress src{p.h.src_mac, p.h.src_ip};
     // QPN bit 23 clear: SDR's data QPs, straight on. Set: bit 12 names a verbs QP, else a control QP.
     if (m.dest_qp & NicIds::kCtrlQpnBit) {
@@ -57,6 +58,7 @@ void Nic::rx_frame(const uint8_t* frame, size_t len)
         if (wire::has_deth(m.opcode)) return ctrl_receive(m, p.payload, src);
     }
     if (m.opcode == wire::kOpRcAck) [[unlikely]] return sdr_rc_ack(m, p.h.aeth, src);  // to an RC transport QP
+    if (m.opcode == wire::kOpCnp) [[unlikely]] return dcqcn_cnp(m, src);  // DCQCN: slow a sending QP
     respond(m, p.payload, src);  // a UD frame for a data QP is a WrongOpcode drop there
 }
 
@@ -76,8 +78,9 @@ void Nic::respond(const PacketMeta& m, const uint8_t* payload, const NicAddress&
     TransportQp& qp = qps_[h];
     // Only the connected peer's frames, before anything else is looked at (an unconnected QP
     // has a peer port no frame carries).
-    if (m.udp_src_port != qp.peer_port || src.ip != qp.remote_ip || !same_mac(src.mac, qp.remote_mac))
+    if ((m.udp_src_port | qp.port_mask) != qp.peer_port || src.ip != qp.remote_ip || !same_mac(src.mac, qp.remote_mac))
         return drop(RxDrop::WrongPeer, &qp);
+    if (m.ecn == wire::kEcnCe) [[unlikely]] dcqcn_notify(qp);  // a switch on the way is congested
     if (m.opcode != wire::kOpUcWriteOnlyImm || qp.rc) [[unlikely]] {
         if (qp.rc && m.opcode == wire::kOpRcWriteOnlyImm) return sdr_rc_receive(qp, h, m, payload);
         return drop(RxDrop::WrongOpcode, &qp);

@@ -61,7 +61,7 @@ bool Nic::sdr_rc_tx_next(TxPacket* out)
         // An ACK names the last PSN received in order; a NAK the one expected.
         m.psn = q.nak_code ? q.epsn : (q.epsn - 1) & psn::kMask;
         m.imm = ((q.nak_code ? kAethNak | (q.nak_code - 1u) : kAethAck) << 24) | (q.msn & psn::kMask);
-        m.udp_src_port = udp_src_port(q.qpn);
+        m.udp_src_port = tx_port(q);
         out->remote_ip = q.remote_ip;
         out->remote_mac = q.remote_mac;
         q.nak_code = 0;
@@ -100,8 +100,9 @@ bool Nic::sdr_rc_tx_next(TxPacket* out)
         m.rkey = w.rkey;
         m.dma_len = w.length;
         m.imm = w.imm;
-        m.udp_src_port = udp_src_port(q.qpn);
+        m.udp_src_port = tx_port(q);
         m.ack_req = last || psn % kSdrRcAckEvery == kSdrRcAckEvery - 1;
+        if (dcqcn_on_) m.ecn = wire::kEcnEct0;  // a resend is data too (not paced: it repairs)
         out->remote_ip = q.remote_ip;
         out->remote_mac = q.remote_mac;
         out->payload = reinterpret_cast<const uint8_t*>(w.local_addr);
@@ -150,7 +151,7 @@ void Nic::sdr_rc_ack(const PacketMeta& m, uint32_t aeth, const NicAddress& src)
     if (m.dest_qp & NicIds::kCtrlQpnBit || h >= qps_.size() || qps_[h].qpn != m.dest_qp || !qps_[h].live)
         return drop(RxDrop::UnknownQp, nullptr);
     TransportQp& q = qps_[h];
-    if (m.udp_src_port != q.peer_port || src.ip != q.remote_ip || src.mac != q.remote_mac)
+    if ((m.udp_src_port | q.port_mask) != q.peer_port || src.ip != q.remote_ip || src.mac != q.remote_mac)
         return drop(RxDrop::WrongPeer, &q);
     if (!q.rc) return drop(RxDrop::WrongOpcode, &q);
     const uint32_t outstanding = psn::diff(q.psn, q.una), syndrome = aeth >> 24;

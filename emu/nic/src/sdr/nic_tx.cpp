@@ -42,6 +42,8 @@ bool Nic::tx_next(TxPacket* out)
         out->payload = c.data.data();
         return true;
     }
+    if (dcqcn_on_ && !cnps_.empty()) [[unlikely]]  // DCQCN's notifications: control traffic, next
+        return cnp_tx_next(out);
     // RC transport QPs' ACKs, then their packets sent again (older PSNs before new ones).
     if (!rc_acks_.empty() || !rc_resends_.empty()) [[unlikely]]
         if (sdr_rc_tx_next(out)) return true;
@@ -50,6 +52,8 @@ bool Nic::tx_next(TxPacket* out)
         if (engine_->tx_next(out)) return true;
     if (sq_ring_.empty()) return false;
     const hal_tx_wqe& w = sq_ring_.front();  // stays put: nothing posts while this runs
+    if (dcqcn_on_ && !dcqcn_may_send(qps_[w.qp])) [[unlikely]]  // paced: verbs may still go
+        return engine_tx_ && engine_->tx_next(out);
     sq_ring_.pop();
     if (tx_prefetch_ && !sq_ring_.empty()) prefetch_payload(sq_ring_.front());
     TransportQp& q = qps_[w.qp];
@@ -71,11 +75,11 @@ bool Nic::tx_next(TxPacket* out)
     m.dma_len = w.length;
     m.imm = w.imm;
     m.qkey = m.src_qp = 0;
-    // Flow entropy per transport QP, as RoCEv2 NICs derive the UDP source port.
-    m.udp_src_port = udp_src_port(q.qpn);
+    m.udp_src_port = tx_port(q);
     out->remote_ip = q.remote_ip;
     out->remote_mac = q.remote_mac;
     out->payload = reinterpret_cast<const uint8_t*>(w.local_addr);
+    if (dcqcn_on_) [[unlikely]] dcqcn_sent(q, m);
     if (q.rc) [[unlikely]] sdr_rc_sent(q, w.qp, w, out);
     return true;
 }
@@ -113,9 +117,10 @@ void Nic::tx_done(const TxPacket* batch, size_t n)
 void Nic::tx_done_other(const TxPacket& p)
 {
     if (p.kind == TxPacket::Kind::Verbs) return engine_->tx_done(p);
-    if (p.kind == TxPacket::Kind::SdrAck) {
+    if (p.kind == TxPacket::Kind::SdrAck || p.kind == TxPacket::Kind::Cnp) {
         port_.tx_frames++;
         port_.tx_bytes += padded_frame_bytes(p);
+        port_.cnp_sent += p.kind == TxPacket::Kind::Cnp;
         return;
     }
     ctrl_done_++;
@@ -150,7 +155,8 @@ void Nic::complete_send(TransportQp& q, uint32_t cookie, bool signaled, bool err
 
 size_t Nic::tx_encode(const TxPacket& p, uint8_t* out, size_t cap) const
 {
-    if (p.kind == TxPacket::Kind::Verbs || p.kind == TxPacket::Kind::SdrAck) return encode_padded(p, addr_, out, cap);
+    if (p.kind == TxPacket::Kind::Verbs || p.kind == TxPacket::Kind::SdrAck || p.kind == TxPacket::Kind::Cnp)
+        return encode_padded(p, addr_, out, cap);
     NicAddress dst{p.remote_mac, p.remote_ip};
     return wire::encode(roce_headers(p.meta, addr_, dst), p.payload, p.meta.dma_len, out, cap);
 }

@@ -68,6 +68,14 @@ uint32_t VerbsEngine::qpn(uint32_t h) const
     return q && q->live ? q->qpn : 0;
 }
 
+int VerbsEngine::qp_set_spray(uint32_t h, bool on)
+{
+    VerbsQp* q = vqp(h);
+    if (!q || !q->live) return EINVAL;
+    q->spray = on;
+    return 0;
+}
+
 QpState VerbsEngine::qp_state(uint32_t h) const
 {
     const VerbsQp* q = vqp(h);

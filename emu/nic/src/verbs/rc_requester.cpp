@@ -77,7 +77,7 @@ bool VerbsEngine::rc_tx_next(VerbsQp& q, uint32_t h, TxPacket* out)
     PacketMeta& m = out->meta;
     m.dest_qp = q.dest_qpn;
     m.psn = q.sq_psn;
-    m.udp_src_port = udp_src_port(q.qpn);
+    m.udp_src_port = tx_port(q, q.dest_qpn);
     out->remote_ip = q.remote.ip;
     out->remote_mac = q.remote.mac;
     out->ack_req = true;

@@ -219,7 +219,7 @@ bool VerbsEngine::rc_resp_next(VerbsQp& q, uint32_t h, TxPacket* out)
     out->qp = h;
     out->meta.src_qp = q.qpn;
     out->meta.dest_qp = q.dest_qpn;
-    out->meta.udp_src_port = udp_src_port(q.qpn);
+    out->meta.udp_src_port = tx_port(q, q.dest_qpn);
     out->remote_ip = q.remote.ip;
     out->remote_mac = q.remote.mac;
     if (r.read) {

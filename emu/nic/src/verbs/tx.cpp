@@ -136,7 +136,7 @@ bool VerbsEngine::next_packet(TxPacket* out)
         m.dma_len = len;
         if (wire::has_imm(m.opcode)) m.imm = w.imm;
         m.solicited = last && w.solicited;
-        m.udp_src_port = udp_src_port(q.qpn);
+        m.udp_src_port = tx_port(q, m.dest_qp);
         out->payload = verbs_payload(w, q.wqe_off, len);
         out->signaled = last;
         if (last) {

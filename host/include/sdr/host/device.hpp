@@ -127,6 +127,8 @@ public:
         return unfilled("qp_create"), kInvalid;
     }
     virtual void qp_destroy(uint32_t) { unfilled("qp_destroy"); }
+    // Packet spraying over UDP source ports (sdr_ext.h); a backend without it leaves it unfilled.
+    [[nodiscard]] virtual bool qp_set_spray(uint32_t, bool) { return unfilled("qp_set_spray"), false; }
     [[nodiscard]] virtual bool qp_connect(uint32_t, const PeerAddress&, uint32_t /*remote_qpn*/, uint64_t /*rc_timeout_ns*/)
     {
         return unfilled("qp_connect"), false;

@@ -28,8 +28,9 @@ public:
     emu::SimNetwork& net() { return *fabric_->network(); }
     sdr_context* ctx(uint32_t host);
 
-    // A connected QP pair from host a to host b (UC, lifetime from the path); its index.
-    size_t connect(uint32_t a, uint32_t b, const sdr_qp_attr& attr = sdr_qp_attr{16, 30, 4, SDR_MTU_4096, 1, 1, 0});
+    // A connected QP pair from host a to host b (by default UC, lifetime from the path); its index.
+    size_t connect(uint32_t a, uint32_t b, const sdr_qp_attr& attr = sdr_qp_attr{16, 30, 4, SDR_MTU_4096, 1, 1, 0},
+                   const sdr_qp_attr_ext& ext = sdr_qp_attr_ext{0, SDR_LIFETIME_FROM_PATH, SDR_TRANSPORT_UC, 0});
     sdr_qp* qp(size_t pair, int side) const { return pairs_[pair].qp[side]; }
 
     // Post one message of `bytes` on a pair (the receive first; sizes up to 4 GiB - 1): with

@@ -22,7 +22,7 @@ struct WorldConfig {
     std::optional<sdr_qp_attr> qp_side1;             // side 1's QP if it differs
     // G, the packet lifetime and the transport, both sides. UC: the simulator's worlds carry the
     // reliability schemes and the sweep, which recover lost packets themselves.
-    sdr_qp_attr_ext ext{0, SDR_LIFETIME_FROM_PATH, SDR_TRANSPORT_UC};
+    sdr_qp_attr_ext ext{0, SDR_LIFETIME_FROM_PATH, SDR_TRANSPORT_UC, 0};
 };
 
 class SimWorld {

@@ -20,6 +20,9 @@ struct ImpairmentParams {
     double reorder = 0.0;         // probability a packet is held back by extra delay
     uint64_t reorder_max_ps = 0;  // extra delay uniform in (0, reorder_max_ps]
     double duplicate = 0.0;       // probability a packet is delivered twice
+    // Probability a packet is marked CE (ECN) instead of anything else happening to it: a
+    // congested switch's mark without the switch, to drive DCQCN. Only ECT packets change.
+    double ce_mark = 0.0;
     uint64_t seed = 1;
 };
 
@@ -27,6 +30,7 @@ struct ImpairmentVerdict {
     bool drop = false;
     bool burst = false;  // the drop came from the Gilbert-Elliott bad state (else: i.i.d. loss)
     bool duplicate = false;
+    bool ce = false;  // mark CE (wire::mark_ce on a frame, PacketMeta::ecn without one)
     uint64_t extra_delay_ps = 0;
 };
 
@@ -45,6 +49,7 @@ public:
         if (v.drop) return v;
         if (chance(t_reorder_) && p_.reorder_max_ps) v.extra_delay_ps = 1 + rng_.next() % p_.reorder_max_ps;
         v.duplicate = chance(t_duplicate_);
+        v.ce = chance(t_ce_);  // last, and no draw when off: runs without it replay unchanged
         return v;
     }
     // No probability is set: every verdict is "deliver as is" and draws nothing from the
@@ -67,7 +72,7 @@ private:
     Rng rng_;
     bool bad_ = false;
     bool none_;
-    uint64_t t_loss_, t_good_bad_, t_bad_good_, t_loss_bad_, t_reorder_, t_duplicate_;
+    uint64_t t_loss_, t_good_bad_, t_bad_good_, t_loss_bad_, t_reorder_, t_duplicate_, t_ce_;
 };
 
 }  // namespace sdr::emu

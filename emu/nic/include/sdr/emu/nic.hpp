@@ -6,6 +6,7 @@
 // Executor-agnostic: the simulator (or a real-time loop) calls rx_*/tx_* and provides time.
 #pragma once
 
+#include <sdr/emu/dcqcn.hpp>
 #include <sdr/emu/fifo_ring.hpp>
 #include <sdr/emu/nic_core.hpp>
 #include <sdr/emu/wire.hpp>
@@ -35,6 +36,9 @@ public:
     static constexpr uint32_t kSdrRcAckEvery = 16;
     static constexpr uint32_t kSdrRcRetries = 7;
     static constexpr uint64_t kSdrRcDefaultTimeoutNs = 10'000'000;
+    // DCQCN's pacing wake-up (nic_dcqcn.cpp): when every packet at the head waits for its QP's
+    // rate, the send engine asks for this timer and resumes at its deadline.
+    static constexpr uint32_t kDcqcnTimerWorker = 0xFFFD;
 
     // id_seed: QPNs, keys and Q_Keys drawn from a generator with this seed (replayable runs);
     // nullopt: from getrandom() (ids.hpp).
@@ -77,7 +81,7 @@ public:
 
     // Transport QPs, UC or RC (rc: nic_sdr_rc.cpp): returns a handle (kNoHandle if 8192 live),
     // its QPN is random (ids.hpp). A QP accepts frames only once connected, and then only from
-    // the remote QP: its MAC, its IP and the UDP source port its QPN gives (udp_src_port).
+    // the remote QP: its MAC, its IP and the UDP source port of the pair of QPNs (udp_src_port).
     // rc_timeout_ns: an RC QP's retransmission timeout (0: kSdrRcDefaultTimeoutNs).
     [[nodiscard]] uint32_t qp_create(uint32_t tag, uint32_t channel, bool rc = false);
     void qp_destroy(uint32_t handle);
@@ -85,6 +89,24 @@ public:
     bool qp_is_rc(uint32_t handle) const { return handle < qps_.size() && qps_[handle].rc; }
     [[nodiscard]] bool qp_connect(uint32_t handle, const NicAddress& remote, uint32_t remote_qpn, uint64_t rc_timeout_ns = 0);
     void qp_bind_root_key(uint32_t handle, uint32_t rkey);
+    // DCQCN (dcqcn.hpp, nic_dcqcn.cpp), NIC-wide; off by default. On: every data packet of SDR's
+    // transport QPs leaves ECT(0); a CE-marked one makes this NIC (the notification point) send
+    // a CNP to its sender, at most one per QP per p.cnp_interval_ns; a CNP cuts the named QP's
+    // rate (the reaction point), and the send engine paces each QP's packets at that rate
+    // (its line rate: p.line_gbps). The transport QPs of one NIC share one send queue in post
+    // order, so a QP that must wait holds the QPs behind it (one flow per NIC and peer, as
+    // SDR's channels to one peer are). Both ends should run it: a CNP to a NIC without DCQCN
+    // is a counted drop (wrong_opcode). Resets every QP's rate to line rate.
+    void set_dcqcn(const DcqcnParams& p);
+    const DcqcnParams& dcqcn() const { return dcqcn_; }
+    // A transport QP's current DCQCN rate (Gbit/s) at the executor's now; 0: no such QP.
+    double qp_dcqcn_rate_gbps(uint32_t handle);
+    // Packet spraying (ids.hpp sprayed_udp_src_port): the QP sends each packet from another UDP
+    // source port of 0xC000-0xFFFF, and accepts its peer's frames from any of them (MAC, IP
+    // and QPN still checked). Both ends of a connection must agree: a QP that does not spray
+    // drops a spraying peer's frames as wrong_peer. For transports that tolerate reordering
+    // (SDR's UC QPs); an RC QP sees the reordering of diverse paths as loss. False: no such QP.
+    [[nodiscard]] bool qp_set_spray(uint32_t handle, bool on);
     uint32_t qp_root_key(uint32_t handle) const { return handle < qps_.size() ? qps_[handle].rkey : 0; }
 
     // Zero-based indirect root keys: nslots entries of slot_bytes each, all NULL at start; 0
@@ -104,7 +126,7 @@ public:
     bool tx_pending() const
     {
         return !sq_ring_.empty() || ctrl_next_ != ctrl_head_ || engine_tx_ || !rc_acks_.empty() ||
-               !rc_resends_.empty();
+               !rc_resends_.empty() || !cnps_.empty();
     }
     [[nodiscard]] bool tx_next(TxPacket* out);
     // The packets left the port (or failed locally), in the order tx_next gave them.
@@ -238,7 +260,14 @@ private:
         uint32_t tag = 0, channel = 0, rkey = 0;
         uint32_t remote_qpn = 0, remote_ip = 0, psn = 0;
         std::array<uint8_t, 6> remote_mac{};
-        uint32_t peer_port = kNoPeer;  // udp_src_port(remote_qpn) once connected
+        // What the peer's frames must carry: (port | port_mask) == peer_port. Connected:
+        // udp_src_port(qpn, remote_qpn) and mask 0, or spraying kSprayPeerPort, kSprayPortMask.
+        uint32_t peer_port = kNoPeer;
+        uint16_t port_mask = 0;
+        uint16_t conn_port = 0xC000;  // udp_src_port(qpn, remote_qpn): this QP's frames
+        bool spray = false;
+        uint32_t spray_n = 0;  // packets sprayed: the next one's port
+
         uint32_t sq_used = 0;     // WQEs queued or in the port (RC: until acknowledged)
         bool sq_blocked = false;  // firmware was refused: doorbell when space frees
         bool rc = false;
@@ -255,6 +284,16 @@ private:
         bool ack_queued = false, nak_sent = false;
         uint8_t nak_code = 0;  // 1 + the NAK code the queued response carries, 0: an ACK
         uint32_t epsn = 0, msn = 0, unacked_rx = 0;
+        // DCQCN (nic_dcqcn.cpp): the sender's rate and the time its next packet may leave; the
+        // receiver's CNP limit.
+        DcqcnRp rp;
+        DcqcnNp np;
+        uint64_t next_send_ns = 0;
+    };
+    struct CnpSend {  // a CNP waiting for the port
+        uint32_t dest_qp = 0, remote_ip = 0;
+        std::array<uint8_t, 6> remote_mac{};
+        uint16_t udp_src_port = 0;
     };
 
     struct CtrlQp {
@@ -299,11 +338,27 @@ private:
     void sdr_rc_arm(TransportQp& q, uint32_t h);
     void sdr_rc_timer(uint32_t h);
     void drop(RxDrop d, TransportQp* qp);
+    // ---- DCQCN (nic_dcqcn.cpp) ----
+    [[gnu::cold, gnu::noinline]] void dcqcn_notify(TransportQp& q);  // NP: a CE-marked packet for q
+    void dcqcn_cnp(const PacketMeta& m, const NicAddress& src);   // RP: a CNP arrived
+    bool dcqcn_may_send(TransportQp& q);                           // false: paced, wake-up armed
+    void dcqcn_sent(TransportQp& q, PacketMeta& m);               // ECT(0), the rate's next slot
+    bool cnp_tx_next(TxPacket* out);
+    // The UDP source port of a transport QP's next packet: flow entropy, the connection's port
+    // as RoCEv2 NICs derive it, or a sprayed one.
+    static uint16_t tx_port(TransportQp& q)
+    {
+        return q.spray ? sprayed_udp_src_port(q.conn_port, q.spray_n++) : q.conn_port;
+    }
     hal_worker* tx_worker(uint32_t qp_index) { return workers_[qp_index % workers_.size()].get(); }
 
     bool tx_prefetch_ = false;
     bool cqe_dispatch_ = false;
     bool verbs_turn_ = false;  // toggled per packet while both SDR and verbs have work
+    bool dcqcn_on_ = false;    // dcqcn_.enabled: the one flag the per-packet paths test
+    DcqcnParams dcqcn_;
+    uint64_t dcqcn_wake_ns_ = 0;  // the pacing timer's deadline in force, 0: none
+    std::deque<CnpSend> cnps_;
     // One record per DPA worker and context (worker.hpp): workers_ for send completions,
     // doorbells and timers (under the executor's lock), rx_workers_ for the receive handler
     // (run_rx_cqe, on the worker's own thread when the executor has worker threads).

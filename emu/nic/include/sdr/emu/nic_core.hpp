@@ -35,8 +35,11 @@ struct PacketMeta {
     uint8_t opcode = 0;
     bool solicited : 1 = false;  // the BTH's SE bit (verbs: on a message's last packet)
     bool ack_req : 1 = false;    // the BTH's AckReq bit (SDR's RC packets: nic_sdr_rc.cpp)
-    uint8_t ecn : 2 = 0;         // the IP header's ECN field (RFC 3168): 1, 2 ECT; 3 CE
+    // The IPv4 header's ECN bits (wire::kEcn*): what the sender set (ECT(0) with DCQCN on, else
+    // Not-ECT), CE once a switch or the link marked it. In the spare bits of the last byte.
+    uint8_t ecn : 2 = wire::kEcnNotEct;
 };
+static_assert(sizeof(PacketMeta) == 40, "PacketMeta is half of a TxPacket's 80 bytes");
 
 struct NicAddress {
     std::array<uint8_t, 6> mac{};
@@ -53,6 +56,8 @@ struct PortCounters {
     uint64_t rx_drops[static_cast<size_t>(RxDrop::Count)] = {};
     uint64_t tx_frames = 0, tx_bytes = 0, tx_local_errors = 0;
     uint64_t rx_ctrl = 0, tx_ctrl = 0;  // control datagrams (also counted in rx/tx_frames)
+    // DCQCN (dcqcn.hpp): CE-marked data packets received, CNPs sent (as NP) and taken (as RP)
+    uint64_t rx_ce = 0, cnp_sent = 0, cnp_received = 0;
     uint64_t rx_drop(RxDrop d) const { return rx_drops[static_cast<size_t>(d)]; }
     uint64_t rx_drops_total() const;
 };
@@ -75,8 +80,9 @@ struct TxPacket {
     // Sdr: a transport QP's WRITE-with-immediate; Ctrl: a control datagram (qp: the control
     // QP handle); Verbs: a verbs QP's packet (qp: the verbs QP handle); SdrAck: an RC transport
     // QP's ACK or NAK (qp: its handle). One byte, so SDR's per-packet path tests one value for
-    // "not SDR".
-    enum class Kind : uint8_t { Sdr, Ctrl, Verbs, SdrAck } kind = Kind::Sdr;
+    // "not SDR". Cnp: a DCQCN congestion notification (wire::kOpCnp) to a sending QP; no QP
+    // of ours completes with it. Every kind but Sdr and Verbs is control traffic.
+    enum class Kind : uint8_t { Sdr, Ctrl, Verbs, SdrAck, Cnp } kind = Kind::Sdr;
     bool local_error = false;          // lkey/bounds check failed: no packet, error completion
     // RC request: the BTH's AckReq bit. (An RC ACK's or READ response's AETH travels in
     // meta.imm: no opcode carries both; so the packet stays 80 bytes, the batch stride SDR pays.)

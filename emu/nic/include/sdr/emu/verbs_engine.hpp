@@ -79,6 +79,10 @@ public:
     // attributes each transition needs (emu/nic/VERBS.md), EINVAL otherwise.
     [[nodiscard]] int qp_modify(uint32_t qp, const verbs::QpAttr& attr, uint32_t mask);
     verbs::QpState qp_state(uint32_t qp) const;
+    // Packet spraying (ids.hpp sprayed_udp_src_port): each packet from another UDP source port
+    // (the provider's SDR_VERBS_SPRAY). Receivers check no verbs port, so only the sender
+    // changes. RC sees the reordering of diverse paths as loss (go-back-N). EINVAL: no such QP.
+    [[nodiscard]] int qp_set_spray(uint32_t qp, bool on);
     [[nodiscard]] int post_send(uint32_t qp, const verbs::SendWr& wr);  // ENOMEM: send queue full
     [[nodiscard]] int post_recv(uint32_t qp, const verbs::RecvWr& wr);  // ENOMEM: receive queue full
     const verbs::QpCountersVerbs* qp_counters(uint32_t qp) const;
@@ -187,6 +191,8 @@ private:
         uint32_t qpn = 0, pd = 0, send_cq = 0, recv_cq = 0;
         uint32_t access = 0, qkey = 0, pmtu = 4096;
         uint32_t sq_psn = 0, epsn = 0, dest_qpn = 0;
+        bool spray = false;
+        uint32_t spray_n = 0;  // packets sprayed: the next one's port
         NicAddress remote;
         verbs::SpscRing<VerbsSend> sq;
         verbs::SpscRing<verbs::RecvWr> rq;
@@ -234,6 +240,12 @@ private:
     // RxDrop::Count when the write is allowed.
     RxDrop verbs_write_target(const VerbsQp& q, uint32_t key, uint64_t va, uint64_t write_len, uint8_t** dst);
     VerbsQp* vqp(uint32_t h) const { return h < vqps_.size() ? vqps_[h].get() : nullptr; }
+    // The UDP source port of q's next packet to QP dest_qpn: the pair's (ids.hpp), or sprayed.
+    static uint16_t tx_port(VerbsQp& q, uint32_t dest_qpn)
+    {
+        const uint16_t port = udp_src_port(q.qpn, dest_qpn);
+        return q.spray ? sprayed_udp_src_port(port, q.spray_n++) : port;
+    }
     // Every SGE of a WQE inside a live region of pd (with `access`); its bytes in *total.
     bool verbs_sges_ok(uint32_t pd, const verbs::Sge* sg, uint32_t n, uint32_t access, uint32_t* total);
     // Copy len bytes to offset `off` of the scatter list (checked with verbs_sges_ok).

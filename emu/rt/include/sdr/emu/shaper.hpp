@@ -21,6 +21,7 @@ struct ShaperParams {
 struct ShaperCounters {
     uint64_t dropped = 0, duplicated = 0, delayed = 0, held_frames = 0, held_bytes = 0;
     uint64_t dropped_burst = 0;  // of dropped: in the Gilbert-Elliott bad state (the rest: i.i.d. loss)
+    uint64_t ce_marked = 0;      // ECT frames marked CE (ImpairmentParams::ce_mark)
 };
 
 class Shaper {
@@ -33,9 +34,11 @@ public:
         uint32_t copies = 1;
         bool direct = true;
         bool burst = false;  // dropped in a Gilbert-Elliott burst (copies = 0)
+        bool ce = false;     // mark the frame CE (mark_ce) before it leaves
         uint64_t extra_delay_ns = 0;
     };
     Verdict decide();
+    void count_ce_mark() { c_.ce_marked++; }  // the caller marked a frame decide() chose
     // Hold copies of a frame until now + delay (+ extra).
     void hold(uint64_t now_ns, const uint8_t* frame, size_t len, const Verdict& v);
     // Frames whose time has come and that the rate limit lets out, oldest release first;

@@ -95,6 +95,7 @@ public:
     uint64_t dropped_burst() const { return dropped_burst_; }  // of dropped(): Gilbert-Elliott
     uint64_t duplicated() const { return duplicated_; }
     uint64_t reordered() const { return reordered_; }
+    uint64_t ce_marked() const { return ce_marked_; }
 
 private:
     struct InFlight {
@@ -120,7 +121,7 @@ private:
     Impairment imp_;
     FifoRing<InFlight> fifo_;  // arrivals in order
     std::vector<InFlight> late_;  // reordered and duplicated packets (min-heap on arrival)
-    uint64_t delivered_ = 0, dropped_ = 0, dropped_burst_ = 0, duplicated_ = 0, reordered_ = 0;
+    uint64_t delivered_ = 0, dropped_ = 0, dropped_burst_ = 0, duplicated_ = 0, reordered_ = 0, ce_marked_ = 0;
     const int max_run_ahead_;  // kMaxRunAhead, or 1 with FabricParams::per_packet_events
 };
 

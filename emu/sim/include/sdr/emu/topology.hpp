@@ -60,6 +60,8 @@ struct Topology {
     std::vector<std::string> switches;  // names: "leaf0", "spine1", "core3", "dc1.gw"
     std::vector<TopoLink> links;
     SwitchParams sw;
+    // DCQCN in every NIC when the switches mark ECN (sw.ecn); false: ECN marks go unanswered.
+    bool dcqcn = true;
 
     uint32_t nodes() const { return hosts + static_cast<uint32_t>(switches.size()); }
     bool is_host(uint32_t node) const { return node < hosts; }

@@ -57,14 +57,53 @@ private:
     std::optional<Rng> rng_;
 };
 
-// The UDP source port a RoCEv2 sender puts on the frames of QP `qpn` (flow entropy, in the
-// range 0xC000-0xFFFF the IBTA spec recommends). The receiver derives the same port from the
-// QPN of the peer it is connected to and accepts no other. Index and tag bits are folded
-// together so that the QPs of one NIC spread over ports and the port carries the tag's
-// randomness.
-inline uint16_t udp_src_port(uint32_t qpn)
+// The UDP source port of a RoCEv2 connection (flow entropy for ECMP, in the range 0xC000-0xFFFF
+// the IBTA's RoCEv2 annex recommends), as Linux's RoCE drivers derive it (include/rdma/
+// ib_verbs.h, rdma_get_udp_sport with no flow label in the address vector): the product of the
+// two QPNs folded to a 20-bit IPv6-style flow label, then the flow label folded to 14 bits. The
+// product is symmetric, so both ends of a connection compute the same port: the sender puts it
+// on its frames and the receiver accepts no other from its peer (ids.hpp's injection
+// resistance: the port carries the random tag bits of both QPNs).
+inline uint32_t roce_flow_label(uint32_t lqpn, uint32_t rqpn)
 {
-    return static_cast<uint16_t>(0xC000 | ((qpn ^ (qpn >> 10)) & 0x3FFF));
+    uint64_t v = static_cast<uint64_t>(lqpn) * rqpn;
+    v ^= v >> 20;
+    v ^= v >> 40;
+    return static_cast<uint32_t>(v & 0xFFFFF);
 }
+
+inline uint16_t flow_label_udp_src_port(uint32_t flow_label)
+{
+    return static_cast<uint16_t>(0xC000 | ((flow_label & 0x3FFF) ^ ((flow_label & 0xFC000) >> 14)));
+}
+
+// Connected QPs (SDR's transport and control QPs, verbs RC and UC) name their peer's QPN; a UD
+// datagram names its destination QPN. For UD Linux has no one rule: the kernel helper takes the
+// address handle's flow label when it has one, and hns draws a random port per address handle
+// without one, rxe hashes the sender's QPN alone. We use the helper's fallback, the pair of
+// QPNs (source QP, destination QP): deterministic (simulated runs replay) and, like a
+// connection, one path per pair of QPs, so a UD flow stays in order through an ECMP fabric.
+inline uint16_t udp_src_port(uint32_t lqpn, uint32_t rqpn)
+{
+    return flow_label_udp_src_port(roce_flow_label(lqpn, rqpn));
+}
+
+// Packet spraying (as AWS SRD and Ultra Ethernet do): a QP's packet n leaves from its own port,
+// so an ECMP fabric that hashes the 5-tuple spreads one QP's packets over every path. The
+// connection's port plus n, multiplied by an odd constant (a bijection modulo 2^14: consecutive
+// packets land far apart) and xor-shifted (also a bijection: the high bits reach the low ones,
+// which switch hashes often weigh most): any 2^14 consecutive packets take every port of
+// 0xC000-0xFFFF exactly once.
+inline uint16_t sprayed_udp_src_port(uint16_t connection_port, uint32_t n)
+{
+    uint32_t x = ((connection_port + n) * 0x2F35u) & 0x3FFF;
+    x ^= x >> 7;
+    return static_cast<uint16_t>(0xC000 | x);
+}
+// What a spraying QP's receiver accepts: any port of the range. A port p passes when
+// (p | kSprayPortMask) == kSprayPeerPort; a QP that does not spray keeps the mask 0 and its one
+// port, so the receive path's check is the same OR and compare for both.
+inline constexpr uint16_t kSprayPortMask = 0x3FFF;
+inline constexpr uint16_t kSprayPeerPort = 0xFFFF;
 
 }  // namespace sdr::emu

@@ -47,6 +47,10 @@ inline constexpr uint8_t kOpUcWriteFirst = 0x26, kOpUcWriteMiddle = 0x27, kOpUcW
                          kOpUcWriteLastImm = 0x29, kOpUcWriteOnly = 0x2A;
 inline constexpr uint8_t kOpUcWriteOnlyImm = 0x2B;  // UC RDMA WRITE Only with Immediate (SDR's)
 inline constexpr uint8_t kOpUdSendOnly = 0x64, kOpUdSendOnlyImm = 0x65;  // UD SEND Only (+Imm), carry DETH
+// RoCEv2 CNP (the IBTA's RoCEv2 annex A17): congestion notification to the QP named in the BTH,
+// 16 reserved bytes (zero) after the BTH, then the ICRC.
+inline constexpr uint8_t kOpCnp = 0x81;
+inline constexpr uint32_t kCnpReservedBytes = 16;
 inline constexpr size_t kEthBytes = 14, kIpv4Bytes = 20, kUdpBytes = 8, kBthBytes = 12, kRethBytes = 16,
                         kDethBytes = 8, kImmBytes = 4, kIcrcBytes = 4, kAethBytes = 4;
 inline constexpr size_t kWriteImmHeaderBytes = 74;  // Eth..ImmDt for 0x2B
@@ -79,6 +83,7 @@ struct Table {
         f[kOpRcAck] = kValid | kAeth | kNoPayload;
         f[kOpUdSendOnly] = kValid | kDeth;
         f[kOpUdSendOnlyImm] = kValid | kDeth | kImm;
+        f[kOpCnp] = kValid;  // its 16 reserved bytes travel as the payload
     }
 };
 inline constexpr Table kTable{};
@@ -100,10 +105,14 @@ constexpr size_t frame_bytes_write_imm(size_t payload) { return kWriteImmHeaderB
 inline constexpr size_t kUdSendHeaderBytes = kEthBytes + kIpv4Bytes + kUdpBytes + kBthBytes + kDethBytes;
 constexpr size_t frame_bytes_ud_send(size_t payload) { return kUdSendHeaderBytes + payload + kIcrcBytes; }
 
+// ECN, the low 2 bits of the IPv4 TOS byte (RFC 3168). A NIC with DCQCN on sends ECT(0), as
+// RoCEv2 NICs do; a congested switch rewrites ECT to CE instead of dropping.
+inline constexpr uint8_t kEcnNotEct = 0, kEcnEct1 = 1, kEcnEct0 = 2, kEcnCe = 3;
+
 struct Headers {
     std::array<uint8_t, 6> dst_mac{}, src_mac{};
     uint32_t src_ip = 0, dst_ip = 0;  // host byte order
-    uint8_t ip_tos = 0, ip_ttl = 64;
+    uint8_t ip_tos = 0, ip_ttl = 64;  // TOS: DSCP << 2 | ECN
     uint16_t ip_id = 0;
     uint16_t udp_src_port = 0xC000;  // flow entropy
     uint8_t opcode = kOpUcWriteOnlyImm;
@@ -116,7 +125,15 @@ struct Headers {
     uint32_t qkey = 0; uint32_t src_qp = 0;                      // DETH (UD)
     uint32_t imm = 0;                                            // ImmDt, host order
     uint32_t aeth = 0;  // AETH (RC ACK, READ response FIRST/LAST/ONLY); decode sets it only for those
+    uint8_t ecn() const { return ip_tos & 3; }
+    void set_ecn(uint8_t e) { ip_tos = static_cast<uint8_t>((ip_tos & ~3u) | (e & 3u)); }
 };
+
+// A switch's ECN mark (RFC 3168), in place: an ECT(0) or ECT(1) IPv4 frame becomes CE and its
+// IPv4 header checksum is recomputed; the ICRC stays valid, as it masks the TOS byte (and
+// the checksum). True if the frame carries CE now (marked, or already CE); false, unchanged,
+// for a Not-ECT frame or one too short or not IPv4 with a 20-byte header.
+bool mark_ce(uint8_t* frame, size_t len);
 
 // Writes a whole frame (headers, payload, ICRC) into out. IPv4 total length, header checksum and
 // UDP length come from payload_len; UDP checksum 0. h.dma_len is written as given (tests build
@@ -162,10 +179,5 @@ uint32_t icrc(const uint8_t* frame, size_t len_without_icrc);
 // Store / check the 4 ICRC bytes exactly as on the wire (the CRC little-endian: its low byte first).
 void write_icrc(uint8_t* frame, size_t len_without_icrc);
 bool icrc_ok(const uint8_t* frame, size_t len);
-
-// A switch's ECN mark (RFC 3168): an ECN-capable (ECT) IPv4 frame gets CE in its TOS and a new
-// header checksum; the ICRC masks the TOS, so it stays valid. false (and the frame untouched)
-// if the frame is not ECT IPv4.
-bool mark_ce(uint8_t* frame, size_t len);
 
 }  // namespace sdr::emu::wire

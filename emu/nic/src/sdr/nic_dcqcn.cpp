@@ -1,0 +1,104 @@
+// DCQCN on SDR's transport QPs (dcqcn.hpp has the rules): ECT(0) on every data packet, the
+// notification point's CNPs, the reaction point's rate and the send engine's pacing by it.
+// Nothing here runs while it is off: the per-packet paths test dcqcn_on_ (send) or a CE mark
+// (receive) first.
+
+#include "same_mac.hpp"
+
+#include <sdr/emu/nic.hpp>
+#include <sdr/emu/wire.hpp>
+
+#include <algorithm>
+#include <cmath>
+
+namespace sdr::emu {
+
+namespace {
+// Preamble and start delimiter, inter-frame gap, FCS: what a frame costs on the wire beyond
+// its bytes, so the paced rate is a line rate as Ethernet counts it.
+constexpr uint64_t kWireOverheadBytes = 24;
+const uint8_t kCnpReserved[wire::kCnpReservedBytes] = {};
+}  // namespace
+
+void Nic::set_dcqcn(const DcqcnParams& p)
+{
+    dcqcn_ = p;
+    dcqcn_on_ = p.enabled && p.line_gbps > 0;
+    if (!dcqcn_on_) cnps_.clear();  // tx_next takes them only while on
+    const uint64_t now = exec_->now_ns();
+    for (TransportQp& q : qps_) {
+        q.rp.reset(dcqcn_, now);
+        q.np = DcqcnNp{};
+        q.next_send_ns = 0;
+    }
+}
+
+double Nic::qp_dcqcn_rate_gbps(uint32_t handle)
+{
+    if (handle >= qps_.size() || !qps_[handle].live) return 0;
+    TransportQp& q = qps_[handle];
+    if (!dcqcn_on_) return dcqcn_.line_gbps;
+    return q.rp.rate_gbps(exec_->now_ns());
+}
+
+void Nic::dcqcn_notify(TransportQp& q)
+{
+    port_.rx_ce++;
+    if (!dcqcn_on_ || !q.np.on_ce(exec_->now_ns(), dcqcn_.cnp_interval_ns)) return;
+    // Back to the sending QP, from this QP's connection port (a spraying peer takes any).
+    cnps_.push_back(CnpSend{q.remote_qpn, q.remote_ip, q.remote_mac, q.conn_port});
+    exec_->tx_ready(*this);
+}
+
+void Nic::dcqcn_cnp(const PacketMeta& m, const NicAddress& src)
+{
+    const uint32_t h = NicIds::qpn_index(m.dest_qp);
+    if (h >= qps_.size() || qps_[h].qpn != m.dest_qp || !qps_[h].live) return drop(RxDrop::UnknownQp, nullptr);
+    TransportQp& q = qps_[h];
+    if ((m.udp_src_port | q.port_mask) != q.peer_port || src.ip != q.remote_ip || !same_mac(src.mac, q.remote_mac))
+        return drop(RxDrop::WrongPeer, &q);
+    if (!dcqcn_on_) return drop(RxDrop::WrongOpcode, &q);
+    port_.cnp_received++;
+    q.rp.on_cnp(exec_->now_ns());
+}
+
+bool Nic::dcqcn_may_send(TransportQp& q)
+{
+    const uint64_t now = exec_->now_ns();
+    if (!q.live || q.next_send_ns <= now) return true;
+    // One timer for the earliest deadline: a later one would leave the port idle too long.
+    if (!dcqcn_wake_ns_ || q.next_send_ns < dcqcn_wake_ns_) {
+        dcqcn_wake_ns_ = q.next_send_ns;
+        exec_->arm_timer(*this, kDcqcnTimerWorker, 0, q.next_send_ns);
+    }
+    return false;
+}
+
+void Nic::dcqcn_sent(TransportQp& q, PacketMeta& m)
+{
+    m.ecn = wire::kEcnEct0;
+    const uint64_t now = exec_->now_ns();
+    const uint64_t bytes = wire::frame_bytes_write_imm(m.dma_len) + kWireOverheadBytes;
+    const double gbps = q.rp.rate_gbps(now);  // bits per ns
+    q.next_send_ns = std::max(q.next_send_ns, now) + static_cast<uint64_t>(std::ceil(bytes * 8 / gbps));
+    q.rp.on_sent(now, bytes);
+}
+
+bool Nic::cnp_tx_next(TxPacket* out)
+{
+    const CnpSend c = cnps_.front();
+    cnps_.pop_front();
+    *out = TxPacket{};
+    out->kind = TxPacket::Kind::Cnp;
+    PacketMeta& m = out->meta;
+    m.opcode = wire::kOpCnp;
+    m.dest_qp = c.dest_qp;
+    m.dma_len = wire::kCnpReservedBytes;
+    m.udp_src_port = c.udp_src_port;
+    out->remote_ip = c.remote_ip;
+    out->remote_mac = c.remote_mac;
+    out->payload = kCnpReserved;
+    return true;
+}
+
+}  // namespace sdr::emu
