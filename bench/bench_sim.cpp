@@ -101,8 +101,9 @@ void BM_bare_event_loop(benchmark::State& st)
     st.counters["rate"] = benchmark::Counter(static_cast<double>(packets), benchmark::Counter::kIsRate);
 }
 
-// A k-ary fat tree, payload-free, under htsim's permutation (host i sends to i + n/2): every
-// packet crosses edge, aggregation, core, aggregation and edge switches. Counts end-to-end
+// A k-ary fat tree, payload-free, under htsim's permutation (host i sends to i + n/2), with ECN
+// (DCQCN in the NICs) and packet spraying: every packet crosses edge, aggregation, core,
+// aggregation and edge switches. Counts end-to-end
 // packets (delivered to a NIC) and packet-hops (arrivals at switches and NICs) per wall second;
 // the simulated time, the wall time of the transfer alone and the peak RSS go to the report.
 struct FabricRun {
@@ -120,7 +121,9 @@ void BM_fabric(benchmark::State& st)
     p.topology->sw.ecn = true;
     sdr::SimHosts h(p, 8);
     const uint32_t n = p.topology->hosts;
-    for (uint32_t i = 0; i < n; i++) h.connect(i, (i + n / 2) % n, sdr_qp_attr{16, 27, 1, SDR_MTU_4096, 1, 1, 0});
+    // Every channel sprays (SDR's UC channels take packets in any order); DCQCN answers ECN.
+    const sdr_qp_attr_ext spray{0, SDR_LIFETIME_FROM_PATH, SDR_TRANSPORT_UC, 1};
+    for (uint32_t i = 0; i < n; i++) h.connect(i, (i + n / 2) % n, sdr_qp_attr{16, 27, 1, SDR_MTU_4096, 1, 1, 0}, spray);
     uint64_t packets = 0, hops = 0, wall_ns = 0, sim_ps = 0, lost = 0, events = 0;
     for (auto _ : st) {
         const uint64_t d0 = h.fabric().packets_delivered(), h0 = h.net().hops();
