@@ -108,9 +108,8 @@ void Pipe::fire(SimTime now, uint64_t arg)
     // As SimLink: deliver the head, then followers while nothing else is due before them; a
     // pipe into a NIC also stops when a host could notice something.
     const uint64_t seen = net_.fabric().host_events_now();
-    for (int n = 0; !fifo_.empty() && n < kMaxRunAhead; n++) {
+    for (int n = 0; !fifo_.empty() && n < kMaxRunAhead && (sw_ || net_.fabric().host_events_now() == seen); n++) {
         if (fifo_.front().t > now && !sim.run_ahead_to(fifo_.front().t)) break;
-        if (!sw_ && net_.fabric().host_events_now() != seen) break;
         now = sim.now();
         FabricPacket p = fifo_.front();
         fifo_.pop();
