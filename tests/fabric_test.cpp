@@ -132,7 +132,8 @@ struct PortView {
 // host 2 (port 2) takes twice its rate. Captured as pcapng on that port.
 PortView incast(const std::string& topo_keys, size_t bytes)
 {
-    const std::string path = ::testing::TempDir() + "incast.pcapng";
+    // One file per test: ctest runs the tests of this program side by side.
+    const std::string path = ::testing::TempDir() + ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".pcapng";
     emu::FabricParams p = params("leaf_spine:leaves=1,spines=1,hosts_per_leaf=3" + topo_keys);
     p.pcap_path = path;
     p.pcap_snaplen = 128;
