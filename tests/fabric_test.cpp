@@ -293,3 +293,14 @@ TEST(Switch, RcIncastIsLosslessUnderPfc)
         }
     }
 }
+
+TEST(Network, BaseRttAddsEveryHopOnceEachWay)
+{
+    // 2 hosts a leaf, 2 spines: uplinks at 100 Gbit/s as the host links
+    emu::FabricParams p = params("leaf_spine:leaves=2,spines=2,hosts_per_leaf=2,gbps=100,delay_us=1,latency_ns=500");
+    emu::SimFabric f(p);
+    // 4 links each way, 3 of them into a switch (+0.5 us); 3 switches serialise a 1000 B frame
+    // (+24 B of wire overhead) at 100 Gbit/s one way, a 100 B one back.
+    const emu::SimTime want = 2 * (4'000'000 + 3 * 500'000) + 3 * 81'920 + 3 * 9'920;
+    EXPECT_EQ(f.network()->base_rtt_ps(0, 2, 1000, 100), want);
+}

@@ -285,6 +285,26 @@ void SimNetwork::drop(const FabricPacket& p, SimTime t, const char* cause)
     f_.network_drop(t, p.src, p.dst, p.meta, p.frame, p.frame_len, cause);
 }
 
+SimTime SimNetwork::base_rtt_ps(uint32_t src, uint32_t dst, uint32_t bytes, uint32_t back_bytes) const
+{
+    auto one_way = [&](uint32_t from, uint32_t to, uint32_t frame) {
+        SimTime t = uplinks_[from]->delay_ps();
+        FabricPacket p{};
+        p.dst = to;
+        for (uint32_t s = host_switch_[from].first, hops = 0; hops <= switches_.size(); hops++) {
+            const SimSwitch& sw = *switches_[s];
+            const uint16_t port = sw.route(p);  // flow 0: one path of equal length
+            const Egress& e = sw.port(port);
+            t += static_cast<SimTime>(std::llround((frame + kWireOverheadBytes) * 8000.0 / e.gbps())) + e.pipe().delay_ps();
+            const uint32_t peer = sw.peer(port);
+            if (topo_.is_host(peer)) break;
+            s = peer - topo_.hosts;
+        }
+        return t;
+    };
+    return one_way(src, dst, bytes) + one_way(dst, src, back_bytes);
+}
+
 NetworkTotals SimNetwork::totals() const
 {
     NetworkTotals t;

@@ -96,6 +96,7 @@ public:
     const QueueCounters& counters() const { return c_; }
     QueueCounters& counters() { return c_; }
     Pipe& pipe() { return *pipe_; }
+    const Pipe& pipe() const { return *pipe_; }
     double gbps() const { return gbps_; }
     uint64_t kmin() const { return kmin_; }
     uint64_t kmax() const { return kmax_; }
@@ -135,11 +136,14 @@ public:
     uint16_t add_port(double gbps, std::unique_ptr<Pipe> pipe, uint32_t peer_node);
     size_t ports() const { return ports_.size(); }
     Egress& port(size_t i) { return *ports_[i]; }
+    const Egress& port(size_t i) const { return *ports_[i]; }
     uint32_t peer(size_t i) const { return peers_[i]; }
     // Routes: the ports on shortest paths to each host (set up by SimNetwork).
     void set_routes(std::vector<uint32_t> route, std::vector<uint16_t> ecmp_ports);
     // A packet arrives by in_port (from a pipe, at its time).
     [[gnu::visibility("hidden")]] void receive(FabricPacket& p, uint16_t in_port);
+    // The port a packet takes (ECMP: by its flow hash).
+    uint16_t route(const FabricPacket& p) const;
     // Multicast: the ports of this switch on the group's tree (set by SimNetwork); a switch
     // off every tree sends the group's packets up towards the root.
     void set_mcast_ports(uint32_t group_ip, std::vector<uint16_t> ports);
@@ -156,7 +160,6 @@ public:
 
 private:
     bool admit(const Egress& e, uint32_t bytes) const;
-    uint16_t route(const FabricPacket& p) const;
     void forward(FabricPacket& p, uint16_t in_port, Egress& e, SimTime now);
     void replicate(FabricPacket& p, uint16_t in_port, SimTime now);
     std::map<uint32_t, std::vector<uint16_t>> mcast_ports_;  // group -> ports on its tree
@@ -210,6 +213,11 @@ public:
     size_t switches() const { return switches_.size(); }
     SimSwitch& sw(size_t i) { return *switches_[i]; }
     const std::string& switch_name(size_t i) const { return topo_.switches[i]; }
+    // The round trip of an empty network from host src to dst and back: propagation and hop
+    // latency both ways, a frame of `bytes` serialised at each switch on the way out and one of
+    // `back_bytes` on the way back (store and forward), along the first of the ECMP paths. What
+    // an ideal flow completion time adds to the flow's own serialisation.
+    SimTime base_rtt_ps(uint32_t src, uint32_t dst, uint32_t bytes, uint32_t back_bytes) const;
     // The longest a packet can take between two hosts: propagation and hop latency of the
     // longest shortest path, plus each hop's full queue.
     SimTime max_transit_ps() const { return max_transit_ps_; }
