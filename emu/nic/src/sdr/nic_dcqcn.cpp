@@ -1,7 +1,8 @@
 // DCQCN on SDR's transport QPs (dcqcn.hpp has the rules): ECT(0) on every data packet, the
-// notification point's CNPs, the reaction point's rate and the send engine's pacing by it.
-// Nothing here runs while it is off: the per-packet paths test dcqcn_on_ (send) or a CE mark
-// (receive) first.
+// notification point's CNPs, the reaction point's rate and the send engine's pacing by it; and
+// what both engines share (nic_core.hpp): the CNP queue, the pacing wake-up and the pace (the
+// verbs engine's side is verbs/dcqcn.cpp). Nothing here runs while it is off: the per-packet
+// paths test dcqcn_on_ (send) or a CE mark (receive) first.
 
 #include "same_mac.hpp"
 
@@ -31,6 +32,33 @@ void Nic::set_dcqcn(const DcqcnParams& p)
         q.np = DcqcnNp{};
         q.next_send_ns = 0;
     }
+    if (engine_) engine_->dcqcn_reset();
+}
+
+void NicCore::dcqcn_queue_cnp(uint32_t dest_qp, const NicAddress& to, uint16_t port)
+{
+    cnps_.push_back(CnpSend{dest_qp, to.ip, to.mac, port});
+    exec_->tx_ready(static_cast<Nic&>(*this));
+}
+
+bool NicCore::dcqcn_due(uint64_t next_send_ns)
+{
+    if (next_send_ns <= exec_->now_ns()) return true;
+    // One timer for the earliest deadline: a later one would leave the port idle too long.
+    if (!dcqcn_wake_ns_ || next_send_ns < dcqcn_wake_ns_) {
+        dcqcn_wake_ns_ = next_send_ns;
+        exec_->arm_timer(static_cast<Nic&>(*this), kDcqcnTimerWorker, 0, next_send_ns);
+    }
+    return false;
+}
+
+void NicCore::dcqcn_paced(DcqcnRp& rp, uint64_t* next_send_ns, uint64_t frame_bytes)
+{
+    const uint64_t now = exec_->now_ns();
+    const uint64_t bytes = frame_bytes + kWireOverheadBytes;
+    const double gbps = rp.rate_gbps(now);  // bits per ns
+    *next_send_ns = std::max(*next_send_ns, now) + static_cast<uint64_t>(std::ceil(bytes * 8 / gbps));
+    rp.on_sent(now, bytes);
 }
 
 double Nic::qp_dcqcn_rate_gbps(uint32_t handle)
@@ -46,8 +74,7 @@ void Nic::dcqcn_notify(TransportQp& q)
     port_.rx_ce++;
     if (!dcqcn_on_ || !q.np.on_ce(exec_->now_ns(), dcqcn_.cnp_interval_ns)) return;
     // Back to the sending QP, from this QP's connection port (a spraying peer takes any).
-    cnps_.push_back(CnpSend{q.remote_qpn, q.remote_ip, q.remote_mac, q.conn_port});
-    exec_->tx_ready(*this);
+    dcqcn_queue_cnp(q.remote_qpn, NicAddress{q.remote_mac, q.remote_ip}, q.conn_port);
 }
 
 void Nic::dcqcn_cnp(const PacketMeta& m, const NicAddress& src)
@@ -64,24 +91,13 @@ void Nic::dcqcn_cnp(const PacketMeta& m, const NicAddress& src)
 
 bool Nic::dcqcn_may_send(TransportQp& q)
 {
-    const uint64_t now = exec_->now_ns();
-    if (!q.live || q.next_send_ns <= now) return true;
-    // One timer for the earliest deadline: a later one would leave the port idle too long.
-    if (!dcqcn_wake_ns_ || q.next_send_ns < dcqcn_wake_ns_) {
-        dcqcn_wake_ns_ = q.next_send_ns;
-        exec_->arm_timer(*this, kDcqcnTimerWorker, 0, q.next_send_ns);
-    }
-    return false;
+    return !q.live || dcqcn_due(q.next_send_ns);
 }
 
 void Nic::dcqcn_sent(TransportQp& q, PacketMeta& m)
 {
     m.ecn = wire::kEcnEct0;
-    const uint64_t now = exec_->now_ns();
-    const uint64_t bytes = wire::frame_bytes_write_imm(m.dma_len) + kWireOverheadBytes;
-    const double gbps = q.rp.rate_gbps(now);  // bits per ns
-    q.next_send_ns = std::max(q.next_send_ns, now) + static_cast<uint64_t>(std::ceil(bytes * 8 / gbps));
-    q.rp.on_sent(now, bytes);
+    dcqcn_paced(q.rp, &q.next_send_ns, wire::frame_bytes_write_imm(m.dma_len));
 }
 
 bool Nic::cnp_tx_next(TxPacket* out)

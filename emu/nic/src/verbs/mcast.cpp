@@ -91,7 +91,7 @@ void VerbsEngine::mcast_receive(const PacketMeta& m, const uint8_t* payload, con
             verbs_drop(RxDrop::QpNotReady, &q);
             continue;
         }
-        ud_receive(q, m, payload, ip_header);
+        ud_receive(q, m, payload, ip_header, nullptr);
     }
 }
 

@@ -41,6 +41,7 @@ uint32_t VerbsEngine::qp_create(QpType type, uint32_t pd, uint32_t send_cq, uint
     q->recv_cq = recv_cq;
     q->srq = srq;
     if (type == QpType::Rc) q->resp.resize(kRcRespDepth);
+    q->rp.reset(core_.dcqcn_, exec_->now_ns());  // line rate; DCQCN may be on now or later
     vqps_[h] = std::move(q);
     vpds_[pd].users++;
     if (srq != kNoHandle) vsrqs_[srq]->users++;

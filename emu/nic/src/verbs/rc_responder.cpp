@@ -39,6 +39,9 @@ void VerbsEngine::rc_receive(VerbsQp& q, uint32_t h, const PacketMeta& m, const 
 {
     // The connected peer's IP (its GID) only, as for UC.
     if (src.ip != q.remote.ip) return verbs_drop(RxDrop::WrongPeer, &q);
+    // Congested on the way: requests slow the peer's requester, READ responses its responder,
+    // which is the same connected QP.
+    if (m.ecn == wire::kEcnCe) [[unlikely]] dcqcn_notify(q, q.dest_qpn, q.remote);
     if (m.opcode >= wire::kOpRcReadRespFirst) {  // to the requester: READ responses and ACKs
         if (q.state != QpState::Rts) return verbs_drop(RxDrop::QpNotReady, &q);
         if (m.opcode == wire::kOpRcAck) return rc_ack_received(q, h, m.psn, hd.aeth);

@@ -70,12 +70,20 @@ bool VerbsEngine::tx_next(TxPacket* out)
 
 bool VerbsEngine::next_packet(TxPacket* out)
 {
-    while (!verbs_active_.empty()) {
+    // DCQCN: a QP that must wait for its rate goes to the back and the next one may send; the
+    // `paced` ones at the back end the round once only they are left (the wake-up is armed).
+    size_t paced = 0;
+    while (verbs_active_.size() > paced) {
         const uint32_t h = verbs_active_.front();
         verbs_active_.pop();
         VerbsQp& q = *vqps_[h];
         if (!q.live || !verbs_has_tx(q)) {
             q.queued = false;
+            continue;
+        }
+        if (core_.dcqcn_on_ && !dcqcn_may_send(q)) [[unlikely]] {
+            verbs_active_.push_slot() = h;
+            paced++;
             continue;
         }
         if (q.type == QpType::Rc) {
@@ -84,6 +92,7 @@ bool VerbsEngine::next_packet(TxPacket* out)
                 verbs_active_.push_slot() = h;
             else
                 q.queued = false;
+            if (sent && core_.dcqcn_on_) [[unlikely]] dcqcn_sent(q, *out);
             if (sent) return true;
             continue;
         }
@@ -150,6 +159,7 @@ bool VerbsEngine::next_packet(TxPacket* out)
         } else {
             q.queued = false;
         }
+        if (core_.dcqcn_on_) [[unlikely]] dcqcn_sent(q, *out);
         return true;
     }
     return false;

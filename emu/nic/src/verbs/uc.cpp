@@ -36,6 +36,7 @@ void VerbsEngine::uc_receive(VerbsQp& q, const PacketMeta& m, const uint8_t* pay
     // The connected peer's IP (its GID) only. Unlike SDR's QPs the MAC (a router rewrites it)
     // and UDP source port (any RoCEv2 sender picks its own) are not checked.
     if (src.ip != q.remote.ip) return verbs_drop(RxDrop::WrongPeer, &q);
+    if (m.ecn == wire::kEcnCe) [[unlikely]] dcqcn_notify(q, q.dest_qpn, q.remote);  // congested on the way
     const uint8_t op = m.opcode;
     const bool first = is_first(op), last = is_last(op), write = op >= wire::kOpUcWriteFirst;
     auto abandon = [&] {

@@ -13,11 +13,15 @@ namespace sdr::emu {
 using verbs::WcOpcode;
 using verbs::WcStatus;
 
-void VerbsEngine::ud_receive(VerbsQp& q, const PacketMeta& m, const uint8_t* payload, const uint8_t* ip_header)
+void VerbsEngine::ud_receive(VerbsQp& q, const PacketMeta& m, const uint8_t* payload, const uint8_t* ip_header,
+                             const NicAddress* src)
 {
     // A controlled Q_Key (high bit) is the sender's own QP's, sent for it by its NIC: it is
     // compared like any other, so a host can only reach a QP whose Q_Key it was told.
     if (m.qkey != q.qkey) return verbs_drop(RxDrop::BadQkey, &q);
+    // Congested on the way: the CNP goes to the sending QP (the DETH's) at the frame's source.
+    // Not for a group's copies: every member would answer the one sender.
+    if (m.ecn == wire::kEcnCe && src) [[unlikely]] dcqcn_notify(q, m.src_qp, *src);
     if (m.dma_len > q.pmtu) return verbs_drop(RxDrop::BadLength, &q);
     const verbs::RecvWr* head = verbs_rq_head(q);  // its own queue's or its SRQ's
     if (!head) return verbs_drop(RxDrop::NoRecvWqe, &q);

@@ -36,9 +36,7 @@ public:
     static constexpr uint32_t kSdrRcAckEvery = 16;
     static constexpr uint32_t kSdrRcRetries = 7;
     static constexpr uint64_t kSdrRcDefaultTimeoutNs = 10'000'000;
-    // DCQCN's pacing wake-up (nic_dcqcn.cpp): when every packet at the head waits for its QP's
-    // rate, the send engine asks for this timer and resumes at its deadline.
-    static constexpr uint32_t kDcqcnTimerWorker = 0xFFFD;
+    static constexpr uint32_t kDcqcnTimerWorker = NicCore::kDcqcnTimerWorker;
 
     // id_seed: QPNs, keys and Q_Keys drawn from a generator with this seed (replayable runs);
     // nullopt: from getrandom() (ids.hpp).
@@ -90,13 +88,14 @@ public:
     [[nodiscard]] bool qp_connect(uint32_t handle, const NicAddress& remote, uint32_t remote_qpn, uint64_t rc_timeout_ns = 0);
     void qp_bind_root_key(uint32_t handle, uint32_t rkey);
     // DCQCN (dcqcn.hpp, nic_dcqcn.cpp), NIC-wide; off by default. On: every data packet of SDR's
-    // transport QPs leaves ECT(0); a CE-marked one makes this NIC (the notification point) send
-    // a CNP to its sender, at most one per QP per p.cnp_interval_ns; a CNP cuts the named QP's
-    // rate (the reaction point), and the send engine paces each QP's packets at that rate
-    // (its line rate: p.line_gbps). The transport QPs of one NIC share one send queue in post
-    // order, so a QP that must wait holds the QPs behind it (one flow per NIC and peer, as
-    // SDR's channels to one peer are). Both ends should run it: a CNP to a NIC without DCQCN
-    // is a counted drop (wrong_opcode). Resets every QP's rate to line rate.
+    // transport QPs and of the verbs engine's RC/UC/UD QPs leaves ECT(0); a CE-marked one makes
+    // this NIC (the notification point) send a CNP to its sender, at most one per QP per
+    // p.cnp_interval_ns; a CNP cuts the named QP's rate (the reaction point), and the send
+    // engines pace each QP's packets at that rate (its line rate: p.line_gbps). The transport
+    // QPs of one NIC share one send queue in post order, so a QP that must wait holds the QPs
+    // behind it (one flow per NIC and peer, as SDR's channels to one peer are); a paced verbs
+    // QP lets the other verbs QPs go. Both ends should run it: a CNP to a NIC without DCQCN is a
+    // counted drop (wrong_opcode). Resets every QP's rate to line rate.
     void set_dcqcn(const DcqcnParams& p);
     const DcqcnParams& dcqcn() const { return dcqcn_; }
     // A transport QP's current DCQCN rate (Gbit/s) at the executor's now; 0: no such QP.
@@ -290,12 +289,6 @@ private:
         DcqcnNp np;
         uint64_t next_send_ns = 0;
     };
-    struct CnpSend {  // a CNP waiting for the port
-        uint32_t dest_qp = 0, remote_ip = 0;
-        std::array<uint8_t, 6> remote_mac{};
-        uint16_t udp_src_port = 0;
-    };
-
     struct CtrlQp {
         bool live = false;
         uint32_t qpn = 0, qkey = 0;
@@ -355,10 +348,6 @@ private:
     bool tx_prefetch_ = false;
     bool cqe_dispatch_ = false;
     bool verbs_turn_ = false;  // toggled per packet while both SDR and verbs have work
-    bool dcqcn_on_ = false;    // dcqcn_.enabled: the one flag the per-packet paths test
-    DcqcnParams dcqcn_;
-    uint64_t dcqcn_wake_ns_ = 0;  // the pacing timer's deadline in force, 0: none
-    std::deque<CnpSend> cnps_;
     // One record per DPA worker and context (worker.hpp): workers_ for send completions,
     // doorbells and timers (under the executor's lock), rx_workers_ for the receive handler
     // (run_rx_cqe, on the worker's own thread when the executor has worker threads).

@@ -5,6 +5,7 @@
 // engine its frames, timers and port turns through NicEngine.
 #pragma once
 
+#include <sdr/emu/dcqcn.hpp>
 #include <sdr/emu/ids.hpp>
 #include <sdr/emu/rx_drop.hpp>
 #include <sdr/emu/wire.hpp>
@@ -14,6 +15,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 
@@ -160,6 +162,7 @@ public:
     [[nodiscard]] virtual bool tx_next(TxPacket* out) = 0;  // its next packet, if it has one
     virtual void tx_done(const TxPacket& p) = 0;            // one of its packets left the port
     virtual void timer(uint32_t id) = 0;                     // its timer `id` fired
+    virtual void dcqcn_reset() = 0;  // DCQCN went on or off (Nic::set_dcqcn): every QP at line rate
 };
 
 // The whole frame of a padded verbs-style packet (a verbs QP's, an RC ACK or NAK): headers,
@@ -179,6 +182,10 @@ public:
     // NicExecutor::arm_timer with this worker number, above every DPA worker's, and the QP
     // handle as id: SDR's timer ids stay theirs.
     static constexpr uint32_t kVerbsTimerWorker = 0xFFFF;
+    // DCQCN's pacing wake-up (nic_dcqcn.cpp), for the QPs of both engines: when every packet
+    // that could go waits for its QP's rate, the send engine asks for this timer (id 0) and
+    // resumes at its deadline.
+    static constexpr uint32_t kDcqcnTimerWorker = 0xFFFD;
 
     NicCore(const NicCore&) = delete;
     NicCore& operator=(const NicCore&) = delete;
@@ -211,6 +218,24 @@ protected:
     ~NicCore() = default;
 
     friend class VerbsEngine;  // the attached engine shares the identity, ids, counters and executor
+    // ---- DCQCN (dcqcn.hpp, nic_dcqcn.cpp), NIC-wide: both engines' QPs ----
+    struct CnpSend {  // a CNP waiting for the port
+        uint32_t dest_qp = 0, remote_ip = 0;
+        std::array<uint8_t, 6> remote_mac{};
+        uint16_t udp_src_port = 0;
+    };
+    // NP: a CNP to the sending QP dest_qp at `to`, from UDP source port `port`, next in the port.
+    void dcqcn_queue_cnp(uint32_t dest_qp, const NicAddress& to, uint16_t port);
+    // A QP whose next packet may leave at next_send_ns: true if now, else false and the wake-up
+    // armed for it (one timer, for the earliest deadline of any QP).
+    bool dcqcn_due(uint64_t next_send_ns);
+    // A data packet of frame_bytes left a QP with reaction point rp: the time its next may leave
+    // (wire bytes at the rate Rc after this one), and the byte counter.
+    void dcqcn_paced(DcqcnRp& rp, uint64_t* next_send_ns, uint64_t frame_bytes);
+    bool dcqcn_on_ = false;    // dcqcn_.enabled: the one flag the per-packet paths test
+    DcqcnParams dcqcn_;
+    uint64_t dcqcn_wake_ns_ = 0;  // the pacing timer's deadline in force, 0: none
+    std::deque<CnpSend> cnps_;
     uint32_t index_;
     NicAddress addr_;
     bool payload_;

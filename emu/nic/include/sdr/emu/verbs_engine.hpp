@@ -6,6 +6,7 @@
 // attaches it on first use (Nic::verbs) and hands it its frames, timers and port turns.
 #pragma once
 
+#include <sdr/emu/dcqcn.hpp>
 #include <sdr/emu/fifo_ring.hpp>
 #include <sdr/emu/nic_core.hpp>
 #include <sdr/emu/verbs.hpp>
@@ -123,6 +124,10 @@ public:
     [[nodiscard]] bool tx_next(TxPacket* out) override;
     void tx_done(const TxPacket& p) override;
     void timer(uint32_t id) override;
+    void dcqcn_reset() override;
+    // A QP's current DCQCN rate (Gbit/s) at the executor's now (the line rate while DCQCN is
+    // off); 0: no such QP.
+    double qp_dcqcn_rate_gbps(uint32_t qp);
 
 private:
     // ---- verbs objects ----
@@ -228,6 +233,11 @@ private:
         std::vector<RcResp> resp;  // kRcRespDepth entries (RC QPs only)
         uint32_t resp_head = 0, resp_n = 0, rd_queued = 0;
         uint32_t mcast_groups = 0;  // UD: groups it is attached to
+        // DCQCN (verbs/dcqcn.cpp): the sender's rate and the time its next data packet may
+        // leave; the receiver's CNP limit.
+        DcqcnRp rp;
+        DcqcnNp np;
+        uint64_t next_send_ns = 0;
     };
     VerbsMr* verbs_mr(uint32_t key)
     {
@@ -267,7 +277,9 @@ private:
     static uint8_t verbs_data_opcode(verbs::WrOpcode op, bool first, bool last, bool rc);
     void uc_receive(VerbsQp& q, const PacketMeta& m, const uint8_t* payload, const NicAddress& src,
                     uint32_t reth_len);
-    void ud_receive(VerbsQp& q, const PacketMeta& m, const uint8_t* payload, const uint8_t* ip_header);
+    // src: the frame's source, nullptr for a multicast group's copy (no CNP for those).
+    void ud_receive(VerbsQp& q, const PacketMeta& m, const uint8_t* payload, const uint8_t* ip_header,
+                    const NicAddress* src);
     // A frame to QPN 0xFFFFFF: one copy to each QP attached to its destination group.
     void mcast_receive(const PacketMeta& m, const uint8_t* payload, const uint8_t* ip_header);
     struct McastGroup {
@@ -276,6 +288,12 @@ private:
     };
     McastGroup* mcast_group(uint32_t ip);
     void verbs_drop(RxDrop d, VerbsQp* q);
+    // ---- DCQCN (verbs/dcqcn.cpp; the rules: dcqcn.hpp) ----
+    // NP: a CE-marked packet for q from its sender, QP sender_qpn at `from`.
+    [[gnu::cold, gnu::noinline]] void dcqcn_notify(VerbsQp& q, uint32_t sender_qpn, const NicAddress& from);
+    void dcqcn_cnp(VerbsQp& q, const NicAddress& src);  // RP: a CNP for q arrived
+    bool dcqcn_may_send(const VerbsQp& q);              // false: paced, wake-up armed
+    void dcqcn_sent(VerbsQp& q, TxPacket& p);           // ECT(0) on data, the rate's next slot
     // ---- RC (rc_requester.cpp, rc_responder.cpp, rc_read.cpp) ----
     static uint32_t rc_npkts(uint32_t len, uint32_t pmtu) { return len ? (len + pmtu - 1) / pmtu : 1; }
     void rc_receive(VerbsQp& q, uint32_t h, const PacketMeta& m, const uint8_t* payload, const NicAddress& src,
