@@ -41,6 +41,7 @@ WorldConfig world_config(const LinkSetup& l)
     w.fabric.payload = false;
     w.fabric.seed = l.seed;
     w.fabric.per_packet_events = l.per_packet_events;
+    w.fabric.drop_log = l.drop_log;
     if (!l.topology.empty()) {
         emu::Topology t;
         std::string err;

@@ -25,6 +25,7 @@ struct LinkSetup {
     // A datacenter network in place of the one link (emu::Topology::parse; its long haul takes
     // the rate, RTT and loss above): sim:0 and sim:1 are the hosts that talk. Empty: one link.
     std::string topology;
+    bool drop_log = false;  // emu::FabricParams::drop_log: which packets were lost, and where
 };
 
 struct Sample {
@@ -52,6 +53,9 @@ public:
     Sample run(rel::Config cfg, uint64_t bytes, uint64_t seed);
     // Frames the fabric has delivered so far (data and control).
     uint64_t packets() const;
+    // The fabric the samples run on: what else runs there between them (background traffic),
+    // its clock, its network's counters.
+    emu::SimFabric& fabric() const { return world_->fabric(); }
     // Bytes on the wire per packet beyond its payload (headers, ICRC, preamble, gap, FCS).
     static double wire_overhead_bytes();
 
