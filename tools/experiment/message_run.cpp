@@ -85,6 +85,19 @@ rel::model::Params model_params(const LinkSetup& l, uint64_t bytes, const rel::C
                              l.chunk_bytes, l.mtu, cfg);
 }
 
+double ec_unwaited_parity_ms(const rel::model::Params& p)
+{
+    uint64_t M = rel::model::chunks(p), L = (M + p.k - 1) / p.k;
+    double paper = static_cast<double>((M * p.m + p.k - 1) / p.k), ours = static_cast<double>((L - 1) * p.m);
+    return (paper - ours) * rel::model::t_inj_s(p) * 1e3;
+}
+
+double lossless_ms(const rel::Config& c, const LinkSetup& l, uint64_t bytes)
+{
+    const rel::model::Params p = model_params(l, bytes, c);
+    return rel::is_ec(c.scheme) ? rel::model::ideal_ec_s(p) * 1e3 - ec_unwaited_parity_ms(p) : rel::model::ideal_s(p) * 1e3;
+}
+
 uint64_t MessageRun::packets() const { return world_->fabric().packets_delivered(); }
 
 Sample MessageRun::run(rel::Config cfg, uint64_t bytes, uint64_t seed)

@@ -70,5 +70,10 @@ private:
 // rel::model_params (packet memory; k, m, beta from cfg) for this link and its per-packet wire
 // overhead. rto_rtts is the caller's.
 rel::model::Params model_params(const LinkSetup& link, uint64_t bytes, const rel::Config& cfg);
+// EC does not wait for the last submessage's parity (its data completes the message): the
+// paper's bound less that parity's injection, ms.
+double ec_unwaited_parity_ms(const rel::model::Params& p);
+// The lossless time, ms: line-rate injection (a coded scheme's with the parity it waits for) + RTT.
+double lossless_ms(const rel::Config& cfg, const LinkSetup& link, uint64_t bytes);
 
 }  // namespace sdr::exp
