@@ -26,27 +26,36 @@ struct FabricSweep {
     uint32_t samples = 20;
     double alpha = 2;        // RTO = (1 + alpha) RTT
     uint64_t seed = 1;
-    // Two leaf-spines of `leaves` x `hosts_per_leaf` hosts, DC links at dc_gbps, the hosts' links
-    // and the long haul at long_haul_gbps (no host outruns it: without background nothing is
-    // lost), drop-tail (no ECN, no PFC), the switches' 12 MB shared buffer.
+    // Two leaf-spines of `leaves` x `hosts_per_leaf` hosts, DC links at dc_gbps, the long haul at
+    // long_haul_gbps, drop-tail (no ECN, no PFC), the switches' 12 MB shared buffer. sim:0, sim:1
+    // and the receivers at the long haul's rate: SDR runs at line rate, as in the paper, and
+    // alone loses nothing. The background's senders at host_gbps (0: long haul / senders), so
+    // that together they never outrun the long haul: RC flows have no congestion control, and
+    // with the senders at line rate two flows at once overflow the gateway, go-back-N resends
+    // all that follows each loss, and from 0.7 on the background collapses (measured: 64 % of
+    // the gateway's packets dropped at 0.9 at 100 Gbit/s, 42 % at 0.7 at 25 Gbit/s). Losses
+    // then happen while SDR's message crosses: the background's load decides how soon the
+    // buffer fills and what share of the arrivals it refuses.
     uint32_t leaves = 2, spines = 2, hosts_per_leaf = 4;
-    double dc_gbps = 400, long_haul_gbps = 100, rtt_ms = 25;
+    double dc_gbps = 400, host_gbps = 0, long_haul_gbps = 100, rtt_ms = 25;
     uint64_t buffer_bytes = 12ull << 20;
     uint32_t mtu = 4096, chunk_bytes = 65536, channels = 8;
     std::string cdf = "websearch";  // the background's flow sizes (emu FlowSizeCdf::named)
     double warmup_rtts = 4;         // background alone before the first sample
     double period_rtts = 6;         // between sample starts (a sample that overruns delays the next)
 
-    // The topology spec and link the samples run on.
+    // The topology (a custom one in JSON: two_datacenters with the senders' links slower) and
+    // the link the samples run on.
     std::string topology() const;
     LinkSetup link(uint64_t max_bytes, uint64_t seed) const;
     // The per-host load of the background's senders for a long-haul utilisation u: the hosts of
     // DC 0 but sim:0 send to those of DC 1 but sim:1 (SDR's direction), each offering
     //   load = u x long_haul_gbps / (host_gbps x senders)
-    // of its link; hosts' links run at long_haul_gbps, so u / senders (7 by default). The
-    // utilisation counts the flows' bytes, not their headers or retransmissions.
+    // of its link (u by default). The utilisation counts the flows' bytes, not their headers
+    // or retransmissions.
     double host_load(double utilisation) const;
     uint32_t senders() const { return leaves * hosts_per_leaf - 1; }
+    double sender_gbps() const { return host_gbps > 0 ? host_gbps : long_haul_gbps / senders(); }
 };
 
 inline constexpr const char* kFabricHeader =

@@ -10,6 +10,8 @@
 #include <sdr/reliability/policy.hpp>
 #include <sdr/reliability/scheme.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdarg>
@@ -89,7 +91,7 @@ bool run_scheme(const FabricSweep& s, double u, uint64_t size, uint64_t seed, co
     if (u > 0) {
         emu::TrafficParams tp;
         tp.mtu = s.mtu;
-        tp.host_gbps = s.long_haul_gbps;
+        tp.host_gbps = s.sender_gbps();
         bg = std::make_unique<emu::TrafficGenerator>(f, tp);
         emu::FlowSizeCdf cdf;
         if (!emu::FlowSizeCdf::named(s.cdf, &cdf, err)) return false;
@@ -165,10 +167,19 @@ double field(const std::string& v) { return v.empty() || v == "nan" ? NAN : std:
 
 std::string FabricSweep::topology() const
 {
-    return fmt("two_datacenters:leaves=%u,spines=%u,hosts_per_leaf=%u,gbps=%.17g,host_gbps=%.17g,long_haul_gbps=%.17g,"
-               "long_haul_rtt_ms=%.17g,long_haul_loss=0,ecn=0,buffer_bytes=%llu",
-               leaves, spines, hosts_per_leaf, dc_gbps, long_haul_gbps, long_haul_gbps, rtt_ms,
-               (unsigned long long)buffer_bytes);
+    emu::TopoLink lh;
+    lh.gbps = long_haul_gbps;
+    const emu::Topology t = emu::Topology::two_datacenters(leaves, spines, hosts_per_leaf, dc_gbps, lh);
+    nlohmann::json links = nlohmann::json::array();
+    for (const emu::TopoLink& l : t.links) {
+        double gbps = l.gbps, delay_us = static_cast<double>(l.delay_ps) / 1e6;
+        if (t.is_host(l.a)) gbps = l.a >= 2 && l.a % 2 == 0 ? sender_gbps() : long_haul_gbps;
+        if (&l == &t.links.back()) delay_us = rtt_ms * 1e3 / 2;
+        links.push_back({{"a", l.a}, {"b", l.b}, {"gbps", gbps}, {"delay_us", delay_us}});
+    }
+    return nlohmann::json{{"type", "custom"}, {"hosts", t.hosts}, {"switches", t.switches}, {"links", links},
+                          {"ecn", false}, {"buffer_bytes", buffer_bytes}}
+        .dump();
 }
 
 LinkSetup FabricSweep::link(uint64_t max_bytes, uint64_t s) const
@@ -188,8 +199,7 @@ LinkSetup FabricSweep::link(uint64_t max_bytes, uint64_t s) const
 
 double FabricSweep::host_load(double u) const
 {
-    // The hosts' links run at long_haul_gbps (topology()): senders x load x host rate = u x long haul.
-    return u * long_haul_gbps / (long_haul_gbps * senders());
+    return u * long_haul_gbps / (sender_gbps() * senders());
 }
 
 std::string FabricRow::csv() const

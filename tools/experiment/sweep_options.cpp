@@ -96,8 +96,9 @@ void build(CLI::App& app, SweepOptions& o, Given& g)
         "fabric (only when asked for): SR and EC between sim:0 and sim:1 over two datacenters (2 leaves, 2 spines,\n"
         "4 hosts a leaf each) whose long haul (--long-haul-gbps, --rtt-ms, drop-tail at the gateways' 12 MB\n"
         "buffer) carries Poisson web-search RC flows from the other hosts of DC 0 to those of DC 1 at each\n"
-        "--utilisations value; losses come from congestion alone. DC links at --bw-gbps, hosts at the long haul's\n"
-        "rate. --samples (default 20 here) and --schemes (default sr,ec-mds:32,8) apply: fabric.csv and\n"
+        "--utilisations value; losses come from congestion alone. DC links at --bw-gbps, sim:0 and sim:1 at the\n"
+        "long haul's rate, the background's senders at --host-gbps (all 7 together: the long haul's).\n"
+        "--samples (default 20 here) and --schemes (default sr,ec-mds:32,8) apply: fabric.csv and\n"
         "fabric.svg/png.");
     app.add_option("--only", g.only, "messages, allreduce, dpa or fabric (comma-separated)")->type_name("WHAT")
         ->default_str("messages,allreduce");
@@ -131,8 +132,10 @@ void build(CLI::App& app, SweepOptions& o, Given& g)
         ->type_name("U,...")->default_str("0,0.3,0.5,0.7,0.9");
     app.add_option("--fabric-sizes", g.fabric_sizes, "fabric: message sizes")->type_name("BYTES,...")
         ->default_str("1M,16M,64M");
-    add_real(app, "--long-haul-gbps", &o.fab.long_haul_gbps, 0, 1e6, "fabric: the long haul's and the hosts' rate, Gbit/s", true)
+    add_real(app, "--long-haul-gbps", &o.fab.long_haul_gbps, 0, 1e6, "fabric: the long haul's rate, Gbit/s", true)
         ->default_str("100");
+    add_real(app, "--host-gbps", &o.fab.host_gbps, 0, 1e6, "fabric: the background senders' links, Gbit/s", true)
+        ->default_str("long haul / 7");
     add_real(app, "--alpha", &o.alpha, 0, 1e6, "RTO = (1 + alpha) RTT")->default_str("2");
     add_count(app, "--seed", &o.seed, 0, UINT64_MAX, "the seed of every point's fabric")->default_str("1");
     add_count(app, "--jobs", &o.jobs, 0, 4096, "worker processes (0: one per usable core)")->default_str("0");
@@ -244,6 +247,8 @@ bool parse_sweep_options(const std::vector<std::string>& args, SweepOptions* out
     if (o.dpa && (o.sharded || !o.merge.empty())) return fail("--only dpa runs whole in seconds: not with --shard or --merge");
     if (o.fabric && (o.sharded || !o.merge.empty())) return fail("--only fabric runs whole: not with --shard or --merge");
     if (o.fabric && !o.link.topology.empty()) return fail("--only fabric builds its own topology: not with --topology");
+    if (o.fabric && o.fab.host_gbps > o.fab.long_haul_gbps)
+        return fail("--host-gbps: at most --long-haul-gbps");
     if (o.fabric && (o.fab.utilisations.empty() || o.fab.sizes.empty()))
         return fail("--only fabric: --utilisations and --fabric-sizes need at least one value");
     // The fabric experiment's grid from the sweep's options where they were given.
