@@ -463,9 +463,14 @@ int run_fabric(const SweepOptions& o)
     std::vector<sdr::exp::FabricRow> rows;
     std::string err;
     auto t0 = std::chrono::steady_clock::now();
-    std::fprintf(stderr, "sdr_sweep: fabric %zu utilisations x %zu sizes x %zu schemes, %u samples each, on %u jobs; %s\n",
-                 o.fab.utilisations.size(), o.fab.sizes.size(), o.fab.schemes.size(), o.fab.samples, o.jobs,
-                 o.fab.topology().c_str());
+    const sdr::exp::FabricSweep& f = o.fab;
+    std::fprintf(stderr,
+                 "sdr_sweep: fabric %zu utilisations x %zu sizes x %zu schemes, %u samples each, on %u jobs; two "
+                 "datacenters of %u hosts, DC links %g Gbit/s, long haul %g Gbit/s %g ms, background senders %g "
+                 "Gbit/s, switch buffer %llu B\n",
+                 f.utilisations.size(), f.sizes.size(), f.schemes.size(), f.samples, o.jobs,
+                 f.leaves * f.hosts_per_leaf, f.dc_gbps, f.long_haul_gbps, f.rtt_ms, f.sender_gbps(),
+                 (unsigned long long)f.buffer_bytes);
     if (!sdr::exp::run_fabric_experiment(o.fab, o.jobs, csv, &rows, &err)) fail("fabric: " + err);
     std::printf("sdr_sweep: fabric experiment in %.1f s\n%s\n",
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), csv.c_str());
