@@ -48,8 +48,8 @@ bool write_fabric_plots(const std::string& out_dir, const std::string& csv_path,
          "(drop-tail gateway): loss from congestion\"\n"
       << "set grid\nset key top left font \",9\"\nset xlabel \"long-haul utilisation by the background\"\n"
       << "set xrange [-0.05:1]\n"
-      << "set title \"mean completion time\"\nset logscale y\nset ylabel \"ms\"\n" << plot::plot(times)
-      << "unset logscale y\n"
+      << "set title \"mean completion time\"\nset logscale y\nset yrange [10:*]\nset ylabel \"ms\"\n" << plot::plot(times)
+      << "unset logscale y\nset autoscale y\n"
       << "set title \"mean completion over " << schemes[0] << "'s (below 1: faster)\"\nset ylabel \"ratio\"\n"
       << "set yrange [0:*]\n" << plot::plot(ratios);
     f.data = dat.text();
