@@ -61,6 +61,12 @@ TEST(Topology, BuildersGiveTheTextbookShapes)
     EXPECT_EQ(dc.hosts, 8u);  // 2 leaves x 2 hosts, in each datacenter
     EXPECT_EQ(dc.links.back().delay_ps, 12'500'000'000u);
     EXPECT_EQ(dc.switches.size(), 10u);
+    // host_gbps: the hosts' links alone at their own rate
+    emu::Topology slow = parse("two_datacenters:gbps=400,host_gbps=100");
+    for (size_t i = 0; i + 1 < slow.links.size(); i++) {  // the last: the long haul
+        const emu::TopoLink& l = slow.links[i];
+        EXPECT_DOUBLE_EQ(l.gbps, slow.is_host(l.a) || slow.is_host(l.b) ? 100.0 : 400.0) << i;
+    }
 }
 
 TEST(Topology, JsonFileAndTextReadTheSameKeys)

@@ -179,7 +179,7 @@ TEST(TrafficGenerator, PoissonArrivalsMatchTheLoad)
     SimFabric f(fabric_params(3, 0, false));
     TrafficGenerator g(f);
     std::string err;
-    ASSERT_TRUE(g.add_poisson(PoissonWorkload{range(8), 0.5, cdf("1000 1"), 0, 200 * kUs}, &err)) << err;
+    ASSERT_TRUE(g.add_poisson(PoissonWorkload{range(8), 0.5, cdf("1000 1"), 0, 200 * kUs, {}}, &err)) << err;
     g.run();
     ASSERT_TRUE(g.done());
     const FctSummary s = g.summary();
@@ -196,6 +196,36 @@ TEST(TrafficGenerator, PoissonArrivalsMatchTheLoad)
         for (uint32_t b = 0; b < 8; b++) EXPECT_EQ(seen[a * 8 + b], a != b) << a << "->" << b;
 }
 
+// With destinations, every flow goes from a host of one set to a host of the other (two
+// datacenters' hosts across their long haul), and the senders offer the load as before.
+TEST(TrafficGenerator, PoissonWithDestinationsCrossesBetweenTheSets)
+{
+    SimFabric f(fabric_params(5, 0, false));
+    TrafficGenerator g(f);
+    std::string err;
+    // 2, 4, 6, 8 send to 3, 5, 7, 9
+    PoissonWorkload w{range(4, 2, 2), 0.5, cdf("1000 1"), 0, 200 * kUs, range(4, 3, 2)};
+    ASSERT_TRUE(g.add_poisson(w, &err)) << err;
+    g.run();
+    ASSERT_TRUE(g.done());
+    const FctSummary s = g.summary();
+    EXPECT_EQ(s.completed, s.flows);
+    // mean_gap = 1000 * 8 / (0.5 * 100 Gbit/s * 4 senders) = 40 ns: 5000 arrivals (sd 71)
+    EXPECT_NEAR(static_cast<double>(s.flows), 5000, 300);
+    std::set<std::pair<uint32_t, uint32_t>> pairs;
+    for (const FlowRecord& r : g.records()) {
+        EXPECT_EQ(r.src % 2, 0u);
+        EXPECT_EQ(r.dst % 2, 1u);
+        pairs.insert({r.src, r.dst});
+    }
+    EXPECT_EQ(pairs.size(), 16u);  // every sender to every destination
+    w.dsts = {3, 4};
+    EXPECT_FALSE(g.add_poisson(w, &err));
+    EXPECT_EQ(err, "poisson: at least 1 host and 1 destination, each once, none both");
+    w.hosts.clear();
+    EXPECT_FALSE(g.add_poisson(w, &err));
+}
+
 TEST(TrafficGenerator, EveryFlowCompletesWithItsBytesExact)
 {
     // Sizes 1 B..3 MB in WQEs of 256 KiB, at most 4 outstanding: split messages, a refilled
@@ -208,7 +238,7 @@ TEST(TrafficGenerator, EveryFlowCompletesWithItsBytesExact)
         tp.verify_payload = true;
         TrafficGenerator g(f, tp);
         std::string err;
-        ASSERT_TRUE(g.add_poisson(PoissonWorkload{range(4), 0.4, cdf("1 0\n3000000 1"), 0, 2000 * kUs}, &err)) << err;
+        ASSERT_TRUE(g.add_poisson(PoissonWorkload{range(4), 0.4, cdf("1 0\n3000000 1"), 0, 2000 * kUs, {}}, &err)) << err;
         ASSERT_TRUE(g.add_flow(0, 1, 1, 10 * kUs, &err)) << err;
         g.run();
         ASSERT_TRUE(g.done());
@@ -310,11 +340,11 @@ TEST(TrafficGenerator, BadWorkloadsAreRefusedAndAddNothing)
     SimFabric f(fabric_params());
     TrafficGenerator g(f);
     std::string err;
-    EXPECT_FALSE(g.add_poisson(PoissonWorkload{{1}, 0.5, cdf("100 1"), 0, kUs}, &err));
+    EXPECT_FALSE(g.add_poisson(PoissonWorkload{{1}, 0.5, cdf("100 1"), 0, kUs, {}}, &err));
     EXPECT_EQ(err, "poisson: at least 2 hosts, each once");
-    EXPECT_FALSE(g.add_poisson(PoissonWorkload{{1, 2}, 0, cdf("100 1"), 0, kUs}, &err));
+    EXPECT_FALSE(g.add_poisson(PoissonWorkload{{1, 2}, 0, cdf("100 1"), 0, kUs, {}}, &err));
     EXPECT_EQ(err, "poisson: load must be > 0");
-    EXPECT_FALSE(g.add_poisson(PoissonWorkload{{1, 2}, 0.5, FlowSizeCdf{}, 0, kUs}, &err));
+    EXPECT_FALSE(g.add_poisson(PoissonWorkload{{1, 2}, 0.5, FlowSizeCdf{}, 0, kUs, {}}, &err));
     EXPECT_EQ(err, "poisson: no flow-size distribution");
     EXPECT_FALSE(g.add_permutation(PermutationWorkload{{1, 2, 1}, 10, 0, false}, &err));
     EXPECT_EQ(err, "permutation: at least 2 hosts, each once");
@@ -343,7 +373,7 @@ std::string small_run_csv(uint64_t seed, FctSummary* summary = nullptr)
     SimFabric f(fabric_params(seed, 0, false));
     TrafficGenerator g(f);
     std::string err;
-    EXPECT_TRUE(g.add_poisson(PoissonWorkload{range(4), 0.5, cdf("1024 0\n65536 1"), 0, 100 * kUs}, &err)) << err;
+    EXPECT_TRUE(g.add_poisson(PoissonWorkload{range(4), 0.5, cdf("1024 0\n65536 1"), 0, 100 * kUs, {}}, &err)) << err;
     g.run();
     if (summary) *summary = g.summary();
     return csv(g);

@@ -65,24 +65,6 @@ std::string code_label(const sdr::rel::Code& c)
     return s;
 }
 
-// EC does not wait for the last submessage's parity (its data completes the message): the
-// paper's bound less that parity's injection.
-double ec_unwaited_parity_ms(const sdr::rel::model::Params& p)
-{
-    namespace model = sdr::rel::model;
-    uint64_t M = model::chunks(p), L = (M + p.k - 1) / p.k;
-    double paper = static_cast<double>((M * p.m + p.k - 1) / p.k), ours = static_cast<double>((L - 1) * p.m);
-    return (paper - ours) * model::t_inj_s(p) * 1e3;
-}
-
-// The lossless time: line-rate injection (a coded scheme's with the parity it waits for) + RTT.
-double ideal_of(const sdr::rel::Config& c, const LinkSetup& l, uint64_t size)
-{
-    namespace model = sdr::rel::model;
-    model::Params p = sdr::exp::model_params(l, size, c);
-    return sdr::rel::is_ec(c.scheme) ? model::ideal_ec_s(p) * 1e3 - ec_unwaited_parity_ms(p) : model::ideal_s(p) * 1e3;
-}
-
 // The model_kind column.
 const char* fit_name(sdr::rel::ModelFit f)
 {
@@ -102,10 +84,10 @@ const char* fit_name(sdr::rel::ModelFit f)
 std::pair<double, const char*> model_of(const sdr::rel::Config& c, const LinkSetup& l, uint64_t size)
 {
     const sdr::rel::SchemeOps& o = sdr::rel::ops(c.scheme);
-    if (!o.mean) return {ideal_of(c, l, size), "none"};
+    if (!o.mean) return {sdr::exp::lossless_ms(c, l, size), "none"};
     const sdr::rel::model::Params p = sdr::exp::model_params(l, size, c);
     const sdr::rel::ModelMean m = o.mean(p, c);
-    return {o.coded() ? m.s * 1e3 - ec_unwaited_parity_ms(p) : m.s * 1e3, fit_name(m.fit)};
+    return {o.coded() ? m.s * 1e3 - sdr::exp::ec_unwaited_parity_ms(p) : m.s * 1e3, fit_name(m.fit)};
 }
 
 std::string fmt(const char* f, ...) __attribute__((format(printf, 1, 2)));
@@ -188,7 +170,7 @@ void message_task(const SweepOptions& o, const SweepGrid& g, size_t t, const Emi
         emit(g.row_key(t, row) + fmt("%u,%u,", coded ? cfg.k : 0, coded ? cfg.m : 0) + stats_cols(n, failed, ms) +
              fmt(",%llu,%.6f,%.3f,%.3f,%.6f,%s,%.6f,%s,%.3f,%llu", (unsigned long long)fb_samples,
                  static_cast<double>(fb_samples) / n, static_cast<double>(retx) / n, static_cast<double>(decoded) / n,
-                 model_ms, kind, ideal_of(cfg, l, size), sc.automatic ? code_label(chosen).c_str() : "", wall,
+                 model_ms, kind, sdr::exp::lossless_ms(cfg, l, size), sc.automatic ? code_label(chosen).c_str() : "", wall,
                  (unsigned long long)(run.packets() - p0)));
         if (failed)
             std::fprintf(stderr, "\nsdr_sweep: %s at %llu B, drop %g: %llu samples failed: %s\n", sc.label.c_str(),
@@ -473,6 +455,37 @@ int run_dpa(const SweepOptions& o)
     return 0;
 }
 
+// The fabric experiment: congestion loss over two datacenters, whole, on --jobs processes.
+int run_fabric(const SweepOptions& o)
+{
+    make_out_dir(o.out);
+    const std::string csv = o.out + "/fabric.csv";
+    std::vector<sdr::exp::FabricRow> rows;
+    std::string err;
+    auto t0 = std::chrono::steady_clock::now();
+    const sdr::exp::FabricSweep& f = o.fab;
+    std::fprintf(stderr,
+                 "sdr_sweep: fabric %zu utilisations x %zu sizes x %zu schemes, %u samples each, on %u jobs; two "
+                 "datacenters of %u hosts, DC links %g Gbit/s, long haul %g Gbit/s %g ms, background senders %g "
+                 "Gbit/s, switch buffer %llu B\n",
+                 f.utilisations.size(), f.sizes.size(), f.schemes.size(), f.samples, o.jobs,
+                 f.leaves * f.hosts_per_leaf, f.dc_gbps, f.long_haul_gbps, f.rtt_ms, f.sender_gbps(),
+                 (unsigned long long)f.buffer_bytes);
+    if (!sdr::exp::run_fabric_experiment(o.fab, o.jobs, csv, &rows, &err)) fail("fabric: " + err);
+    std::printf("sdr_sweep: fabric experiment in %.1f s\n%s\n",
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), csv.c_str());
+    sdr::exp::print_fabric_table(stdout, rows);
+    if (o.plots) {
+        std::vector<std::string> figs;
+        if (!sdr::exp::write_fabric_plots(o.out, csv, &figs, &err)) {
+            std::fprintf(stderr, "sdr_sweep: figures: %s\n", err.c_str());
+            return 1;
+        }
+        for (const auto& f : figs) std::printf("figure: %s\n", f.c_str());
+    }
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv)
@@ -493,6 +506,7 @@ int main(int argc, char** argv)
     mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's largest
     mallopt(M_TRIM_THRESHOLD, 1 << 30);
     int rc = o.dpa ? run_dpa(o) : 0;
+    if (o.fabric) rc |= run_fabric(o);
     if (o.messages || o.allreduce) rc |= run(o);
     return rc;
 }

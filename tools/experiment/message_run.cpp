@@ -41,6 +41,7 @@ WorldConfig world_config(const LinkSetup& l)
     w.fabric.payload = false;
     w.fabric.seed = l.seed;
     w.fabric.per_packet_events = l.per_packet_events;
+    w.fabric.drop_log = l.drop_log;
     if (!l.topology.empty()) {
         emu::Topology t;
         std::string err;
@@ -82,6 +83,19 @@ rel::model::Params model_params(const LinkSetup& l, uint64_t bytes, const rel::C
 {
     return rel::model_params(rel::PathEstimate{l.rtt_ms, l.bw_gbps, l.drop, MessageRun::wire_overhead_bytes()}, bytes,
                              l.chunk_bytes, l.mtu, cfg);
+}
+
+double ec_unwaited_parity_ms(const rel::model::Params& p)
+{
+    uint64_t M = rel::model::chunks(p), L = (M + p.k - 1) / p.k;
+    double paper = static_cast<double>((M * p.m + p.k - 1) / p.k), ours = static_cast<double>((L - 1) * p.m);
+    return (paper - ours) * rel::model::t_inj_s(p) * 1e3;
+}
+
+double lossless_ms(const rel::Config& c, const LinkSetup& l, uint64_t bytes)
+{
+    const rel::model::Params p = model_params(l, bytes, c);
+    return rel::is_ec(c.scheme) ? rel::model::ideal_ec_s(p) * 1e3 - ec_unwaited_parity_ms(p) : rel::model::ideal_s(p) * 1e3;
 }
 
 uint64_t MessageRun::packets() const { return world_->fabric().packets_delivered(); }

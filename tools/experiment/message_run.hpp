@@ -25,6 +25,7 @@ struct LinkSetup {
     // A datacenter network in place of the one link (emu::Topology::parse; its long haul takes
     // the rate, RTT and loss above): sim:0 and sim:1 are the hosts that talk. Empty: one link.
     std::string topology;
+    bool drop_log = false;  // emu::FabricParams::drop_log: which packets were lost, and where
 };
 
 struct Sample {
@@ -52,6 +53,9 @@ public:
     Sample run(rel::Config cfg, uint64_t bytes, uint64_t seed);
     // Frames the fabric has delivered so far (data and control).
     uint64_t packets() const;
+    // The fabric the samples run on: what else runs there between them (background traffic),
+    // its clock, its network's counters.
+    emu::SimFabric& fabric() const { return world_->fabric(); }
     // Bytes on the wire per packet beyond its payload (headers, ICRC, preamble, gap, FCS).
     static double wire_overhead_bytes();
 
@@ -66,5 +70,10 @@ private:
 // rel::model_params (packet memory; k, m, beta from cfg) for this link and its per-packet wire
 // overhead. rto_rtts is the caller's.
 rel::model::Params model_params(const LinkSetup& link, uint64_t bytes, const rel::Config& cfg);
+// EC does not wait for the last submessage's parity (its data completes the message): the
+// paper's bound less that parity's injection, ms.
+double ec_unwaited_parity_ms(const rel::model::Params& p);
+// The lossless time, ms: line-rate injection (a coded scheme's with the parity it waits for) + RTT.
+double lossless_ms(const rel::Config& cfg, const LinkSetup& link, uint64_t bytes);
 
 }  // namespace sdr::exp

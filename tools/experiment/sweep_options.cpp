@@ -64,7 +64,7 @@ const char* const kRunOnly[] = {"--jobs", "--out", "--no-plots", "--plots", "--s
 
 // What the command line says beside the options themselves.
 struct Given {
-    std::string only, sizes, drops, nodes, schemes, ar_schemes;
+    std::string only, sizes, drops, nodes, schemes, ar_schemes, utilisations, fabric_sizes;
     bool plots = false, no_plots = false, summary = false, no_progress = false;
     std::string shard;
 };
@@ -92,8 +92,15 @@ void build(CLI::App& app, SweepOptions& o, Given& g)
         "--merge DIR... joins the directories of all N shards of one grid into the CSVs, summary and figures an\n"
         "unsharded run gives (wall_s aside), refusing a set that is incomplete or mixes grids.\n"
         "dpa (only when asked for): the paper's BlueField-3 DPA figures predicted by the simulator's DPA and PCIe\n"
-        "cost model (SDR_SIM_DPA_* override its parameters): dpa.csv and dpa.svg/png.");
-    app.add_option("--only", g.only, "messages, allreduce or dpa (comma-separated)")->type_name("WHAT")
+        "cost model (SDR_SIM_DPA_* override its parameters): dpa.csv and dpa.svg/png.\n"
+        "fabric (only when asked for): SR and EC between sim:0 and sim:1 over two datacenters (2 leaves, 2 spines,\n"
+        "4 hosts a leaf each) whose long haul (--long-haul-gbps, --rtt-ms, drop-tail at the gateways' 12 MB\n"
+        "buffer) carries Poisson web-search RC flows from the other hosts of DC 0 to those of DC 1 at each\n"
+        "--utilisations value; losses come from congestion alone. DC links at --bw-gbps, sim:0 and sim:1 at the\n"
+        "long haul's rate, the background's senders at --host-gbps (all 7 together: the long haul's).\n"
+        "--samples (default 20 here) and --schemes (default sr,ec-mds:32,8) apply: fabric.csv and\n"
+        "fabric.svg/png.");
+    app.add_option("--only", g.only, "messages, allreduce, dpa or fabric (comma-separated)")->type_name("WHAT")
         ->default_str("messages,allreduce");
     app.add_option("--sizes", g.sizes, "message sizes, doubling from MIN to MAX (<= 4G)")->type_name("MIN:MAX")
         ->default_str("128K:1G");
@@ -121,6 +128,14 @@ void build(CLI::App& app, SweepOptions& o, Given& g)
                    "a datacenter network in the simulator (JSON file, JSON text or type:key=value,...); sim:0 and "
                    "sim:1 talk across it, its long haul takes --bw-gbps, --rtt-ms and the drop rate")
         ->type_name("SPEC");
+    app.add_option("--utilisations", g.utilisations, "fabric: long-haul utilisations by the background, each in [0, 1)")
+        ->type_name("U,...")->default_str("0,0.3,0.5,0.7,0.9");
+    app.add_option("--fabric-sizes", g.fabric_sizes, "fabric: message sizes")->type_name("BYTES,...")
+        ->default_str("1M,16M,64M");
+    add_real(app, "--long-haul-gbps", &o.fab.long_haul_gbps, 0, 1e6, "fabric: the long haul's rate, Gbit/s", true)
+        ->default_str("100");
+    add_real(app, "--host-gbps", &o.fab.host_gbps, 0, 1e6, "fabric: the background senders' links, Gbit/s", true)
+        ->default_str("long haul / 7");
     add_real(app, "--alpha", &o.alpha, 0, 1e6, "RTO = (1 + alpha) RTT")->default_str("2");
     add_count(app, "--seed", &o.seed, 0, UINT64_MAX, "the seed of every point's fabric")->default_str("1");
     add_count(app, "--jobs", &o.jobs, 0, 4096, "worker processes (0: one per usable core)")->default_str("0");
@@ -176,15 +191,30 @@ bool parse_sweep_options(const std::vector<std::string>& args, SweepOptions* out
     };
     try {
         if (app.count("--only")) {
-            o.messages = o.allreduce = o.dpa = false;
+            o.messages = o.allreduce = o.dpa = o.fabric = false;
             std::stringstream ss(g.only);
             for (std::string e; std::getline(ss, e, ',');) {
                 if (e == "messages") o.messages = true;
                 else if (e == "allreduce") o.allreduce = true;
                 else if (e == "dpa") o.dpa = true;
-                else return fail("--only: messages, allreduce or dpa");
+                else if (e == "fabric") o.fabric = true;
+                else return fail("--only: messages, allreduce, dpa or fabric");
             }
-            if (!o.messages && !o.allreduce && !o.dpa) return fail("--only: messages, allreduce or dpa");
+            if (!o.messages && !o.allreduce && !o.dpa && !o.fabric) return fail("--only: messages, allreduce, dpa or fabric");
+        }
+        if (app.count("--utilisations")) {
+            o.fab.utilisations.clear();
+            std::stringstream ss(g.utilisations);
+            for (std::string e; std::getline(ss, e, ',');) {
+                const double u = parse_real("--utilisations", e, 0, 1);
+                if (u >= 1) return fail("--utilisations: each in [0, 1) (the long haul saturates at 1), got " + e);
+                o.fab.utilisations.push_back(u);
+            }
+        }
+        if (app.count("--fabric-sizes")) {
+            o.fab.sizes.clear();
+            std::stringstream ss(g.fabric_sizes);
+            for (std::string e; std::getline(ss, e, ',');) o.fab.sizes.push_back(parse_size("--fabric-sizes", e, 1, 1ull << 32));
         }
         if (app.count("--sizes"))
             range(std::string("--sizes"), g.sizes, &o.size_min, &o.size_max,
@@ -215,6 +245,22 @@ bool parse_sweep_options(const std::vector<std::string>& args, SweepOptions* out
         }
     }
     if (o.dpa && (o.sharded || !o.merge.empty())) return fail("--only dpa runs whole in seconds: not with --shard or --merge");
+    if (o.fabric && (o.sharded || !o.merge.empty())) return fail("--only fabric runs whole: not with --shard or --merge");
+    if (o.fabric && !o.link.topology.empty()) return fail("--only fabric builds its own topology: not with --topology");
+    if (o.fabric && o.fab.host_gbps > o.fab.long_haul_gbps)
+        return fail("--host-gbps: at most --long-haul-gbps");
+    if (o.fabric && (o.fab.utilisations.empty() || o.fab.sizes.empty()))
+        return fail("--only fabric: --utilisations and --fabric-sizes need at least one value");
+    // The fabric experiment's grid from the sweep's options where they were given.
+    if (app.count("--samples")) o.fab.samples = o.samples;
+    if (app.count("--schemes")) o.fab.schemes = o.schemes;
+    if (app.count("--bw-gbps")) o.fab.dc_gbps = o.link.bw_gbps;
+    o.fab.rtt_ms = o.link.rtt_ms;
+    o.fab.mtu = o.link.mtu;
+    o.fab.chunk_bytes = o.link.chunk_bytes;
+    o.fab.channels = o.link.channels;
+    o.fab.alpha = o.alpha;
+    o.fab.seed = o.seed;
     if (o.size_min > o.size_max || o.size_max > (1ull << 32)) return fail("--sizes: MIN <= MAX <= 4G");
     if (!(o.drop_min > 0 && o.drop_min <= o.drop_max && o.drop_max < 1)) return fail("--drops: 0 < MIN <= MAX < 1");
     if (o.nodes_min > o.nodes_max) return fail("--nodes: 2 <= MIN <= MAX <= 64");

@@ -3,6 +3,7 @@
 // shards). Only the first three decide the numbers; grid_options() names them for shards.
 #pragma once
 
+#include "fabric.hpp"
 #include "message_run.hpp"
 
 #include <cstdint>
@@ -30,6 +31,9 @@ struct SweepOptions {
     std::vector<std::string> ar_schemes = {"sr", "ec-mds:32,8"};
     bool messages = true, allreduce = true;
     bool dpa = false;  // the DPA cost-model experiment: only with --only dpa
+    bool fabric = false;  // the congestion-loss experiment over two datacenters: only with --only fabric
+    FabricSweep fab;      // its grid: --utilisations, --fabric-sizes, --long-haul-gbps; --samples,
+                          // --schemes, --bw-gbps (DC links), --rtt-ms, --seed, ... where given
     LinkSetup link;
     double alpha = 2;
     uint64_t seed = 1;

@@ -243,10 +243,17 @@ bool Topology::parse(const std::string& spec, const LinkParams& link, Topology* 
         *err = "topology '" + spec + "': type must be leaf_spine, fat_tree, two_datacenters or custom";
         return false;
     }
+    // The hosts' links at their own rate (a NIC slower than the fabric behind it, such as hosts
+    // that may not outrun the long haul they share); 0: the fabric's.
+    double host_gbps = 0;
+    if (type != "custom") k.num("host_gbps", 0, 1e6, &host_gbps);
     if (!k.finish()) {
         *err = "topology '" + spec + "': " + kerr;
         return false;
     }
+    if (host_gbps > 0)
+        for (TopoLink& l : t.links)
+            if (t.is_host(l.a) || t.is_host(l.b)) l.gbps = host_gbps;
     t.sw = sw;
     t.dcqcn = dcqcn;
     if (!t.check(err)) return false;

@@ -74,7 +74,7 @@ struct TrafficGenerator::Flow {
 };
 
 struct TrafficGenerator::Poisson {
-    std::vector<uint32_t> hosts;
+    std::vector<uint32_t> hosts, dsts;
     FlowSizeCdf cdf;
     double mean_gap_ps = 0;
     SimTime end = 0;
@@ -133,9 +133,15 @@ static bool distinct(std::vector<uint32_t> v)
 bool TrafficGenerator::add_poisson(const PoissonWorkload& w, std::string* err)
 {
     if (std::string e = params_error(params_); !e.empty()) return *err = e, false;
-    if (w.hosts.size() < 2 || !distinct(w.hosts)) return *err = "poisson: at least 2 hosts, each once", false;
-    for (uint32_t h : w.hosts)
-        if (!check_host(h, err)) return false;
+    if (w.dsts.empty() && (w.hosts.size() < 2 || !distinct(w.hosts)))
+        return *err = "poisson: at least 2 hosts, each once", false;
+    std::vector<uint32_t> all = w.hosts;
+    all.insert(all.end(), w.dsts.begin(), w.dsts.end());
+    if (!w.dsts.empty() && (w.hosts.empty() || !distinct(all)))
+        return *err = "poisson: at least 1 host and 1 destination, each once, none both", false;
+    for (const auto* set : {&w.hosts, &w.dsts})
+        for (uint32_t h : *set)
+            if (!check_host(h, err)) return false;
     if (!(w.load > 0) || !std::isfinite(w.load)) return *err = "poisson: load must be > 0", false;
     if (w.cdf.points().empty()) return *err = "poisson: no flow-size distribution", false;
     if (!check_size(static_cast<uint64_t>(w.cdf.points().back().bytes) + 1, err)) return false;
@@ -144,7 +150,7 @@ bool TrafficGenerator::add_poisson(const PoissonWorkload& w, std::string* err)
     const double gap = w.cdf.mean_bytes() * 8 / (w.load * host_gbps() / 1000.0 * static_cast<double>(w.hosts.size()));
     if (!(gap > 0) || !std::isfinite(gap)) return *err = "poisson: the distribution's mean size must be > 0", false;
     const SimTime start = std::max(w.start, fabric_.sim().now());
-    poisson_.push_back(Poisson{w.hosts, w.cdf, gap, start + w.duration});
+    poisson_.push_back(Poisson{w.hosts, w.dsts, w.cdf, gap, start + w.duration});
     // The first arrival one gap after the start, as every later one follows the one before.
     const SimTime first = start + static_cast<SimTime>(std::llround(-std::log1p(-rng_.uniform()) * gap));
     if (first < poisson_.back().end) {
@@ -225,11 +231,17 @@ void TrafficGenerator::arrive(size_t w)
 {
     Poisson& p = poisson_[w];
     const uint32_t a = pick(rng_, p.hosts.size());
-    uint32_t b = pick(rng_, p.hosts.size() - 1);
-    if (b >= a) b++;  // uniform over the others
+    uint32_t dst;
+    if (p.dsts.empty()) {
+        uint32_t b = pick(rng_, p.hosts.size() - 1);
+        if (b >= a) b++;  // uniform over the others
+        dst = p.hosts[b];
+    } else {
+        dst = p.dsts[pick(rng_, p.dsts.size())];
+    }
     const uint64_t size = p.cdf.sample(rng_);
     const SimTime now = fabric_.sim().now();
-    new_flow(p.hosts[a], p.hosts[b], size, now);
+    new_flow(p.hosts[a], dst, size, now);
     const SimTime next = now + static_cast<SimTime>(std::llround(-std::log1p(-rng_.uniform()) * p.mean_gap_ps));
     if (next < p.end) {
         fabric_.sim().at(next, this, arg(w, kArrival));

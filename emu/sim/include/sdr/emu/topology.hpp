@@ -92,6 +92,7 @@ struct Topology {
     // A JSON object ({"type": "fat_tree", "k": 8, ...}, see emu/sim/README.md), the path of a
     // file holding one, or "type:key=value,...". Unset rates, delays and impairments of the
     // long haul come from `link` (today's point-to-point link: SDR_SIM_BW_GBPS and friends).
+    // Every built type takes host_gbps: the hosts' links at that rate, the rest at gbps.
     [[nodiscard]] static bool parse(const std::string& spec, const LinkParams& link, Topology* out,
                                     std::string* err);
 };

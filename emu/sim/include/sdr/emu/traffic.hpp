@@ -75,11 +75,15 @@ struct TrafficParams {
 // from `start` until `start + duration`, sizes from `cdf`. Mean inter-arrival time (HPCC's
 // traffic_gen: each host offers `load` of its link):
 //   mean_gap = mean_size * 8 / (load * host_rate * hosts.size())
+// With `dsts`, a flow goes from a random host of `hosts` to a random host of `dsts` (the two
+// sets disjoint): traffic that must cross between two groups, such as two datacenters' hosts
+// across their long haul. The formula is the same: the senders, `hosts`, offer the load.
 struct PoissonWorkload {
     std::vector<uint32_t> hosts;
     double load = 0.5;  // offered load per host, a fraction of its link, > 0
     FlowSizeCdf cdf;
     SimTime start = 0, duration = 0;  // ps
+    std::vector<uint32_t> dsts;  // empty: pairs within `hosts`
 };
 
 // One flow of `size` bytes from every host, all at `start`: host i to pi(i), a uniformly random
