@@ -310,3 +310,18 @@ TEST(Network, BaseRttAddsEveryHopOnceEachWay)
     const emu::SimTime want = 2 * (4'000'000 + 3 * 500'000) + 3 * 81'920 + 3 * 9'920;
     EXPECT_EQ(f.network()->base_rtt_ps(0, 2, 1000, 100), want);
 }
+
+// The traffic generator's ideal on a network: a flow alone crosses leaf, spine, leaf in its
+// ideal time (slowdown 1).
+TEST(Network, ALoneRcFlowTakesItsIdealTimeAcrossSwitches)
+{
+    emu::FabricParams p = params("leaf_spine:leaves=2,spines=2,hosts_per_leaf=2");
+    emu::SimFabric f(p);
+    emu::TrafficGenerator g(f);
+    std::string err;
+    for (uint64_t size : {uint64_t{1}, uint64_t{4096}, uint64_t{1} << 20})
+        ASSERT_TRUE(g.add_flow(0, 2, size, size * 1000, &err)) << err;  // one after the other
+    g.run();
+    ASSERT_EQ(g.summary().completed, 3u);
+    for (const emu::FlowRecord& r : g.records()) EXPECT_NEAR(r.slowdown, 1.0, 0.01) << r.size_bytes << " bytes";
+}

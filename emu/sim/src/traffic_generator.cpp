@@ -506,15 +506,23 @@ uint64_t TrafficGenerator::wire_bytes(uint64_t size) const
     return (wqes - 1) * wqe(params_.wqe_bytes, false) + wqe(size - (wqes - 1) * params_.wqe_bytes, true);
 }
 
-SimTime TrafficGenerator::default_base_rtt() const
+// The link's RTT and the ACK's frame; on a network of switches, its empty round trip from src to
+// dst: each switch stores and forwards the flow's last packet, and the ACK on the way back.
+SimTime TrafficGenerator::default_base_rtt(uint32_t src, uint32_t dst, uint64_t size) const
 {
-    const double ack = static_cast<double>(wire::frame_bytes(wire::kOpRcAck, 0, true) + kWireOverheadBytes);
+    const uint32_t ack_bytes = static_cast<uint32_t>(wire::frame_bytes(wire::kOpRcAck, 0, true));
+    const double ack = static_cast<double>(ack_bytes + kWireOverheadBytes);
+    if (const SimNetwork* net = fabric_.network()) {
+        const uint64_t last = size ? (size - 1) % params_.mtu + 1 : 0;
+        const auto frame = static_cast<uint32_t>(wire::frame_bytes(wire::kOpRcWriteLastImm, last, true));
+        return net->base_rtt_ps(src, dst, frame, ack_bytes) + static_cast<SimTime>(std::llround(ack * 8000.0 / host_gbps()));
+    }
     return static_cast<SimTime>(std::llround(fabric_.params().link.rtt_ms * 1e9 + ack * 8000.0 / host_gbps()));
 }
 
 SimTime TrafficGenerator::ideal_fct_ps(uint32_t src, uint32_t dst, uint64_t size) const
 {
-    const SimTime rtt = params_.base_rtt ? params_.base_rtt(src, dst) : default_base_rtt();
+    const SimTime rtt = params_.base_rtt ? params_.base_rtt(src, dst) : default_base_rtt(src, dst, size);
     return rtt + static_cast<SimTime>(std::llround(static_cast<double>(wire_bytes(size)) * 8000.0 / host_gbps()));
 }
 

@@ -142,6 +142,7 @@ public:
     uint32_t host_limit() const { return net_ ? net_->topology().hosts : 256; }
     // The network of switches, if params().topology is set.
     SimNetwork* network() { return net_.get(); }
+    const SimNetwork* network() const { return net_.get(); }
 
     // Run up to max_events events within kProgressSlicePs of virtual time, moving the clock by
     // at most one slice when nothing is due sooner (wall clock: all events already due); false

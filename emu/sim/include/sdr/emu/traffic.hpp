@@ -179,7 +179,7 @@ private:
     void arrive(size_t workload);
     void on_cq(Nic& nic, uint32_t cq);
     uint64_t wire_bytes(uint64_t size) const;
-    SimTime default_base_rtt() const;
+    SimTime default_base_rtt(uint32_t src, uint32_t dst, uint64_t size) const;
     bool check_host(uint32_t h, std::string* err) const;
     bool check_size(uint64_t size, std::string* err) const;
 
