@@ -3,6 +3,8 @@
 // NP's CNPs to the sending QP and their limit, the RP's rate and the pacing, every byte still
 // delivered; CNPs from a stranger dropped; a paced QP not holding the others; and an RC incast
 // through a leaf switch whose port marks, against the same incast without DCQCN.
+#include "sim_util.hpp"
+
 #include <sdr/emu/dcqcn.hpp>
 #include <sdr/emu/fabric.hpp>
 #include <sdr/emu/network.hpp>
@@ -25,18 +27,7 @@ namespace {
 
 constexpr double kLineGbps = 100;  // FabricParams' default link
 
-std::vector<uint8_t> pattern(size_t n, uint32_t seed)
-{
-    std::vector<uint8_t> v(n);
-    uint32_t x = seed * 2654435761u + 1;
-    for (auto& b : v) {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        b = static_cast<uint8_t>(x);
-    }
-    return v;
-}
+using sdr::test::pattern;
 
 FabricParams marked(double ce_mark)
 {

@@ -23,6 +23,20 @@ inline void fill(std::vector<uint8_t>& v, uint64_t seed)
     }
 }
 
+// Another deterministic pattern (xorshift32 bytes), the verbs tests' buffers.
+inline std::vector<uint8_t> pattern(size_t n, uint32_t seed)
+{
+    std::vector<uint8_t> v(n);
+    uint32_t x = seed * 2654435761u + 1;
+    for (auto& b : v) {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        b = static_cast<uint8_t>(x);
+    }
+    return v;
+}
+
 inline bool bit(const uint8_t* bm, uint64_t i) { return (bm[i / 8] >> (i % 8)) & 1; }
 
 // Poll a send until every packet left the NIC.

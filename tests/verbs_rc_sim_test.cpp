@@ -5,6 +5,8 @@
 // exhausted fails); a peer that is gone (retry_cnt exhausted); remote access and invalid
 // request errors with ERR on both sides; READ protection (remote read, bounds, PD); flushes;
 // the state machine's RC attributes.
+#include "sim_util.hpp"
+
 #include <sdr/emu/fabric.hpp>
 #include <sdr/emu/verbs_engine.hpp>
 #include <sdr/emu/wire.hpp>
@@ -21,18 +23,7 @@ using namespace sdr::emu::verbs;
 
 namespace {
 
-std::vector<uint8_t> pattern(size_t n, uint32_t seed)
-{
-    std::vector<uint8_t> v(n);
-    uint32_t x = seed * 2654435761u + 1;
-    for (auto& b : v) {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        b = static_cast<uint8_t>(x);
-    }
-    return v;
-}
+using sdr::test::pattern;
 
 struct Ep {
     Nic* nic = nullptr;

@@ -3,6 +3,8 @@
 // rules (a gap abandons the message, the next FIRST/ONLY resynchronises), empty receive queues,
 // rkey/access/PD/bounds violations that write nothing, UD with its GRH and Q_Key, CQ overflow,
 // local protection errors and flushes, loopback and two NICs, loss, duplication and reordering.
+#include "sim_util.hpp"
+
 #include <sdr/emu/fabric.hpp>
 #include <sdr/emu/verbs_engine.hpp>
 #include <sdr/emu/wire.hpp>
@@ -20,18 +22,7 @@ using namespace sdr::emu::verbs;
 
 namespace {
 
-std::vector<uint8_t> pattern(size_t n, uint32_t seed)
-{
-    std::vector<uint8_t> v(n);
-    uint32_t x = seed * 2654435761u + 1;
-    for (auto& b : v) {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        b = static_cast<uint8_t>(x);
-    }
-    return v;
-}
+using sdr::test::pattern;
 
 // One verbs endpoint: a PD, a send CQ, a receive CQ and a QP on a NIC.
 struct Ep {

@@ -4,6 +4,8 @@
 // fires once and disarms until armed again; an SRQ-attached QP that enters ERR flushes the
 // WQE it had taken (never the SRQ's others) and raises last-WQE-reached; post_recv on such a
 // QP and destroying an SRQ in use are refused; a CQ overrun raises CQ_ERR.
+#include "sim_util.hpp"
+
 #include <sdr/emu/fabric.hpp>
 #include <sdr/emu/verbs_engine.hpp>
 
@@ -18,18 +20,7 @@ using namespace sdr::emu::verbs;
 
 namespace {
 
-std::vector<uint8_t> pattern(size_t n, uint32_t seed)
-{
-    std::vector<uint8_t> v(n);
-    uint32_t x = seed * 2654435761u + 1;
-    for (auto& b : v) {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        b = static_cast<uint8_t>(x);
-    }
-    return v;
-}
+using sdr::test::pattern;
 
 constexpr uint32_t kMtu = 1024, kQkey = 0x5151;
 constexpr uint32_t kRcAccess = kLocalWrite | kRemoteWrite | kRemoteRead;

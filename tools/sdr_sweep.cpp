@@ -8,6 +8,7 @@
 // --shard I/N runs a fixed share of the grid for one host of many; --merge joins the shards.
 #include "allreduce.hpp"
 #include "dpa.hpp"
+#include "fmt.hpp"
 #include "job_pool.hpp"
 #include "message_run.hpp"
 #include "plots.hpp"
@@ -39,6 +40,7 @@
 namespace {
 
 namespace fs = std::filesystem;
+using sdr::exp::fmt;
 using sdr::exp::LinkSetup;
 using sdr::exp::SweepGrid;
 using sdr::exp::SweepOptions;
@@ -88,17 +90,6 @@ std::pair<double, const char*> model_of(const sdr::rel::Config& c, const LinkSet
     const sdr::rel::model::Params p = sdr::exp::model_params(l, size, c);
     const sdr::rel::ModelMean m = o.mean(p, c);
     return {o.coded() ? m.s * 1e3 - sdr::exp::ec_unwaited_parity_ms(p) : m.s * 1e3, fit_name(m.fit)};
-}
-
-std::string fmt(const char* f, ...) __attribute__((format(printf, 1, 2)));
-std::string fmt(const char* f, ...)
-{
-    char b[1024];
-    va_list ap;
-    va_start(ap, f);
-    std::vsnprintf(b, sizeof b, f, ap);
-    va_end(ap);
-    return b;
 }
 
 // samples,failed,mean_ms,p50_ms,p99_ms,p999_ms,min_ms,max_ms

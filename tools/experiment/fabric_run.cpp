@@ -2,6 +2,7 @@
 // samples on their time grid, and what the network did to SDR's packets, counted from the
 // fabric's drop log and the gateway's queue.
 #include "fabric.hpp"
+#include "fmt.hpp"
 #include "job_pool.hpp"
 #include "stats.hpp"
 
@@ -25,17 +26,6 @@
 namespace sdr::exp {
 
 namespace {
-
-std::string fmt(const char* f, ...) __attribute__((format(printf, 1, 2)));
-std::string fmt(const char* f, ...)
-{
-    char b[512];
-    va_list ap;
-    va_start(ap, f);
-    std::vsnprintf(b, sizeof b, f, ap);
-    va_end(ap);
-    return b;
-}
 
 constexpr uint32_t kPsnMask = 0xFFFFFF;
 // Long enough that the background outlasts any run: arrivals are drawn one at a time, so an end
