@@ -24,6 +24,7 @@
 // SDR_FUZZ_TRACE=1 prints what became of each frame (replaying one input).
 // After each input the world goes back to its start (region bytes, firmware slot state, host
 // window, control ring), so every input sees the same NIC.
+#include "frame_bytes.hpp"
 #include "fuzz_input.hpp"
 #include "nic_world.hpp"
 
@@ -39,8 +40,6 @@ namespace {
 
 using sdr::fuzz::Reader;
 namespace wire = sdr::emu::wire;
-
-constexpr size_t kIp = 14, kUdp = 34, kBth = 42, kExt = 54;
 
 // The first 64-byte block at or after `from` where a and b differ (n, a multiple of 64, if
 // none). Plain loads, not memcmp: ASan's and libFuzzer's memcmp interceptors, checking and
@@ -193,24 +192,7 @@ struct Target {
     }
 };
 
-uint32_t get24(const uint8_t* p) { return uint32_t{p[0]} << 16 | uint32_t{p[1]} << 8 | p[2]; }
-uint32_t get32(const uint8_t* p) { return get24(p) << 8 | p[3]; }
-void put16(uint8_t* p, uint32_t v)
-{
-    p[0] = static_cast<uint8_t>(v >> 8);
-    p[1] = static_cast<uint8_t>(v);
-}
-void put32(uint8_t* p, uint32_t v)
-{
-    put16(p, v >> 16);
-    put16(p + 2, v);
-}
-
-void put24(uint8_t* p, uint32_t v)
-{
-    p[0] = static_cast<uint8_t>(v >> 16);
-    put16(p + 1, v);
-}
+using namespace sdr::fuzz;  // frame_bytes.hpp
 
 void repair(const Target& t, uint8_t flags, std::vector<uint8_t>& f)
 {
@@ -239,13 +221,7 @@ void repair(const Target& t, uint8_t flags, std::vector<uint8_t>& f)
             put32(&f[kExt + 12], body >= pad ? body - pad : 0);
         }
     }
-    if (flags & 2 && n >= kUdp) {
-        put16(&f[kIp + 10], 0);
-        uint32_t sum = 0;
-        for (size_t i = 0; i < 20; i += 2) sum += uint32_t{f[kIp + i]} << 8 | f[kIp + i + 1];
-        while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
-        put16(&f[kIp + 10], ~sum & 0xFFFF);
-    }
+    if (flags & 2 && n >= kUdp) fix_ipv4_checksum(f.data());
     if (flags & 4 && n >= kExt + wire::kIcrcBytes) wire::write_icrc(f.data(), n - wire::kIcrcBytes);
 }
 

@@ -6,6 +6,7 @@
 // Rerun it when a format changes (keys, QPNs, the blob, a control message), then commit.
 #include "fuzz_input.hpp"
 #include "nic_world.hpp"
+#include "verbs_world.hpp"
 
 #include <sdr/firmware/fw.h>
 #include <sdr/host/oob_fd.hpp>
@@ -113,6 +114,52 @@ void nic_rx()
     write("nic_rx", "symbolic-frame", frames_input(0x1F, {frames[4]}));
     write("nic_rx", "peer-frame", frames_input(0x3F, {frames[4]}));
     write("nic_rx", "peer-datagram", frames_input(0x3F, {frames.back()}));
+}
+
+// ---- verbs_rx: real frames between the two NICs of verbs_world.hpp ----------------------------
+
+// One action of fuzz_verbs_rx's input each: a frame, B sending up to n packets, ms milliseconds.
+void add_frame(Bytes& in, const Bytes& f)
+{
+    in.push_back(0);
+    put_le(in, f.size(), 2);
+    in.insert(in.end(), f.begin(), f.end());
+}
+void add_pump(Bytes& in, size_t n) { in.push_back(static_cast<uint8_t>(2 + 4 * (n - 1))); }
+void add_time(Bytes& in, size_t ms) { in.push_back(static_cast<uint8_t>(3 + 4 * (ms - 1))); }
+
+void verbs_rx()
+{
+    using W = sdr::fuzz::VerbsWorld;
+    {  // A's requests to B: RC SEND, WRITE, READ request, SEND with immediate on the SRQ; UC; UD
+        W w;
+        w.queue_requests(w.a(), w.b());
+        Bytes in{0};
+        for (const Bytes& f : w.pump(w.a(), 64)) add_frame(in, f);
+        add_pump(in, 16);  // B's ACKs and READ responses
+        write("verbs_rx", "requests-to-b", in);
+        Bytes repaired{0x7F};  // every repair: the frames' own values are kept
+        repaired.insert(repaired.end(), in.begin() + 1, in.end());
+        write("verbs_rx", "requests-to-b-repaired", repaired);
+    }
+    {  // B sends its requests; A's answers come back: ACKs and the READ's responses
+        W w;
+        w.queue_requests(w.b(), w.a());
+        Bytes in{0};
+        add_pump(in, 32);
+        for (const Bytes& f : w.pump(w.b(), 32)) w.a().nic->rx_frame(f.data(), f.size());
+        for (const Bytes& f : w.pump(w.a(), 64)) add_frame(in, f);
+        write("verbs_rx", "answers-to-b", in);
+    }
+    {  // B's requests go unanswered: its timers send them again, then give up
+        Bytes in{0};
+        add_pump(in, 32);
+        for (int i = 0; i < 6; i++) {
+            add_time(in, 40);
+            add_pump(in, 32);
+        }
+        write("verbs_rx", "b-times-out", in);
+    }
 }
 
 // ---- firmware: programs replaying a transfer (fuzz_firmware.cpp's operations) -------------
@@ -315,6 +362,7 @@ int main(int argc, char** argv)
         ctrl_msg();
         qp_info();
         oob();
+        verbs_rx();
     } catch (const std::exception& e) {
         std::cerr << "make_seeds: " << e.what() << "\n";
         return 1;

@@ -33,7 +33,6 @@ Nic::Nic(uint32_t index, NicAddress addr, uint32_t num_workers, bool payload, Ni
     (void)reconfigure_workers(num_workers);  // refused only while a QP is live: a new NIC has none
     fw_ = static_cast<fw_device*>(nic_alloc(sizeof(fw_device)));
     if (!fw_) throw std::bad_alloc();  // the firmware's device state: no NIC without it
-    ctrl_sq_.resize(kCtrlSqDepth);
 }
 
 Nic::~Nic() { nic_free(fw_); }

@@ -15,6 +15,9 @@ uint32_t Nic::ctrl_qp_create()
     while (h < ctrl_qps_.size() && ctrl_qps_[h].live) h++;
     if (h >= kVerbsQpnBit) return kNoHandle;  // the upper half of the index space is the verbs QPs'
     if (h == ctrl_qps_.size()) ctrl_qps_.emplace_back();
+    // The control send queue (kCtrlSqDepth datagrams of up to 4 KiB) comes with the first
+    // control QP: a NIC used only as a verbs device never pays for it.
+    if (ctrl_sq_.empty()) ctrl_sq_.resize(kCtrlSqDepth);
     CtrlQp q;
     q.live = true;
     q.qpn = ids_.ctrl_qpn(static_cast<uint32_t>(h), ctrl_qps_[h].qpn);

@@ -359,7 +359,7 @@ private:
     FifoRing<hal_tx_wqe> sq_ring_;  // every transport QP's WQEs, in posting order
     std::deque<uint32_t> rc_acks_, rc_resends_;  // RC transport QPs with an ACK / packets to send again
     std::vector<CtrlQp> ctrl_qps_;
-    std::vector<CtrlSend> ctrl_sq_;  // kCtrlSqDepth; entries live until tx_done
+    std::vector<CtrlSend> ctrl_sq_;  // kCtrlSqDepth from the first control QP; entries live until tx_done
     uint64_t ctrl_head_ = 0, ctrl_next_ = 0, ctrl_done_ = 0;
     fw_device* fw_ = nullptr;
     uint64_t nic_mem_bytes_ = 0;
