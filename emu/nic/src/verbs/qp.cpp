@@ -167,12 +167,6 @@ int VerbsEngine::qp_modify(uint32_t h, const QpAttr& a, uint32_t mask)
     return 0;
 }
 
-static WcOpcode send_wc_opcode(WrOpcode op)
-{
-    if (op == WrOpcode::RdmaRead) return WcOpcode::RdmaRead;
-    return op == WrOpcode::Send || op == WrOpcode::SendWithImm ? WcOpcode::Send : WcOpcode::RdmaWrite;
-}
-
 // Every WQE still queued completes with WR_FLUSH_ERR, in order: sends first, then receives
 // (a receive bound to a message in progress too: that message will never complete). An
 // SRQ-attached QP flushes only the SRQ's WQE it had taken; the SRQ's others stay for its other QPs.
@@ -182,7 +176,7 @@ void VerbsEngine::verbs_flush(VerbsQp& q)
         verbs::Wc wc;
         wc.wr_id = q.sq.at(i).wr.wr_id;
         wc.status = WcStatus::WrFlushErr;
-        wc.opcode = send_wc_opcode(q.sq.at(i).wr.opcode);
+        wc.opcode = verbs::send_wc_opcode(q.sq.at(i).wr.opcode);
         wc.qp_num = q.qpn;
         verbs_complete(q.send_cq, wc);
         q.sq.pop();

@@ -31,18 +31,6 @@ constexpr uint32_t kRnrTimerUs[32] = {655360, 10,    20,    30,    40,    60,   
 // The local ACK timeout: 4.096 us * 2^timeout (IBTA), at least VerbsEngine::kRcMinTimeoutNs.
 uint64_t timeout_ns(uint8_t timeout) { return std::max<uint64_t>(uint64_t{4096} << timeout, VerbsEngine::kRcMinTimeoutNs); }
 
-WcOpcode wc_opcode(WrOpcode op)
-{
-    switch (op) {
-    case WrOpcode::RdmaRead: return WcOpcode::RdmaRead;
-    case WrOpcode::AtomicCmpAndSwp: return WcOpcode::CompSwap;
-    case WrOpcode::AtomicFetchAndAdd: return WcOpcode::FetchAdd;
-    case WrOpcode::Send:
-    case WrOpcode::SendWithImm: return WcOpcode::Send;
-    default: return WcOpcode::RdmaWrite;
-    }
-}
-
 }  // namespace
 
 // The requester may send its next request: RTS, not waiting out an RNR NAK, a WQE left, fewer
@@ -187,7 +175,7 @@ bool VerbsEngine::rc_retire(VerbsQp& q, uint32_t h, uint32_t psn)
         if (k >= psn::kHalf || k < rc_npkts(e.total, q.pmtu) - 1) break;  // its last PSN is not covered
         verbs::Wc wc;
         wc.wr_id = e.wr.wr_id;
-        wc.opcode = wc_opcode(e.wr.opcode);
+        wc.opcode = verbs::send_wc_opcode(e.wr.opcode);
         wc.byte_len = e.total;
         wc.qp_num = q.qpn;
         q.counters.tx_messages++;
@@ -318,7 +306,7 @@ void VerbsEngine::rc_fail(VerbsQp& q, uint64_t idx, WcStatus st)
         verbs::Wc wc;
         wc.wr_id = e.wr.wr_id;
         wc.status = q.sq.tail() == idx ? st : WcStatus::WrFlushErr;
-        wc.opcode = wc_opcode(e.wr.opcode);
+        wc.opcode = verbs::send_wc_opcode(e.wr.opcode);
         wc.qp_num = q.qpn;
         verbs_complete(q.send_cq, wc);
         q.sq.pop();

@@ -33,6 +33,18 @@ enum class WrOpcode : uint8_t {
 // the atomics.
 constexpr bool is_rd_atomic(WrOpcode op) { return op >= WrOpcode::RdmaRead; }
 constexpr bool is_atomic(WrOpcode op) { return op >= WrOpcode::AtomicCmpAndSwp; }
+// The completion opcode of a send WQE (also of its error and flush completions).
+constexpr WcOpcode send_wc_opcode(WrOpcode op)
+{
+    switch (op) {
+    case WrOpcode::RdmaRead: return WcOpcode::RdmaRead;
+    case WrOpcode::AtomicCmpAndSwp: return WcOpcode::CompSwap;
+    case WrOpcode::AtomicFetchAndAdd: return WcOpcode::FetchAdd;
+    case WrOpcode::Send:
+    case WrOpcode::SendWithImm: return WcOpcode::Send;
+    default: return WcOpcode::RdmaWrite;
+    }
+}
 
 // The asynchronous events the model raises (ibv_event_type numbering): a CQ overrun, an RC
 // responder's fatal errors, an SRQ below its limit, an SRQ-attached QP that reached ERR.
