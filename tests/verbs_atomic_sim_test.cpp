@@ -3,8 +3,9 @@
 // one word; the responder's refusals (no remote atomic on the region or the QP, outside the
 // region, a misaligned VA) with ERR on both sides; a duplicate atomic answered from the result
 // cache and not executed again, with every ATOMIC ACK lost and under random loss among READs and
-// WRITEs; what post_send refuses (UC, UD, no max_rd_atomic, a result SGE under 8 bytes), and a
-// local SGE without local write.
+// WRITEs; what post_send refuses (UC, UD, no max_rd_atomic, a result SGE under 8 bytes), a
+// local SGE without local write; hostile frames (a duplicate never executed, another host, a
+// stray ATOMIC ACK) and an atomic past max_dest_rd_atomic.
 #include "sim_util.hpp"
 
 #include <sdr/emu/fabric.hpp>
@@ -448,4 +449,61 @@ TEST(VerbsAtomic, RemoteAtomicWithoutLocalWriteIsRefused)
     EXPECT_EQ(n.verbs().mr_reg(pd, buf.data(), 32, kRemoteAtomic), 0u);
     EXPECT_EQ(n.verbs().mr_reg(pd, buf.data(), 32, kRemoteAtomic | kRemoteRead), 0u);
     EXPECT_NE(n.verbs().mr_reg(pd, buf.data(), 32, kRemoteAtomic | kLocalWrite), 0u);
+}
+
+// Hostile and out-of-turn frames: an atomic behind the expected PSN that the responder never
+// executed is dropped (nothing to answer, nothing executed); one from another host is dropped;
+// an ATOMIC ACK the requester has no atomic for is stale; two atomics arriving together at a
+// responder with max_dest_rd_atomic 1 execute the first and NAK the second (invalid request).
+TEST(VerbsAtomic, HostileAndOutOfTurnFrames)
+{
+    Opts responder;
+    responder.max_dest_rd = 1;
+    Pair t(false, {}, responder);
+    std::vector<uint64_t> target = {50};
+    const uint32_t tkey = t.b.reg(target);
+    const uint32_t e = 0xFFFFFA;  // the PSN b expects
+    auto frame = [&](uint8_t op, uint32_t psn, uint32_t ip, Nic& to, uint32_t qpn) {
+        wire::Headers h;
+        h.src_mac = t.a.nic->address().mac;
+        h.dst_mac = to.address().mac;
+        h.src_ip = ip;
+        h.dst_ip = to.address().ip;
+        h.dest_qp = qpn;
+        h.opcode = op;
+        h.psn = psn & 0xFFFFFF;
+        h.ack_req = true;
+        h.va = va(target);
+        h.rkey = tkey;
+        h.swap_add = 1;
+        h.aeth = wire::aeth(wire::kAethAck, 0);
+        h.atomic_orig = 0xBAD;
+        h.pad = true;
+        std::vector<uint8_t> f(wire::frame_bytes(op, 0, true));
+        EXPECT_EQ(wire::encode(h, nullptr, 0, f.data(), f.size()), f.size());
+        return f;
+    };
+    const uint32_t ip = t.a.nic->address().ip;
+    t.f.inject_frame(t.b.nic->index(), frame(wire::kOpRcFetchAdd, e - 1, ip, *t.b.nic, t.b.qpn()), t.f.sim().now());
+    t.f.run_until_idle();
+    EXPECT_EQ(drops(*t.b.nic, RxDrop::Duplicate), 1u) << "behind, but never an atomic: no answer";
+    t.f.inject_frame(t.b.nic->index(), frame(wire::kOpRcFetchAdd, e, ip + 1, *t.b.nic, t.b.qpn()), t.f.sim().now());
+    t.f.run_until_idle();
+    EXPECT_EQ(drops(*t.b.nic, RxDrop::WrongPeer), 1u);
+    t.f.inject_frame(t.a.nic->index(), frame(wire::kOpRcAtomicAck, 0x7FFFF8, t.b.nic->address().ip, *t.a.nic, t.a.qpn()),
+                     t.f.sim().now());
+    t.f.run_until_idle();
+    EXPECT_EQ(drops(*t.a.nic, RxDrop::StaleAck), 1u) << "no atomic outstanding";
+    EXPECT_EQ(target[0], 50u);
+    EXPECT_EQ(t.b.c().atomics + t.b.c().atomic_replays, 0u);
+    EXPECT_EQ(t.b.state(), QpState::Rts);
+
+    const SimTime now = t.f.sim().now();
+    t.f.inject_frame(t.b.nic->index(), frame(wire::kOpRcFetchAdd, e, ip, *t.b.nic, t.b.qpn()), now);
+    t.f.inject_frame(t.b.nic->index(), frame(wire::kOpRcFetchAdd, e + 1, ip, *t.b.nic, t.b.qpn()), now);
+    t.f.run_until_idle();
+    EXPECT_EQ(target[0], 51u) << "the first executed";
+    EXPECT_EQ(t.b.c().atomics, 1u);
+    EXPECT_EQ(drops(*t.b.nic, RxDrop::InvalidRequest), 1u) << "the second is past max_dest_rd_atomic";
+    EXPECT_EQ(t.b.state(), QpState::Err);
 }
