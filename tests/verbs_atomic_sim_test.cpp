@@ -262,13 +262,14 @@ TEST(VerbsAtomic, FetchAddsOfTwoRequestersSum)
 }
 
 // The responder's refusals: a region without remote atomic, a QP without it, an rkey that
-// names nothing, 8 bytes past the region's end (remote access errors), a VA not 8-byte aligned
+// names nothing, a root key (remote write only), 8 bytes past the region's end (remote access
+// errors), a VA not 8-byte aligned
 // (an invalid request). The word stays as it was, the requester's result buffer too, the
 // atomic completes in error, the WQE behind it flushes, and both QPs go to ERR.
 TEST(VerbsAtomic, RefusalsAreRemoteAccessOrInvalidRequestErrors)
 {
-    enum Case { kRegionNoAtomic, kQpNoAtomic, kBadKey, kPastTheEnd, kMisaligned };
-    for (Case k : {kRegionNoAtomic, kQpNoAtomic, kBadKey, kPastTheEnd, kMisaligned}) {
+    enum Case { kRegionNoAtomic, kQpNoAtomic, kBadKey, kRootKey, kPastTheEnd, kMisaligned };
+    for (Case k : {kRegionNoAtomic, kQpNoAtomic, kBadKey, kRootKey, kPastTheEnd, kMisaligned}) {
         SCOPED_TRACE(int(k));
         Opts responder;
         if (k == kQpNoAtomic) responder.access = kLocalWrite | kRemoteWrite | kRemoteRead;
@@ -277,7 +278,12 @@ TEST(VerbsAtomic, RefusalsAreRemoteAccessOrInvalidRequestErrors)
         const uint32_t tkey = t.b.reg(target, k == kRegionNoAtomic ? kLocalWrite | kRemoteWrite | kRemoteRead : kAll);
         const uint32_t rkey = t.a.reg(result);
         const uint64_t at = k == kPastTheEnd ? va(target, 12) : k == kMisaligned ? va(target, 4) : va(target);
-        ASSERT_EQ(t.a.v().post_send(t.a.qp, faa(1, sge(result, rkey), at, k == kBadKey ? tkey ^ 0x10000 : tkey, 1)), 0);
+        uint32_t key = k == kBadKey ? tkey ^ 0x10000 : tkey;
+        if (k == kRootKey) {
+            key = t.b.v().root_key_create(t.b.pd, 2, 8);
+            ASSERT_EQ(t.b.v().root_key_set(key, 0, tkey, va(target), 8), 0);
+        }
+        ASSERT_EQ(t.a.v().post_send(t.a.qp, faa(1, sge(result, rkey), k == kRootKey ? 0 : at, key, 1)), 0);
         ASSERT_EQ(t.a.v().post_send(t.a.qp, cas(2, sge(result, rkey, 8), va(target), tkey, 7, 9)), 0);
         t.f.run_until_idle();
         auto sw = t.a.poll();
@@ -294,8 +300,8 @@ TEST(VerbsAtomic, RefusalsAreRemoteAccessOrInvalidRequestErrors)
         EXPECT_EQ(t.b.state(), QpState::Err);
         EXPECT_EQ(t.b.c().atomics, 0u);
         EXPECT_EQ(t.b.c().tx_naks, 1u);
-        const RxDrop why[] = {RxDrop::AccessDenied, RxDrop::AccessDenied, RxDrop::UnknownKey, RxDrop::OutOfBounds,
-                              RxDrop::InvalidRequest};
+        const RxDrop why[] = {RxDrop::AccessDenied, RxDrop::AccessDenied, RxDrop::UnknownKey, RxDrop::AccessDenied,
+                              RxDrop::OutOfBounds, RxDrop::InvalidRequest};
         EXPECT_EQ(drops(*t.b.nic, why[k]), 1u);
         ASSERT_EQ(t.f.verbs_async_log().size(), 1u);
         EXPECT_EQ(t.f.verbs_async_log()[0].ev, k == kMisaligned ? AsyncEvent::QpReqErr : AsyncEvent::QpAccessErr);

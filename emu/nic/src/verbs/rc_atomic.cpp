@@ -46,9 +46,10 @@ void VerbsEngine::rc_atomic_request(VerbsQp& q, uint32_t h, const PacketMeta& m,
     const VerbsMr* mr = verbs_mr(m.rkey);
     RxDrop bad = RxDrop::Count;
     uint8_t* at = nullptr;
-    if (!mr || mr->slot_bytes) {  // a root key serves remote writes only
+    if (!mr) {
         bad = RxDrop::UnknownKey;
     } else if (mr->pd != q.pd || !(mr->access & verbs::kRemoteAtomic) || !(q.access & verbs::kRemoteAtomic)) {
+        // (a root key has remote write only: atomics never reach its slots)
         bad = RxDrop::AccessDenied;
     } else if (!(at = mr->remote(m.va, 8))) {
         bad = RxDrop::OutOfBounds;
