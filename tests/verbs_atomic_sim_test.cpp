@@ -496,8 +496,8 @@ TEST(VerbsAtomic, HostileAndOutOfTurnFrames)
     t.f.inject_frame(t.b.nic->index(), frame(wire::kOpRcFetchAdd, e, ip + 1, *t.b.nic, t.b.qpn()), t.f.sim().now());
     t.f.run_until_idle();
     EXPECT_EQ(drops(*t.b.nic, RxDrop::WrongPeer), 1u);
-    t.f.inject_frame(t.a.nic->index(), frame(wire::kOpRcAtomicAck, 0x7FFFF8, t.b.nic->address().ip, *t.a.nic, t.a.qpn()),
-                     t.f.sim().now());
+    const uint32_t bip = t.b.nic->address().ip;
+    t.f.inject_frame(t.a.nic->index(), frame(wire::kOpRcAtomicAck, 0x7FFFF8, bip, *t.a.nic, t.a.qpn()), t.f.sim().now());
     t.f.run_until_idle();
     EXPECT_EQ(drops(*t.a.nic, RxDrop::StaleAck), 1u) << "no atomic outstanding";
     EXPECT_EQ(target[0], 50u);

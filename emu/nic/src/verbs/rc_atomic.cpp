@@ -16,6 +16,7 @@
 #include <sdr/emu/psn.hpp>
 
 #include <atomic>
+#include <cstdint>
 #include <cstring>
 
 namespace sdr::emu {
@@ -24,7 +25,8 @@ using verbs::WcOpcode;
 using verbs::WcStatus;
 using verbs::WrOpcode;
 
-void VerbsEngine::rc_atomic_request(VerbsQp& q, uint32_t h, const PacketMeta& m, const wire::Headers& hd, bool duplicate)
+void VerbsEngine::rc_atomic_request(VerbsQp& q, uint32_t h, const PacketMeta& m, const wire::Headers& hd,
+                                    bool duplicate)
 {
     if (duplicate) {
         // Executed before (an atomic takes one PSN): answer what it answered then. One no

@@ -2,8 +2,9 @@
 // memory regions with access flags, address handles, completion queues, shared receive queues
 // and RC/UC/UD QPs (objects.cpp, qp.cpp, srq.cpp; the requester tx.cpp, receive dispatch rx.cpp,
 // the transport rules uc.cpp, ud.cpp, rc_requester.cpp, rc_responder.cpp, rc_read.cpp,
-// rc_atomic.cpp in src/verbs/). It uses the NIC core (nic_core.hpp) and never the SDR engine's header: the NIC
-// attaches it on first use (Nic::verbs) and hands it its frames, timers and port turns.
+// rc_atomic.cpp in src/verbs/). It uses the NIC core (nic_core.hpp) and never the SDR engine's
+// header: the NIC attaches it on first use (Nic::verbs) and hands it its frames, timers and port
+// turns.
 #pragma once
 
 #include <sdr/emu/dcqcn.hpp>
