@@ -259,7 +259,10 @@ void VerbsEngine::rc_ack_received(VerbsQp& q, uint32_t h, uint32_t psn, uint32_t
         case wire::kNakPsnSequence:
             if (q.retry_left == 0) return rc_fail(q, q.sq.tail(), WcStatus::RetryExcErr);
             q.retry_left--;
-            return rc_rewind(q, h, psn);
+            // una behind the NAK's PSN: a READ or atomic before it still misses responses (its
+            // request asked again once already, and lost again). Go back to it, or the NAKs
+            // of the requests after it would spend the retries while it waits for the timer.
+            return rc_rewind(q, h, q.una);
         case wire::kNakInvalidRequest: return rc_fail(q, q.sq.tail(), WcStatus::RemInvReqErr);
         case wire::kNakRemoteAccess: return rc_fail(q, q.sq.tail(), WcStatus::RemAccessErr);
         default: return rc_fail(q, q.sq.tail(), WcStatus::RemOpErr);
