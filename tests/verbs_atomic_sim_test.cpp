@@ -337,20 +337,20 @@ TEST(VerbsAtomic, DuplicateIsAnsweredFromTheCacheAndNotExecutedAgain)
     EXPECT_EQ(t.b.state(), QpState::Rts);
 }
 
-// Atomics among READs and WRITEs over lossy links both ways, max_rd_atomic 2: every WQE
-// completes once and in order, every FETCH ADD returns the value before it (one QP's atomics
+// Atomics among READs and WRITEs over lossy links both ways, 2 and 16 READs and atomics in
+// flight: every WQE completes once and in order, every FETCH ADD returns the value before it (one QP's atomics
 // run in PSN order), and the word ends at the sum: retried atomics were answered, not redone.
 TEST(VerbsAtomic, LossAmongReadsAndWritesAddsEachOnce)
 {
     uint64_t replays = 0;
-    for (uint64_t seed : {41, 42, 43}) {
-        SCOPED_TRACE("seed " + std::to_string(seed));
+    for (auto [seed, depth] : {std::pair{41, 2}, std::pair{42, 2}, std::pair{43, 16}, std::pair{44, 16}}) {
+        SCOPED_TRACE("seed " + std::to_string(seed) + " depth " + std::to_string(depth));
         FabricParams p = params();
         p.link.impairment.loss = 0.1;
-        p.seed = seed;
+        p.seed = uint64_t(seed);
         Opts o;
-        o.max_rd = 2;
-        o.max_dest_rd = 2;
+        o.max_rd = uint8_t(depth);
+        o.max_dest_rd = uint8_t(depth);
         Pair t(false, o, o, p);
         constexpr int kN = 300;
         constexpr uint32_t kLen = 3000;
