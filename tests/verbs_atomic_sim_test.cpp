@@ -513,3 +513,44 @@ TEST(VerbsAtomic, HostileAndOutOfTurnFrames)
     EXPECT_EQ(drops(*t.b.nic, RxDrop::InvalidRequest), 1u) << "the second is past max_dest_rd_atomic";
     EXPECT_EQ(t.b.state(), QpState::Err);
 }
+
+
+// A duplicate's answer from the cache does not take a responder resource: with
+// max_dest_rd_atomic 2, an atomic, its duplicate and the next atomic arriving together (the
+// first answer not out yet) all get answers; the second atomic is within the requester's 2 in
+// flight and must not be refused as an invalid request.
+TEST(VerbsAtomic, ADuplicatesAnswerTakesNoResponderResource)
+{
+    Opts responder;
+    responder.max_dest_rd = 2;
+    Pair t(false, {}, responder);
+    std::vector<uint64_t> target = {7};
+    const uint32_t tkey = t.b.reg(target);
+    const uint32_t e = 0xFFFFFA;  // the PSN b expects
+    auto frame = [&](uint32_t psn) {
+        wire::Headers h;
+        h.src_mac = t.a.nic->address().mac;
+        h.dst_mac = t.b.nic->address().mac;
+        h.src_ip = t.a.nic->address().ip;
+        h.dst_ip = t.b.nic->address().ip;
+        h.dest_qp = t.b.qpn();
+        h.opcode = wire::kOpRcFetchAdd;
+        h.psn = psn & 0xFFFFFF;
+        h.ack_req = true;
+        h.va = va(target);
+        h.rkey = tkey;
+        h.swap_add = 1;
+        h.pad = true;
+        std::vector<uint8_t> f(wire::frame_bytes(h.opcode, 0, true));
+        EXPECT_EQ(wire::encode(h, nullptr, 0, f.data(), f.size()), f.size());
+        return f;
+    };
+    const SimTime now = t.f.sim().now();
+    for (uint32_t psn : {e, e, e + 1}) t.f.inject_frame(t.b.nic->index(), frame(psn), now);
+    t.f.run_until_idle();
+    EXPECT_EQ(target[0], 9u);
+    EXPECT_EQ(t.b.c().atomics, 2u);
+    EXPECT_EQ(t.b.c().atomic_replays, 1u);
+    EXPECT_EQ(drops(*t.b.nic, RxDrop::InvalidRequest), 0u);
+    EXPECT_EQ(t.b.state(), QpState::Rts);
+}

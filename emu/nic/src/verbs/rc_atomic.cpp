@@ -36,7 +36,7 @@ void VerbsEngine::rc_atomic_request(VerbsQp& q, uint32_t h, const PacketMeta& m,
             if (a.valid && a.psn == m.psn) hit = &a;
         if (!hit) return verbs_drop(RxDrop::Duplicate, &q);
         const uint64_t orig = hit->orig;
-        RcResp* r = rc_queue_rd_atomic(q);
+        RcResp* r = rc_queue_rd_atomic(q, true);
         if (!r) return verbs_drop(RxDrop::Duplicate, &q);  // asked again later
         r->kind = RcResp::Kind::Atomic;
         r->psn = m.psn;
@@ -66,7 +66,7 @@ void VerbsEngine::rc_atomic_request(VerbsQp& q, uint32_t h, const PacketMeta& m,
         verbs_drop(RxDrop::InvalidRequest, &q);
         return rc_responder_error(q, h, m.psn, wire::kNakInvalidRequest);
     }
-    RcResp* r = rc_queue_rd_atomic(q);
+    RcResp* r = rc_queue_rd_atomic(q, false);
     if (!r) {  // more READs and atomics in progress than max_dest_rd_atomic
         verbs_drop(RxDrop::InvalidRequest, &q);
         return rc_responder_error(q, h, m.psn, wire::kNakInvalidRequest);

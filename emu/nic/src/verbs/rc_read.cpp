@@ -48,7 +48,7 @@ void VerbsEngine::rc_read_request(VerbsQp& q, uint32_t h, const PacketMeta& m, c
     // Responder resources: at most max_dest_rd_atomic READs and atomics in progress. A new one
     // past that is an invalid request; a duplicate finds its answer still going out, or is
     // asked for again.
-    RcResp* r = rc_queue_rd_atomic(q);
+    RcResp* r = rc_queue_rd_atomic(q, duplicate);
     if (!r) {
         if (duplicate) return verbs_drop(RxDrop::Duplicate, &q);
         verbs_drop(RxDrop::InvalidRequest, &q);

@@ -328,6 +328,7 @@ void VerbsEngine::rc_enter_err(VerbsQp& q)
     q.rd_out = 0;
     q.resp_n = 0;
     q.rd_queued = 0;
+    q.rd_dups = 0;
     q.nak_sent = false;
     q.state = QpState::Err;
     verbs_flush(q);

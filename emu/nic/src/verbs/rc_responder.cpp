@@ -74,13 +74,19 @@ void VerbsEngine::rc_queue_ack(VerbsQp& q, uint32_t h, uint32_t psn, uint32_t sy
 }
 
 // Responder resources (IBTA 9.7.5.1.x, max_dest_rd_atomic): READs whose responses and atomics
-// whose ATOMIC ACKs have not all left, within the queue's depth.
-VerbsEngine::RcResp* VerbsEngine::rc_queue_rd_atomic(VerbsQp& q)
+// whose ATOMIC ACKs have not all left, within the queue's depth. The answers to duplicates are
+// counted apart, up to max_dest_rd_atomic of them: the requester sent each new one with fewer
+// than max_rd_atomic of its own in flight, but a retry sends requests again whose first answers
+// may still be queued here, and those must not make the next new request look like one too many.
+VerbsEngine::RcResp* VerbsEngine::rc_queue_rd_atomic(VerbsQp& q, bool duplicate)
 {
-    if (q.rd_queued >= q.max_dest_rd || q.resp_n == kRcRespDepth) return nullptr;
+    const uint32_t taken = duplicate ? q.rd_dups : q.rd_queued - q.rd_dups;
+    if (taken >= q.max_dest_rd || q.resp_n == kRcRespDepth) return nullptr;
     RcResp& r = q.resp[(q.resp_head + q.resp_n++) % kRcRespDepth];
     r = RcResp{};
+    r.dup = duplicate;
     q.rd_queued++;
+    q.rd_dups += duplicate;
     return &r;
 }
 
@@ -262,6 +268,7 @@ bool VerbsEngine::rc_resp_next(VerbsQp& q, uint32_t h, TxPacket* out)
         r.off += n;
         if (!last) return true;
         q.rd_queued--;
+        q.rd_dups -= r.dup;
     } else if (r.kind == RcResp::Kind::Atomic) {
         // AETH (ACK, MSN) and the AtomicAckETH: the original value, read by the encoder from
         // this entry (encode_padded), which nothing takes again before the packet is encoded.
@@ -270,6 +277,7 @@ bool VerbsEngine::rc_resp_next(VerbsQp& q, uint32_t h, TxPacket* out)
         out->meta.imm = wire::aeth(wire::kAethAck, q.msn);
         out->payload = reinterpret_cast<const uint8_t*>(&r.orig);
         q.rd_queued--;
+        q.rd_dups -= r.dup;
     } else {
         out->meta.opcode = wire::kOpRcAck;
         out->meta.psn = r.psn;

@@ -197,6 +197,7 @@ private:
         uint32_t key = 0, len = 0, off = 0;  // READ: rkey, length, bytes sent
         uint64_t va = 0;
         uint64_t orig = 0;  // ATOMIC ACK: the value before the atomic
+        bool dup = false;   // READ, ATOMIC ACK: the answer to a duplicate request
     };
     // An atomic the RC responder executed: its PSN and the original value it answered.
     struct AtomicResult {
@@ -247,7 +248,8 @@ private:
         uint32_t msn = 0;        // messages completed (AETH MSN)
         bool nak_sent = false;   // a NAK went out: no other until the expected PSN arrives
         std::vector<RcResp> resp;  // kRcRespDepth entries (RC QPs only)
-        uint32_t resp_head = 0, resp_n = 0, rd_queued = 0;  // rd_queued: READs and ATOMIC ACKs
+        // rd_queued: READs and ATOMIC ACKs queued, rd_dups: those of them answering duplicates
+        uint32_t resp_head = 0, resp_n = 0, rd_queued = 0, rd_dups = 0;
         std::vector<AtomicResult> atomic_cache;  // kRcAtomicCache entries (RC QPs only), a ring
         uint32_t atomic_next = 0;                // the ring's next entry
         uint32_t mcast_groups = 0;  // UD: groups it is attached to
@@ -336,7 +338,7 @@ private:
     void rc_atomic_ack(VerbsQp& q, uint32_t h, const PacketMeta& m, const wire::Headers& hd);
     // Queue a READ's responses or an ATOMIC ACK, within max_dest_rd_atomic and the queue's depth:
     // nullptr if there is no room (the caller NAKs a new request, drops a duplicate).
-    RcResp* rc_queue_rd_atomic(VerbsQp& q);
+    RcResp* rc_queue_rd_atomic(VerbsQp& q, bool duplicate);
 
     // The NIC core's state this engine shares (nic_core.hpp).
     Nic& nic_;  // what the executor's calls name
