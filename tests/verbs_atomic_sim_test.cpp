@@ -554,3 +554,43 @@ TEST(VerbsAtomic, ADuplicatesAnswerTakesNoResponderResource)
     EXPECT_EQ(drops(*t.b.nic, RxDrop::InvalidRequest), 0u);
     EXPECT_EQ(t.b.state(), QpState::Rts);
 }
+
+// IBV_SEND_FENCE: a WRITE of the last KiB of a 64 KiB READ's bytes, posted right behind it and
+// fenced, leaves only once the READ completed, so the READ returns the bytes as they were
+// (unfenced, the responder places the WRITE while the READ's responses still read the region,
+// and its last ones read the new bytes); likewise a fenced READ behind a FETCH ADD of its word
+// reads the sum.
+TEST(VerbsAtomic, FenceWaitsForTheReadsAndAtomicsBeforeIt)
+{
+    Pair t(false);
+    constexpr uint32_t kLen = 64 * 1024;
+    std::vector<uint8_t> remote = pattern(kLen, 5), fresh = pattern(1024, 6), got(kLen, 0);
+    const std::vector<uint8_t> before = remote;
+    const uint32_t rkey = t.b.reg(remote), fkey = t.a.reg(fresh), gkey = t.a.reg(got);
+    SendWr rd = faa(1, sge(got, gkey, 0, kLen), va(remote), rkey, 0);
+    rd.opcode = WrOpcode::RdmaRead;
+    SendWr wr = faa(2, sge(fresh, fkey, 0, 1024), va(remote, kLen - 1024), rkey, 0);
+    wr.opcode = WrOpcode::RdmaWrite;
+    wr.fence = true;
+    ASSERT_EQ(t.a.v().post_send(t.a.qp, rd), 0);
+    ASSERT_EQ(t.a.v().post_send(t.a.qp, wr), 0);
+    t.f.run_until_idle();
+    auto sw = t.a.poll();
+    ASSERT_EQ(sw.size(), 2u);
+    EXPECT_EQ(sw[0].status, WcStatus::Success);
+    EXPECT_EQ(sw[1].status, WcStatus::Success);
+    EXPECT_EQ(got, before) << "the READ saw nothing of the fenced WRITE";
+    EXPECT_TRUE(std::equal(fresh.begin(), fresh.end(), remote.begin() + (kLen - 1024)));
+
+    std::vector<uint64_t> word = {40}, res(2, 0);
+    const uint32_t wkey = t.b.reg(word), reskey = t.a.reg(res);
+    ASSERT_EQ(t.a.v().post_send(t.a.qp, faa(3, sge(res, reskey), va(word), wkey, 2)), 0);
+    SendWr fenced = faa(4, sge(res, reskey, 8), va(word), wkey, 0);
+    fenced.opcode = WrOpcode::RdmaRead;
+    fenced.fence = true;
+    ASSERT_EQ(t.a.v().post_send(t.a.qp, fenced), 0);
+    t.f.run_until_idle();
+    ASSERT_EQ(t.a.poll().size(), 2u);
+    EXPECT_EQ(res[0], 40u);
+    EXPECT_EQ(res[1], 42u);
+}

@@ -64,6 +64,7 @@ int post_one(Engine& eng, Qp& q, const ibv_send_wr& wr)
     }
     w.signaled = q.sq_sig_all || (wr.send_flags & IBV_SEND_SIGNALED);
     w.solicited = (wr.send_flags & IBV_SEND_SOLICITED) != 0;  // SE on its last packet
+    w.fence = (wr.send_flags & IBV_SEND_FENCE) != 0;          // RC: after the READs and atomics before it
     if (w.opcode == mv::WrOpcode::SendWithImm || w.opcode == mv::WrOpcode::RdmaWriteWithImm)
         w.imm = ntohl(wr.imm_data);  // verbs hands it in network order, the model takes host order
     if (mv::is_atomic(w.opcode)) {

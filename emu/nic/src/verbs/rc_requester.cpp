@@ -34,13 +34,14 @@ uint64_t timeout_ns(uint8_t timeout) { return std::max<uint64_t>(uint64_t{4096} 
 }  // namespace
 
 // The requester may send its next request: RTS, not waiting out an RNR NAK, a WQE left, fewer
-// than kMaxOutstandingPsns outstanding, and a READ or atomic only while fewer than max_rd_atomic
-// of them are.
+// than kMaxOutstandingPsns outstanding, a READ or atomic only while fewer than max_rd_atomic
+// of them are, and a fenced WQE only once none is (rd_out counts those before sq_next).
 bool VerbsEngine::rc_requester_ready(const VerbsQp& q) const
 {
     if (q.state != QpState::Rts || q.rnr_wait || q.sq_next == q.sq.head()) return false;
     if (psn::diff(q.sq_psn, q.una) >= kMaxOutstandingPsns) return false;
     const VerbsSend& e = q.sq.at(q.sq_next);
+    if (e.wr.fence && q.rd_out) return false;
     return !verbs::is_rd_atomic(e.wr.opcode) || q.rd_out < q.max_rd;
 }
 

@@ -71,6 +71,9 @@ struct SendWr {
     WrOpcode opcode = WrOpcode::Send;
     bool signaled = true;
     bool solicited = false;  // IBV_SEND_SOLICITED: the BTH's SE bit on the message's last packet
+    // IBV_SEND_FENCE (RC): not begun before every READ and atomic posted before it completed
+    // (IBTA 10.8.3.3); UC and UD have none to wait for.
+    bool fence = false;
     uint32_t imm = 0;  // host order; the wire carries it big-endian
     uint32_t num_sge = 0;
     std::array<Sge, kMaxSge> sg{};
