@@ -4,10 +4,12 @@
  * again through ibv_qp_to_qp_ex), CQs made with ibv_create_cq_ex are read with ibv_start_poll /
  * ibv_next_poll / ibv_end_poll and the ibv_wc_read_* ops:
  *   - RC: RDMA WRITE (two SGEs), WRITE with immediate, SEND with inline data, SEND with
- *     immediate and RDMA READ in one batch, byte-exact, every completion's fields;
+ *     immediate and RDMA READ in one batch, byte-exact, every completion's fields; then a
+ *     FETCH ADD and a COMPARE SWAP (ibv_wr_atomic_fetch_add, ibv_wr_atomic_cmp_swp) on one word;
  *   - UD: SEND with immediate to an address (ibv_wr_set_ud_addr), the GRH and src_qp;
  *   - ibv_wr_abort posts nothing; a setter with too many SGEs fails the batch at complete;
- *   - refusals: atomics in send_ops_flags and completion timestamps in wc_flags (EOPNOTSUPP).
+ *   - refusals: atomics in a UC QP's send_ops_flags and completion timestamps in wc_flags
+ *     (EOPNOTSUPP).
  * Exit 0 after "verbs_ex: ok".
  *
  *   verbs_ex NAME
@@ -95,7 +97,8 @@ static struct ibv_qp* make_qp(enum ibv_qp_type type, struct ibv_cq_ex* cq, uint6
         m.qkey = kQkey;
         mask |= IBV_QP_QKEY;
     } else {
-        m.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+        m.qp_access_flags =
+            IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
         mask |= IBV_QP_ACCESS_FLAGS;
     }
     CHECK(ibv_modify_qp(qp, &m, mask) == 0, "modify to INIT");
@@ -177,14 +180,15 @@ int main(int argc, char** argv)
     CHECK(ibv_create_cq_ex(ctx, &ts) == NULL && errno == EOPNOTSUPP, "completion timestamps must be EOPNOTSUPP");
     struct ibv_cq_ex* cq = make_cq();
     struct ibv_qp_init_attr_ex atomics = {.send_cq = ibv_cq_ex_to_cq(cq), .recv_cq = ibv_cq_ex_to_cq(cq),
-                                          .qp_type = IBV_QPT_RC, .cap = {.max_send_wr = 4, .max_recv_wr = 4},
+                                          .qp_type = IBV_QPT_UC, .cap = {.max_send_wr = 4, .max_recv_wr = 4},
                                           .comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, .pd = pd,
                                           .send_ops_flags = IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD};
-    CHECK(ibv_create_qp_ex(ctx, &atomics) == NULL && errno == EOPNOTSUPP, "atomic send ops must be EOPNOTSUPP");
+    CHECK(ibv_create_qp_ex(ctx, &atomics) == NULL && errno == EOPNOTSUPP, "atomic send ops on UC must be EOPNOTSUPP");
 
     /* ---- RC: one batch of five ---- */
     const uint64_t rc_ops = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND |
-                            IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ;
+                            IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ |
+                            IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
     struct ibv_qp* a = make_qp(IBV_QPT_RC, cq, rc_ops);
     struct ibv_qp* b = make_qp(IBV_QPT_RC, cq, rc_ops);
     connect_rc(a, b->qp_num);
@@ -259,6 +263,32 @@ int main(int argc, char** argv)
     CHECK(memcmp(rdst, src + 1000, kReadBytes) == 0, "READ bytes");
     printf("ex rc write=%d write_imm=%d send_inline=%d send_imm=%d read=%d ok\n", kWriteBytes, kImmBytes, kSendBytes,
            kSendImmBytes, kReadBytes);
+
+    /* atomics on one word: FETCH ADD 5 (returns 1000), then COMPARE SWAP 1005 -> 77 (returns 1005) */
+    uint64_t word[2] = {0, 1000};
+    struct ibv_mr* amr = ibv_reg_mr(pd, word, sizeof word, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC);
+    CHECK(amr != NULL, "ibv_reg_mr with IBV_ACCESS_REMOTE_ATOMIC");
+    memset(rdst, 0xEE, 24);
+    ibv_wr_start(x);
+    x->wr_id = 8;
+    x->wr_flags = IBV_SEND_SIGNALED;
+    ibv_wr_atomic_fetch_add(x, amr->rkey, (uintptr_t)&word[1], 5);
+    ibv_wr_set_sge(x, rmr->lkey, (uintptr_t)rdst, 8);
+    x->wr_id = 9;
+    ibv_wr_atomic_cmp_swp(x, amr->rkey, (uintptr_t)&word[1], 1005, 77);
+    ibv_wr_set_sge(x, rmr->lkey, (uintptr_t)rdst + 8, 8);
+    CHECK(ibv_wr_complete(x) == 0, "ibv_wr_complete atomics");
+    poll_ex(cq, 2, c, "the atomics");
+    CHECK(c[0].wr_id == 8 && c[0].opcode == IBV_WC_FETCH_ADD && c[0].byte_len == 8 && c[0].qp_num == a->qp_num,
+          "FETCH ADD completion: wr_id %" PRIu64 " opcode %d byte_len %u", c[0].wr_id, (int)c[0].opcode, c[0].byte_len);
+    CHECK(c[1].wr_id == 9 && c[1].opcode == IBV_WC_COMP_SWAP && c[1].byte_len == 8,
+          "COMPARE SWAP completion: wr_id %" PRIu64 " opcode %d byte_len %u", c[1].wr_id, (int)c[1].opcode, c[1].byte_len);
+    uint64_t got[2];
+    memcpy(got, rdst, sizeof got);
+    CHECK(got[0] == 1000 && got[1] == 1005 && word[1] == 77 && word[0] == 0 && rdst[16] == 0xEE,
+          "atomics: returned %" PRIu64 " %" PRIu64 ", word %" PRIu64, got[0], got[1], word[1]);
+    CHECK(ibv_dereg_mr(amr) == 0, "dereg the atomic region");
+    printf("ex rc fetch_add=%" PRIu64 " cmp_swp=%" PRIu64 " word=%" PRIu64 " ok\n", got[0], got[1], word[1]);
 
     /* a batch whose setter failed posts nothing */
     ibv_wr_start(x);

@@ -14,11 +14,17 @@
  *       and the sequence numbers must increase. After the client says (over TCP) that it sent
  *       them all, the server moves its QP to ERR: the receives left flush. The server prints
  *       "lossy uc messages=64 whole=N lost=M ok" (N + M = 64, both > 0 at 1 % loss).
+ *   atomic: 1000 RC FETCH ADDs of i + 1 (i = 0..999) on one word of the server, 16 in flight;
+ *       one QP's atomics run in order, so each must return the sum of the adds before it (a
+ *       retry after a lost ATOMIC ACK is answered, not executed again: a second execution would
+ *       show in every later value). Then a COMPARE SWAP with a wrong compare value (no swap) and
+ *       one with the sum (swaps in 0xC0FFEE). The server checks the word and prints
+ *       "lossy atomic fetch_adds=1000 sum=500500 cmp_swaps=2 ok".
  *
  * Exit 0 on success.
  *
- *   verbs_lossy DEVICE rc|uc PORT            (server)
- *   verbs_lossy DEVICE rc|uc PORT SERVER_IP  (client)
+ *   verbs_lossy DEVICE rc|uc|atomic PORT            (server)
+ *   verbs_lossy DEVICE rc|uc|atomic PORT SERVER_IP  (client)
  */
 #define _DEFAULT_SOURCE
 #include <infiniband/verbs.h>
@@ -41,6 +47,7 @@ enum {
     kWrites = 64,
     kSends = 16,
     kUcMsgs = 64,
+    kAtomics = 1000,
     kDepth = 16,
     kBuf = (kWrites + kSends) * kMsg, /* >= kUcMsgs * kMsg */
 };
@@ -102,8 +109,8 @@ static struct ibv_wc poll_one(struct ibv_cq* cq, const char* what)
 
 int main(int argc, char** argv)
 {
-    CHECK(argc == 4 || argc == 5, "usage: verbs_lossy DEVICE rc|uc PORT [SERVER_IP]");
-    const int rc = strcmp(argv[2], "rc") == 0, server = argc == 4;
+    CHECK(argc == 4 || argc == 5, "usage: verbs_lossy DEVICE rc|uc|atomic PORT [SERVER_IP]");
+    const int atomic = strcmp(argv[2], "atomic") == 0, rc = atomic || strcmp(argv[2], "rc") == 0, server = argc == 4;
     CHECK(rc || strcmp(argv[2], "uc") == 0, "mode %s", argv[2]);
     const int port = atoi(argv[3]);
 
@@ -124,7 +131,8 @@ int main(int argc, char** argv)
     uint8_t* buf = calloc(1, kBuf);
     CHECK(pd && buf, "pd, buffer");
     if (!server) fill(buf, kBuf, 4242);
-    struct ibv_mr* mr = ibv_reg_mr(pd, buf, kBuf, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    const int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | (atomic ? IBV_ACCESS_REMOTE_ATOMIC : 0);
+    struct ibv_mr* mr = ibv_reg_mr(pd, buf, kBuf, access);
     struct ibv_cq* cq = ibv_create_cq(ctx, 4 * kUcMsgs, NULL, NULL, 0);
     CHECK(mr && cq, "mr, cq");
     struct ibv_qp_init_attr ia = {.send_cq = cq, .recv_cq = cq, .qp_type = rc ? IBV_QPT_RC : IBV_QPT_UC,
@@ -132,12 +140,11 @@ int main(int argc, char** argv)
                                           .max_recv_sge = 1}};
     struct ibv_qp* qp = ibv_create_qp(pd, &ia);
     CHECK(qp != NULL, "ibv_create_qp");
-    struct ibv_qp_attr m = {.qp_state = IBV_QPS_INIT, .port_num = 1,
-                            .qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE};
+    struct ibv_qp_attr m = {.qp_state = IBV_QPS_INIT, .port_num = 1, .qp_access_flags = access};
     CHECK(ibv_modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) == 0, "INIT");
 
     /* The server's receives are posted before the client learns where to send. */
-    const int nrecv = rc ? kSends : kUcMsgs;
+    const int nrecv = atomic ? 0 : rc ? kSends : kUcMsgs;
     if (server)
         for (int i = 0; i < nrecv; i++) {
             const size_t off = rc ? (size_t)(kWrites + i) * kMsg : (size_t)i * kMsg;
@@ -154,7 +161,7 @@ int main(int argc, char** argv)
     io_all(fd, &them, sizeof them, 0);
 
     struct ibv_qp_attr r = {.qp_state = IBV_QPS_RTR, .path_mtu = pa.active_mtu, .dest_qp_num = them.qpn,
-                            .rq_psn = them.psn, .max_dest_rd_atomic = 1, .min_rnr_timer = 12};
+                            .rq_psn = them.psn, .max_dest_rd_atomic = atomic ? kDepth : 1, .min_rnr_timer = 12};
     r.ah_attr.is_global = 1;
     r.ah_attr.port_num = 1;
     r.ah_attr.grh.hop_limit = 1;
@@ -167,11 +174,54 @@ int main(int argc, char** argv)
      * end's capture to the other's, and 16.8 ms timeouts ran out of retries on a link that
      * was only slow. */
     struct ibv_qp_attr t = {.qp_state = IBV_QPS_RTS, .sq_psn = me.psn, .timeout = 14, .retry_cnt = 7, .rnr_retry = 7,
-                            .max_rd_atomic = 1};
+                            .max_rd_atomic = atomic ? kDepth : 1};
     mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
     if (rc) mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
     CHECK(ibv_modify_qp(qp, &t, mask) == 0, "RTS");
 
+    if (!server && atomic) {
+        uint64_t* res = (uint64_t*)buf;
+        uint64_t sum = 0;
+        int posted = 0, done = 0;
+        const int total = kAtomics + 2;
+        while (done < total) {
+            while (posted < total && posted - done < kDepth) {
+                struct ibv_sge s = {(uintptr_t)&res[posted], 8, mr->lkey};
+                struct ibv_send_wr w = {.wr_id = (uint64_t)posted, .sg_list = &s, .num_sge = 1,
+                                        .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD, .send_flags = IBV_SEND_SIGNALED}, *bad;
+                w.wr.atomic.remote_addr = them.addr;
+                w.wr.atomic.rkey = them.rkey;
+                w.wr.atomic.compare_add = (uint64_t)posted + 1;
+                if (posted >= kAtomics) { /* after all adds: a wrong compare, then the sum */
+                    w.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
+                    w.wr.atomic.compare_add = posted == kAtomics ? 12345 : (uint64_t)kAtomics * (kAtomics + 1) / 2;
+                    w.wr.atomic.swap = 0xC0FFEE;
+                }
+                CHECK(ibv_post_send(qp, &w, &bad) == 0, "post_send atomic %d", posted);
+                posted++;
+            }
+            struct ibv_wc wc = poll_one(cq, "an atomic");
+            const enum ibv_wc_opcode op = done < kAtomics ? IBV_WC_FETCH_ADD : IBV_WC_COMP_SWAP;
+            CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == (uint64_t)done && wc.opcode == op && wc.byte_len == 8,
+                  "atomic %d: wr_id %" PRIu64 " status %s opcode %d byte_len %u", done, wc.wr_id,
+                  ibv_wc_status_str(wc.status), (int)wc.opcode, wc.byte_len);
+            CHECK(res[done] == sum, "atomic %d returned %" PRIu64 ", want %" PRIu64, done, res[done], sum);
+            if (done < kAtomics) sum += (uint64_t)done + 1;
+            done++;
+        }
+        char c = 'd';
+        io_all(fd, &c, 1, 1);
+        io_all(fd, &c, 1, 0);
+        printf("verbs_lossy client atomic sent=%d sum=%" PRIu64 " ok\n", total, sum);
+        close(fd);
+        ibv_destroy_qp(qp);
+        ibv_destroy_cq(cq);
+        ibv_dereg_mr(mr);
+        ibv_dealloc_pd(pd);
+        ibv_close_device(ctx);
+        free(buf);
+        return 0;
+    }
     if (!server) {
         const int total = rc ? kWrites + kSends : kUcMsgs;
         int posted = 0, done = 0;
@@ -214,7 +264,13 @@ int main(int argc, char** argv)
     uint8_t* want = malloc(kBuf);
     CHECK(want != NULL, "buffer");
     char c;
-    if (rc) {
+    if (atomic) {
+        io_all(fd, &c, 1, 0); /* every atomic completed */
+        uint64_t word;
+        memcpy(&word, buf, 8);
+        CHECK(word == 0xC0FFEE, "the word is %#" PRIx64 ", want 0xc0ffee (the sum swapped)", word);
+        printf("lossy atomic fetch_adds=%d sum=%d cmp_swaps=2 ok\n", kAtomics, kAtomics * (kAtomics + 1) / 2);
+    } else if (rc) {
         fill(want, kBuf, 4242);
         for (int i = 0; i < kSends; i++) {
             struct ibv_wc wc = poll_one(cq, "a receive");

@@ -357,6 +357,26 @@ TEST(VerbsRc, TenPercentLossDeliversEveryByte)
     EXPECT_GT(drops(*t.b.nic, RxDrop::Duplicate), 0u);
 }
 
+// 16 READs outstanding at 10 % loss both ways: a READ whose request was lost again after it
+// was asked for once holds una back while the requests after it draw PSN sequence NAKs; each
+// NAK goes back to that READ (not past it), so the NAKs never spend retry_cnt without progress.
+TEST(VerbsRc, ManyReadsOutstandingUnderLossKeepProgressing)
+{
+    for (uint64_t seed : {101, 102, 103}) {
+        SCOPED_TRACE("seed " + std::to_string(seed));
+        FabricParams p = params();
+        p.link.impairment.loss = 0.10;
+        p.seed = seed;
+        RcOpts o;
+        o.max_rd = 16;
+        o.max_dest_rd = 16;
+        RcPair t(false, o, p);
+        Bulk b;
+        b.run(t);
+        EXPECT_GT(t.b.c().tx_naks, 0u);
+    }
+}
+
 TEST(VerbsRc, DuplicatedAndReorderedFramesDeliverEveryByteOnce)
 {
     FabricParams p = params();

@@ -1,7 +1,7 @@
 // Wireshark dissects every opcode the verbs QPs send as we meant it: RC (below), UC SEND and RDMA WRITE
 // FIRST/MIDDLE/LAST/ONLY with and without immediate (RETH on WRITE FIRST/ONLY, PadCnt on odd
-// lengths) and UD SEND Only with and without immediate (DETH: Q_Key, source QP); every captured
-// ICRC verifies (tshark does not check it).
+// lengths) and UD SEND Only with and without immediate (DETH: Q_Key, source QP), RC atomics
+// (AtomicETH, AtomicAckETH); every captured ICRC verifies (tshark does not check it).
 #include "tshark_util.hpp"
 
 #include <sdr/emu/fabric.hpp>
@@ -407,5 +407,133 @@ TEST(VerbsTshark, EveryRcOpcodeDissectsWithItsFields)
         }
         EXPECT_EQ(r[11], "") << "tshark calls it malformed";
     }
+    std::remove(path.c_str());
+}
+
+// RC atomics: COMPARE SWAP (0x13) and FETCH ADD (0x14) with their AtomicETH (VA and R_Key in
+// tshark's RETH fields, Swap/Add and Compare data), each answered by an ATOMIC ACKNOWLEDGE
+// (0x12) with the AETH and the AtomicAckETH's original value; every ICRC verifies.
+TEST(VerbsTshark, RcAtomicsDissectWithTheirFields)
+{
+    if (!sdr::test::tshark_available()) GTEST_SKIP() << "tshark is not on PATH; install tshark to dissect our pcaps";
+    const std::string path = "/tmp/sdr_verbs_atomic_tshark_" + std::to_string(getpid()) + ".pcap";
+    struct Row {
+        uint8_t opcode;
+        uint32_t dest_qp, psn;
+        bool ack_req;
+        uint64_t va, swap, compare, orig;  // request: va, swap, compare; ATOMIC ACK: orig
+        uint32_t rkey, msn;
+    };
+    std::vector<Row> want;
+    std::vector<uint64_t> word = {0, 0x1122334455667788ull};
+    {
+        FabricParams p;
+        p.link.rtt_ms = 0.01;
+        p.pcap_path = path;
+        SimFabric f(p);
+        Nic& na = f.nic(0, 1);
+        Nic& nb = f.nic(1, 1);
+        const uint32_t pda = na.verbs().pd_alloc(), pdb = nb.verbs().pd_alloc();
+        const uint32_t cqa = na.verbs().cq_create(64), cqb = nb.verbs().cq_create(64);
+        const uint32_t qa = na.verbs().qp_create(QpType::Rc, pda, cqa, cqa, 32, 32);
+        const uint32_t qb = nb.verbs().qp_create(QpType::Rc, pdb, cqb, cqb, 32, 32);
+        const uint32_t qpna = na.verbs().qpn(qa), qpnb = nb.verbs().qpn(qb);
+        for (auto [n, q, peer, peer_ip] : {std::tuple{&na, qa, qpnb, nb.address().ip}, std::tuple{&nb, qb, qpna, na.address().ip}}) {
+            QpAttr at;
+            at.state = QpState::Init;
+            at.access = kLocalWrite | kRemoteAtomic;
+            ASSERT_EQ(n->verbs().qp_modify(q, at, QpAttr::kState | QpAttr::kAccess), 0);
+            at.state = QpState::Rtr;
+            at.path_mtu = 256;
+            at.rq_psn = 20;
+            at.dest_qpn = peer;
+            at.remote_gid = gid_from_ipv4(peer_ip);
+            ASSERT_EQ(n->verbs().qp_modify(q, at, QpAttr::kState | QpAttr::kPathMtu | QpAttr::kDestQpn | QpAttr::kRqPsn |
+                                                    QpAttr::kAv | QpAttr::kMaxDestRdAtomic | QpAttr::kMinRnrTimer),
+                      0);
+            at.state = QpState::Rts;
+            at.sq_psn = 20;
+            ASSERT_EQ(n->verbs().qp_modify(q, at, QpAttr::kState | QpAttr::kSqPsn | QpAttr::kTimeout | QpAttr::kRetryCnt |
+                                                    QpAttr::kRnrRetry | QpAttr::kMaxRdAtomic),
+                      0);
+        }
+        std::vector<uint64_t> res(2);
+        const uint32_t reskey = na.verbs().mr_reg(pda, res.data(), 16, kLocalWrite);
+        const uint32_t wkey = nb.verbs().mr_reg(pdb, word.data(), 16, kLocalWrite | kRemoteAtomic);
+        const uint64_t wva = reinterpret_cast<uint64_t>(&word[1]);
+        SendWr w;
+        w.opcode = WrOpcode::AtomicCmpAndSwp;
+        w.num_sge = 1;
+        w.sg[0] = Sge{reinterpret_cast<uint64_t>(res.data()), 8, reskey};
+        w.remote_addr = wva;
+        w.rkey = wkey;
+        w.compare_add = 0x1122334455667788ull;
+        w.swap = 0xA1A2A3A4A5A6A7A8ull;
+        ASSERT_EQ(na.verbs().post_send(qa, w), 0);
+        f.run_until_idle();
+        want.push_back(Row{wire::kOpRcCmpSwap, qpnb, 20, true, wva, w.swap, w.compare_add, 0, wkey, 0});
+        want.push_back(Row{wire::kOpRcAtomicAck, qpna, 20, false, 0, 0, 0, 0x1122334455667788ull, 0, 1});
+        w.opcode = WrOpcode::AtomicFetchAndAdd;
+        w.sg[0].addr += 8;
+        w.compare_add = 0x10;
+        ASSERT_EQ(na.verbs().post_send(qa, w), 0);
+        f.run_until_idle();
+        want.push_back(Row{wire::kOpRcFetchAdd, qpnb, 21, true, wva, 0x10, 0, 0, wkey, 0});
+        want.push_back(Row{wire::kOpRcAtomicAck, qpna, 21, false, 0, 0, 0, 0xA1A2A3A4A5A6A7A8ull, 0, 2});
+        Wc wc[4];
+        ASSERT_EQ(na.verbs().cq_poll(cqa, wc, 4), 2);
+        EXPECT_EQ(wc[0].opcode, WcOpcode::CompSwap);
+        EXPECT_EQ(wc[1].opcode, WcOpcode::FetchAdd);
+        EXPECT_EQ(res[0], 0x1122334455667788ull);
+        EXPECT_EQ(res[1], 0xA1A2A3A4A5A6A7A8ull);
+        EXPECT_EQ(word[1], 0xA1A2A3A4A5A6A7B8ull);
+        EXPECT_EQ(na.counters().rx_drops_total() + nb.counters().rx_drops_total(), 0u);
+    }
+    std::string err;
+    auto rows = sdr::test::tshark_fields(
+        path,
+        {"infiniband.bth.opcode", "infiniband.bth.destqp", "infiniband.bth.psn", "infiniband.bth.a",
+         "infiniband.reth.va", "infiniband.reth.r_key", "infiniband.atomiceth.swapdt", "infiniband.atomiceth.cmpdt",
+         "infiniband.aeth.syndrome", "infiniband.aeth.msn", "infiniband.atomicacketh.origremdt", "_ws.malformed"},
+        &err);
+    ASSERT_TRUE(rows) << err;
+    ASSERT_EQ(rows->size(), want.size());
+    for (size_t i = 0; i < want.size(); i++) {
+        SCOPED_TRACE("packet " + std::to_string(i) + " opcode " + std::to_string(want[i].opcode));
+        const auto& r = (*rows)[i];
+        ASSERT_EQ(r.size(), 12u);
+        const Row& e = want[i];
+        EXPECT_EQ(parse_tshark_uint(r[0]), e.opcode);
+        EXPECT_EQ(parse_tshark_uint(r[1]), e.dest_qp);
+        EXPECT_EQ(parse_tshark_uint(r[2]), e.psn);
+        EXPECT_EQ(parse_tshark_uint(r[3]), e.ack_req ? 1u : 0u);
+        if (e.opcode != wire::kOpRcAtomicAck) {
+            EXPECT_EQ(parse_tshark_uint(r[4]), e.va);
+            EXPECT_EQ(parse_tshark_uint(r[5]), e.rkey);
+            EXPECT_EQ(parse_tshark_uint(r[6]), e.swap);
+            EXPECT_EQ(parse_tshark_uint(r[7]), e.compare);
+            EXPECT_EQ(r[8], "") << "no AETH";
+            EXPECT_EQ(r[10], "") << "no AtomicAckETH";
+        } else {
+            EXPECT_EQ(r[4], "") << "no AtomicETH";
+            EXPECT_EQ(r[6], "");
+            EXPECT_EQ(parse_tshark_uint(r[8]), 0x1Fu) << "ACK";
+            EXPECT_EQ(parse_tshark_uint(r[9]), e.msn);
+            EXPECT_EQ(parse_tshark_uint(r[10]), e.orig);
+        }
+        EXPECT_EQ(r[11], "") << "tshark calls it malformed";
+    }
+    char errbuf[PCAP_ERRBUF_SIZE];
+    pcap_t* p = pcap_open_offline(path.c_str(), errbuf);
+    ASSERT_NE(p, nullptr) << errbuf;
+    pcap_pkthdr* h;
+    const u_char* data;
+    size_t frames = 0;
+    while (pcap_next_ex(p, &h, &data) == 1) {
+        EXPECT_TRUE(wire::icrc_ok(data, h->caplen)) << "frame " << frames;
+        frames++;
+    }
+    pcap_close(p);
+    EXPECT_EQ(frames, want.size());
     std::remove(path.c_str());
 }

@@ -310,13 +310,16 @@ TEST(Wire, HeaderBytesPerOpcode)
     for (uint8_t op : {0x26, 0x2A}) EXPECT_EQ(wire::header_bytes(op), bth + 16) << int(op);
     EXPECT_EQ(wire::header_bytes(0x2C), 0u);  // reserved in UC
     // RC: the same SEND/WRITE layout at 0x00-0x0B, READ request with RETH, READ responses and
-    // ACK with AETH (none on READ response MIDDLE); atomics (0x12-0x14) unsupported
+    // ACK with AETH (none on READ response MIDDLE); atomics: AtomicETH (28) on COMPARE SWAP and
+    // FETCH ADD, AETH + AtomicAckETH (8) on ATOMIC ACK
     for (uint8_t op : {0x00, 0x01, 0x02, 0x04, 0x07, 0x08, 0x0E}) EXPECT_EQ(wire::header_bytes(op), bth) << int(op);
     for (uint8_t op : {0x03, 0x05, 0x09}) EXPECT_EQ(wire::header_bytes(op), bth + 4) << int(op);
     for (uint8_t op : {0x06, 0x0A, 0x0C}) EXPECT_EQ(wire::header_bytes(op), bth + 16) << int(op);
     EXPECT_EQ(wire::header_bytes(0x0B), bth + 20);
     for (uint8_t op : {0x0D, 0x0F, 0x10, 0x11}) EXPECT_EQ(wire::header_bytes(op), bth + 4) << int(op);
-    for (uint8_t op : {0x12, 0x13, 0x14, 0x15, 0x1F}) EXPECT_EQ(wire::header_bytes(op), 0u) << int(op);
+    EXPECT_EQ(wire::header_bytes(0x12), bth + 4 + 8);
+    for (uint8_t op : {0x13, 0x14}) EXPECT_EQ(wire::header_bytes(op), bth + 28) << int(op);
+    for (uint8_t op : {0x15, 0x16, 0x1F}) EXPECT_EQ(wire::header_bytes(op), 0u) << int(op);
     EXPECT_EQ(wire::frame_bytes(0x24, 5, true), bth + 8 + 4);
     EXPECT_EQ(wire::frame_bytes(0x24, 5, false), bth + 5 + 4);
     static_assert(wire::frame_bytes_write_imm(4096) == 4174);
@@ -384,7 +387,7 @@ TEST(Wire, EncodeRefusesSmallBufferAndUnknownOpcode)
     EXPECT_EQ(wire::encode_headers(h, 100, out.data(), 73), 0u);
     EXPECT_EQ(wire::encode_headers(h, 100, out.data(), 74), 74u);
     EXPECT_EQ(wire::encode(h, pl.data(), 70000, out.data(), 1 << 20), 0u) << "IP total length overflows";
-    h.opcode = 0x12;  // RC ATOMIC ACKNOWLEDGE: not supported
+    h.opcode = 0x15;  // reserved in RC
     EXPECT_EQ(wire::encode(h, pl.data(), 100, out.data(), out.size()), 0u);
     EXPECT_EQ(wire::encode_headers(h, 100, out.data(), out.size()), 0u);
 }
@@ -512,8 +515,8 @@ TEST(Hostile, EachCheckGivesItsVerdict)
     EXPECT_EQ(mutate([](Bytes& f) { f[kIp + 3] += 1; fix_ip_checksum(f); }), Verdict::BadLength);       // IP length
     EXPECT_EQ(mutate([](Bytes& f) { f[kUdp + 5] -= 1; fix_icrc(f); }), Verdict::BadLength);             // UDP length
     EXPECT_EQ(mutate([](Bytes& f) { f[kBth] = 0x2C; fix_icrc(f); }), Verdict::BadOpcode);  // reserved UC opcode
-    EXPECT_EQ(mutate([](Bytes& f) { f[kBth] = 0x12; fix_icrc(f); }), Verdict::BadOpcode);  // RC ATOMIC ACK
-    EXPECT_EQ(mutate([](Bytes& f) { f[kBth] = 0x14; fix_icrc(f); }), Verdict::BadOpcode);  // RC FETCH ADD
+    EXPECT_EQ(mutate([](Bytes& f) { f[kBth] = 0x15; fix_icrc(f); }), Verdict::BadOpcode);  // reserved RC opcode
+    EXPECT_EQ(mutate([](Bytes& f) { f[kBth] = 0x14; fix_icrc(f); }), Verdict::BadLength);  // FETCH ADD with payload
     EXPECT_EQ(mutate([](Bytes& f) { f[kBth] = 0x0B; f[kExt + 15] ^= 4; fix_icrc(f); }), Verdict::BadLength);  // RC lie
     EXPECT_EQ(mutate([](Bytes& f) { f[kBth] = 0x0C; fix_icrc(f); }), Verdict::BadLength);  // READ request with payload
     EXPECT_EQ(mutate([](Bytes& f) { f[kBth] = 0x11; fix_icrc(f); }), Verdict::BadLength);  // ACK with payload
@@ -592,6 +595,51 @@ TEST(Wire, RcReadAndAckRoundTrip)
         EXPECT_EQ(wire::has_aeth(c.op), c.op != 0x0C && c.op != 0x0E);
         if (wire::has_aeth(c.op)) {
             EXPECT_EQ(p.h.aeth, 0x1F000123u);
+        }
+        EXPECT_TRUE(wire::icrc_ok(f.data(), f.size()));
+    }
+}
+
+// RC atomics (IBTA 9.4.5): COMPARE SWAP and FETCH ADD carry the AtomicETH (VA, R_Key, Swap or
+// Add data, Compare data, big-endian), ATOMIC ACKNOWLEDGE the AETH and the AtomicAckETH; none
+// carries a payload. The bytes sit where the IBTA puts them, and decode gives back every field.
+TEST(Wire, RcAtomicsRoundTrip)
+{
+    for (uint8_t op : {uint8_t(0x12), uint8_t(0x13), uint8_t(0x14)}) {
+        SCOPED_TRACE(int(op));
+        wire::Headers h = sample_headers();
+        h.opcode = op;
+        h.pad = true;
+        h.ack_req = op != 0x12;
+        h.aeth = 0x1F000123;
+        h.va = 0x1122334455667788ull;
+        h.rkey = 0xABCDEF01;
+        h.swap_add = 0x0102030405060708ull;
+        h.compare = 0xF0E0D0C0B0A09080ull;
+        h.atomic_orig = 0x8877665544332211ull;
+        Bytes f(wire::frame_bytes(op, 0, true));
+        ASSERT_EQ(wire::encode(h, nullptr, 0, f.data(), f.size()), f.size());
+        const size_t ext = 14 + 20 + 8 + 12;
+        wire::Parsed p;
+        ASSERT_EQ(wire::decode(f.data(), f.size(), &p), Verdict::Ok);
+        EXPECT_EQ(p.payload_len, 0u);
+        if (op == 0x12) {
+            EXPECT_EQ(f.size(), ext + 4 + 8 + 4);
+            EXPECT_EQ(p.h.aeth, 0x1F000123u);
+            EXPECT_EQ(p.h.atomic_orig, h.atomic_orig);
+            EXPECT_EQ(f[ext + 4], 0x88);  // the original value, most significant byte first
+            EXPECT_EQ(p.h.va, 0u);
+        } else {
+            EXPECT_EQ(f.size(), ext + 28 + 4);
+            EXPECT_EQ(p.h.va, h.va);
+            EXPECT_EQ(p.h.rkey, h.rkey);
+            EXPECT_EQ(p.h.swap_add, h.swap_add);
+            EXPECT_EQ(p.h.compare, h.compare);
+            EXPECT_EQ(p.h.atomic_orig, 0u);
+            EXPECT_EQ(f[ext], 0x11);       // VA
+            EXPECT_EQ(f[ext + 8], 0xAB);   // R_Key
+            EXPECT_EQ(f[ext + 12], 0x01);  // Swap / Add data
+            EXPECT_EQ(f[ext + 20], 0xF0);  // Compare data
         }
         EXPECT_TRUE(wire::icrc_ok(f.data(), f.size()));
     }

@@ -32,14 +32,16 @@ int post_one(Engine& eng, Qp& q, const ibv_send_wr& wr)
     case IBV_WR_RDMA_WRITE: w.opcode = mv::WrOpcode::RdmaWrite; break;
     case IBV_WR_RDMA_WRITE_WITH_IMM: w.opcode = mv::WrOpcode::RdmaWriteWithImm; break;
     case IBV_WR_RDMA_READ: w.opcode = mv::WrOpcode::RdmaRead; break;
-    default: return EINVAL;  // atomics, invalidate, TSO, bind: not offered
+    case IBV_WR_ATOMIC_CMP_AND_SWP: w.opcode = mv::WrOpcode::AtomicCmpAndSwp; break;
+    case IBV_WR_ATOMIC_FETCH_AND_ADD: w.opcode = mv::WrOpcode::AtomicFetchAndAdd; break;
+    default: return EINVAL;  // invalidate, TSO, bind, atomic write: not offered
     }
     const bool send = w.opcode == mv::WrOpcode::Send || w.opcode == mv::WrOpcode::SendWithImm;
-    const bool read = w.opcode == mv::WrOpcode::RdmaRead;
-    // READ is RC only; its SGEs are written by the response (the model checks their lkeys for
-    // local write when the data lands), so they cannot be inline.
+    const bool rd_atomic = mv::is_rd_atomic(w.opcode);
+    // READ and the atomics are RC only; their SGEs are written by the response (the model
+    // checks their lkeys for local write when it lands), so they cannot be inline.
     if ((q.type == mv::QpType::Ud && !send) ||
-        (read && (q.type != mv::QpType::Rc || (wr.send_flags & IBV_SEND_INLINE))) || wr.num_sge < 0 ||
+        (rd_atomic && (q.type != mv::QpType::Rc || (wr.send_flags & IBV_SEND_INLINE))) || wr.num_sge < 0 ||
         static_cast<uint32_t>(wr.num_sge) > q.cap.max_send_sge)
         return EINVAL;
     if (q.posted - q.retired >= q.cap.max_send_wr) return ENOMEM;  // the send queue is full
@@ -62,9 +64,15 @@ int post_one(Engine& eng, Qp& q, const ibv_send_wr& wr)
     }
     w.signaled = q.sq_sig_all || (wr.send_flags & IBV_SEND_SIGNALED);
     w.solicited = (wr.send_flags & IBV_SEND_SOLICITED) != 0;  // SE on its last packet
+    w.fence = (wr.send_flags & IBV_SEND_FENCE) != 0;          // RC: after the READs and atomics before it
     if (w.opcode == mv::WrOpcode::SendWithImm || w.opcode == mv::WrOpcode::RdmaWriteWithImm)
         w.imm = ntohl(wr.imm_data);  // verbs hands it in network order, the model takes host order
-    if (!send) {
+    if (mv::is_atomic(w.opcode)) {
+        w.remote_addr = wr.wr.atomic.remote_addr;
+        w.rkey = wr.wr.atomic.rkey;
+        w.compare_add = wr.wr.atomic.compare_add;
+        w.swap = wr.wr.atomic.swap;
+    } else if (!send) {
         w.remote_addr = wr.wr.rdma.remote_addr;
         w.rkey = wr.wr.rdma.rkey;
     }

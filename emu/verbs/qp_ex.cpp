@@ -1,5 +1,6 @@
 // The extended QP (ibv_create_qp_ex) and its work-request builder (ibv_wr_start, ibv_wr_send,
-// ibv_wr_rdma_write(_imm), ibv_wr_send_imm, ibv_wr_rdma_read, ibv_wr_set_sge(_list),
+// ibv_wr_rdma_write(_imm), ibv_wr_send_imm, ibv_wr_rdma_read, ibv_wr_atomic_cmp_swp,
+// ibv_wr_atomic_fetch_add, ibv_wr_set_sge(_list),
 // ibv_wr_set_inline_data(_list), ibv_wr_set_ud_addr, ibv_wr_complete, ibv_wr_abort). Each
 // builder call starts a work request with the qp_ex's wr_id and wr_flags; the setters fill the
 // last one; ibv_wr_complete posts the batch through post_send (one engine lock, the same
@@ -18,10 +19,12 @@ namespace {
 
 Qp* from_ex(ibv_qp_ex* x) { return reinterpret_cast<Qp*>(x); }
 
-// The send ops this device has (IBV_QP_EX_WITH_*); UD only the SENDs.
-constexpr uint64_t kRcOps = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND |
-                            IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ;
-constexpr uint64_t kUcOps = kRcOps & ~uint64_t{IBV_QP_EX_WITH_RDMA_READ};
+// The send ops this device has (IBV_QP_EX_WITH_*); READ and the atomics are RC's, UD has only
+// the SENDs.
+constexpr uint64_t kUcOps = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND |
+                            IBV_QP_EX_WITH_SEND_WITH_IMM;
+constexpr uint64_t kRcOps = kUcOps | IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+                            IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
 constexpr uint64_t kUdOps = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
 
 // A new work request at the end of the batch; nullptr (and the batch's error) if it cannot grow.
@@ -92,6 +95,16 @@ void wr_rdma_write_imm(ibv_qp_ex* x, uint32_t rkey, uint64_t addr, __be32 imm)
 void wr_rdma_read(ibv_qp_ex* x, uint32_t rkey, uint64_t addr)
 {
     if (PendingWr* p = begin(x, IBV_WR_RDMA_READ)) p->wr.wr.rdma = {addr, rkey};
+}
+
+void wr_atomic_cmp_swp(ibv_qp_ex* x, uint32_t rkey, uint64_t addr, uint64_t compare, uint64_t swap)
+{
+    if (PendingWr* p = begin(x, IBV_WR_ATOMIC_CMP_AND_SWP)) p->wr.wr.atomic = {addr, compare, swap, rkey};
+}
+
+void wr_atomic_fetch_add(ibv_qp_ex* x, uint32_t rkey, uint64_t addr, uint64_t add)
+{
+    if (PendingWr* p = begin(x, IBV_WR_ATOMIC_FETCH_AND_ADD)) p->wr.wr.atomic = {addr, add, 0, rkey};
 }
 
 void wr_set_ud_addr(ibv_qp_ex* x, ibv_ah* ah, uint32_t remote_qpn, uint32_t remote_qkey)
@@ -179,7 +192,7 @@ void wr_abort(ibv_qp_ex* x)
 
 // ibv_create_qp_ex: a PD (required) and, with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, the ibv_wr_*
 // builder for the send ops this transport has; any other attribute (XRC domain, creation flags,
-// TSO, RSS, ...) or op (atomics, memory windows, invalidate, TSO) is EOPNOTSUPP.
+// TSO, RSS, ...) or op (atomic write, memory windows, invalidate, TSO) is EOPNOTSUPP.
 ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr)
 {
     constexpr uint32_t kSupported = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
@@ -228,7 +241,11 @@ ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr)
             x.wr_rdma_write = wr_rdma_write;
             x.wr_rdma_write_imm = wr_rdma_write_imm;
         }
-        if (attr->qp_type == IBV_QPT_RC) x.wr_rdma_read = wr_rdma_read;
+        if (attr->qp_type == IBV_QPT_RC) {
+            x.wr_rdma_read = wr_rdma_read;
+            x.wr_atomic_cmp_swp = wr_atomic_cmp_swp;
+            x.wr_atomic_fetch_add = wr_atomic_fetch_add;
+        }
         if (attr->qp_type == IBV_QPT_UD) x.wr_set_ud_addr = wr_set_ud_addr;
         x.wr_set_sge = wr_set_sge;
         x.wr_set_sge_list = wr_set_sge_list;

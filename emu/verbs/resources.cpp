@@ -15,7 +15,8 @@
 namespace sdr::verbs {
 namespace {
 
-constexpr int kSupportedAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+constexpr int kSupportedAccess =
+    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 
 }  // namespace
 
@@ -58,11 +59,11 @@ int dealloc_pd(ibv_pd* ibpd)
 ibv_mr* reg_mr(ibv_pd* ibpd, void* addr, size_t length, uint64_t hca_va, int access)
 {
     // IBTA: remote write (or atomic) access needs local write access.
-    if ((access & IBV_ACCESS_REMOTE_WRITE) && !(access & IBV_ACCESS_LOCAL_WRITE)) {
+    if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) && !(access & IBV_ACCESS_LOCAL_WRITE)) {
         errno = EINVAL;
         return nullptr;
     }
-    if (access & ~kSupportedAccess) {  // atomics, memory windows, ODP, zero-based ...
+    if (access & ~kSupportedAccess) {  // memory windows, ODP, zero-based ...
         errno = EOPNOTSUPP;
         return nullptr;
     }

@@ -2,6 +2,8 @@
 // build.
 #include <sdr/emu/nic_core.hpp>
 
+#include <cstring>
+
 namespace sdr::emu {
 
 uint64_t PortCounters::rx_drops_total() const
@@ -42,6 +44,17 @@ size_t encode_padded(const TxPacket& p, const NicAddress& src, uint8_t* out, siz
     h.ack_req = p.ack_req;
     h.solicited = p.meta.solicited;
     h.pad = true;
+    // An atomic's extension header data travel through the payload pointer (a TxPacket has no
+    // room for them): a request's Swap/Add and Compare data, an ATOMIC ACK's original value.
+    if (wire::is_atomic_request(p.meta.opcode)) {
+        std::memcpy(&h.swap_add, p.payload, 8);
+        std::memcpy(&h.compare, p.payload + 8, 8);
+        return wire::encode(h, nullptr, 0, out, cap);
+    }
+    if (p.meta.opcode == wire::kOpRcAtomicAck) {
+        std::memcpy(&h.atomic_orig, p.payload, 8);
+        return wire::encode(h, nullptr, 0, out, cap);
+    }
     return wire::encode(h, p.payload, p.meta.dma_len, out, cap);
 }
 

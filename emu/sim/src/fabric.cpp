@@ -46,6 +46,7 @@ public:
         while (n < max_batch_ && wire_free < now + kTxBatchPs && !paused_ && nic_.tx_next(&batch_[n])) {
             const TxPacket& p = batch_[n];
             leaves_[n] = wire_free;
+            frame_[n] = nullptr;
             if (!p.local_error) {
                 const uint32_t len = frame_bytes(p);
                 frame_len_[n] = len;
@@ -54,6 +55,12 @@ public:
                 busy_until += t >> kFracBits;
                 frac = t & ((1u << kFracBits) - 1);
                 wire_free = leaves_[n] = busy_until;
+                // A verbs packet's bytes may lie in its engine's gather buffer, valid only until
+                // the engine's next packet (VERBS.md, "Requester"): its frame is made now.
+                if (p.kind == TxPacket::Kind::Verbs) [[unlikely]] {
+                    frame_[n] = f_.frame_alloc();
+                    frame_len_[n] = static_cast<uint32_t>(nic_.tx_encode(p, frame_[n], kFrameCap));
+                }
             }
             n++;
         }
@@ -68,13 +75,16 @@ public:
             const TxPacket& p = batch_[i];
             if (p.local_error) continue;
             SimLink* link = nullptr;
+            uint8_t* frame = frame_[i];
+            uint32_t frame_len = frame_len_[i];
             if (!net_ && !(link = route(p.remote_ip))) {
-                if (wire::is_ipv4_multicast(p.remote_ip)) [[unlikely]] f_.mcast_send(nic_, leaves_[i], p);
+                if (wire::is_ipv4_multicast(p.remote_ip) && frame) [[unlikely]]
+                    f_.mcast_send(nic_, leaves_[i], p, frame, frame_len);
+                else if (frame)
+                    f_.frame_free(frame);
                 continue;
             }
-            uint8_t* frame = nullptr;
-            uint32_t frame_len = frame_len_[i];
-            if (p.kind != TxPacket::Kind::Sdr || nic_.payload()) {  // control and verbs frames always carry their bytes
+            if (!frame && (p.kind != TxPacket::Kind::Sdr || nic_.payload())) {  // control frames always carry their bytes
                 frame = f_.frame_alloc();
                 frame_len = static_cast<uint32_t>(nic_.tx_encode(p, frame, kFrameCap));
             }
@@ -122,6 +132,7 @@ private:
     TxPacket batch_[kMaxBatch];
     SimTime leaves_[kMaxBatch];      // when each packet of the batch has left the wire
     uint32_t frame_len_[kMaxBatch];  // and its frame's bytes
+    uint8_t* frame_[kMaxBatch];      // a verbs packet's frame, encoded as it was taken
     // Wire time: whole picoseconds plus a 16-bit fraction, so no float per packet and no drift
     // (declared after f_: initialised from it).
     static constexpr int kFracBits = 16;

@@ -29,12 +29,10 @@ const std::vector<uint32_t>* SimFabric::mcast_members(uint32_t group_ip) const
     return it == mcast_.end() ? nullptr : &it->second;
 }
 
-void SimFabric::mcast_send(Nic& src, SimTime leaves, const TxPacket& p)
+void SimFabric::mcast_send(Nic& src, SimTime leaves, const TxPacket& p, uint8_t* frame, uint32_t len)
 {
     const std::vector<uint32_t>* members = mcast_members(p.remote_ip);
-    if (!members) return;  // nobody listens: the frame leaves the port and goes nowhere
-    uint8_t* frame = frame_alloc();
-    const auto len = static_cast<uint32_t>(src.tx_encode(p, frame, kFrameCap));
+    if (!members) return frame_free(frame);  // nobody listens: the frame leaves the port and goes nowhere
     for (uint32_t dst : *members) {
         SimLink* l = dst == src.index() ? nullptr : link(src.index(), dst);
         if (!l) continue;

@@ -90,6 +90,12 @@ void put_headers(const Headers& h, size_t hdr, uint32_t payload_len, uint32_t pa
     } else if (has_aeth(h.opcode)) {
         put32(ext, h.aeth);
         ext += kAethBytes;
+        if (op::kTable.f[h.opcode] & op::kAtomicEth) put64(ext, h.atomic_orig);  // AtomicAckETH
+    } else if (op::kTable.f[h.opcode] & op::kAtomicEth) {
+        put64(ext, h.va);
+        put32(ext + 8, h.rkey);
+        put64(ext + 12, h.swap_add);
+        put64(ext + 20, h.compare);
     }
     if (has_imm(h.opcode)) put32(ext, h.imm);
 }
@@ -100,8 +106,10 @@ size_t header_bytes(uint8_t opcode)
 {
     if (opcode == kOpUcWriteOnlyImm) return kWriteImmHeaderBytes;  // SDR's: first, no arithmetic
     if (!(op::kTable.f[opcode] & op::kValid)) return 0;
+    const bool atomic = op::kTable.f[opcode] & op::kAtomicEth;
     return kExtOff + (has_reth(opcode) ? kRethBytes : 0) + (has_deth(opcode) ? kDethBytes : 0) +
-           (has_aeth(opcode) ? kAethBytes : 0) + (has_imm(opcode) ? kImmBytes : 0);
+           (has_aeth(opcode) ? kAethBytes : 0) + (has_imm(opcode) ? kImmBytes : 0) +
+           (atomic ? (has_aeth(opcode) ? kAtomicAckEthBytes : kAtomicEthBytes) : 0);
 }
 
 size_t frame_bytes(uint8_t opcode, size_t payload, bool pad)
@@ -246,7 +254,7 @@ Verdict decode(const uint8_t* frame, size_t len, Parsed* out, bool verify_icrc)
     h.ack_req = (bth[8] & 0x80) != 0;
     h.psn = get24(bth + 9);
     h.pad = pad != 0;
-    h.va = 0;
+    h.va = h.swap_add = h.compare = h.atomic_orig = 0;
     h.rkey = h.dma_len = h.qkey = h.src_qp = 0;
     if (has_reth(op)) {
         h.va = get64(ext);
@@ -260,6 +268,12 @@ Verdict decode(const uint8_t* frame, size_t len, Parsed* out, bool verify_icrc)
     } else if (has_aeth(op)) {
         h.aeth = get32(ext);
         ext += kAethBytes;
+        if (flags & op::kAtomicEth) h.atomic_orig = get64(ext);  // AtomicAckETH
+    } else if (flags & op::kAtomicEth) {
+        h.va = get64(ext);
+        h.rkey = get32(ext + 8);
+        h.swap_add = get64(ext + 12);
+        h.compare = get64(ext + 20);
     }
     h.imm = has_imm(op) ? get32(ext) : 0;
     out->payload = frame + hdr;

@@ -54,8 +54,9 @@ void VerbsEngine::dcqcn_cnp(VerbsQp& q, const NicAddress& src)
 
 bool VerbsEngine::dcqcn_may_send(const VerbsQp& q)
 {
-    // An RC QP whose next packet is an ACK or NAK sends it now: not paced.
-    if (q.type == verbs::QpType::Rc && q.resp_n && !q.resp[q.resp_head].read) return true;
+    // An RC QP whose next packet is an ACK or NAK sends it now: not paced (an ATOMIC ACK carries
+    // data, as a READ response does: paced).
+    if (q.type == verbs::QpType::Rc && q.resp_n && q.resp[q.resp_head].kind == RcResp::Kind::Ack) return true;
     return core_.dcqcn_due(q.next_send_ns);
 }
 

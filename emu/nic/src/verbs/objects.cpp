@@ -67,7 +67,7 @@ uint32_t VerbsEngine::mr_reg(uint32_t pd, void* addr, size_t len, uint32_t acces
 {
     if (pd >= vpds_.size() || !vpds_[pd].live || !addr || len == 0) return 0;
     // IBTA: remote write (and atomics) need local write too; verbs refuses the region otherwise.
-    if ((access & verbs::kRemoteWrite) && !(access & verbs::kLocalWrite)) return 0;
+    if ((access & (verbs::kRemoteWrite | verbs::kRemoteAtomic)) && !(access & verbs::kLocalWrite)) return 0;
     size_t i = 0;
     while (i < vmrs_.size() && vmrs_[i].live) i++;
     if (i >> NicIds::kLkeyIndexBits) return 0;

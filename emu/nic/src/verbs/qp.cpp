@@ -40,7 +40,10 @@ uint32_t VerbsEngine::qp_create(QpType type, uint32_t pd, uint32_t send_cq, uint
     q->send_cq = send_cq;
     q->recv_cq = recv_cq;
     q->srq = srq;
-    if (type == QpType::Rc) q->resp.resize(kRcRespDepth);
+    if (type == QpType::Rc) {
+        q->resp.resize(kRcRespDepth);
+        q->atomic_cache.resize(kRcAtomicCache);
+    }
     q->rp.reset(core_.dcqcn_, exec_->now_ns());  // line rate; DCQCN may be on now or later
     vqps_[h] = std::move(q);
     vpds_[pd].users++;
@@ -118,6 +121,7 @@ int VerbsEngine::qp_modify(uint32_t h, const QpAttr& a, uint32_t mask)
         rc_enter_err(*q);  // RC: no timer, no queued responses
         q->msn = 0;
         q->resp_head = 0;
+        std::fill(q->atomic_cache.begin(), q->atomic_cache.end(), AtomicResult{});  // a new connection's PSNs
         q->rd_rewound = 0xFFFFFFFF;
         q->state = QpState::Reset;
         return 0;
@@ -163,12 +167,6 @@ int VerbsEngine::qp_modify(uint32_t h, const QpAttr& a, uint32_t mask)
     return 0;
 }
 
-static WcOpcode send_wc_opcode(WrOpcode op)
-{
-    if (op == WrOpcode::RdmaRead) return WcOpcode::RdmaRead;
-    return op == WrOpcode::Send || op == WrOpcode::SendWithImm ? WcOpcode::Send : WcOpcode::RdmaWrite;
-}
-
 // Every WQE still queued completes with WR_FLUSH_ERR, in order: sends first, then receives
 // (a receive bound to a message in progress too: that message will never complete). An
 // SRQ-attached QP flushes only the SRQ's WQE it had taken; the SRQ's others stay for its other QPs.
@@ -178,7 +176,7 @@ void VerbsEngine::verbs_flush(VerbsQp& q)
         verbs::Wc wc;
         wc.wr_id = q.sq.at(i).wr.wr_id;
         wc.status = WcStatus::WrFlushErr;
-        wc.opcode = send_wc_opcode(q.sq.at(i).wr.opcode);
+        wc.opcode = verbs::send_wc_opcode(q.sq.at(i).wr.opcode);
         wc.qp_num = q.qpn;
         verbs_complete(q.send_cq, wc);
         q.sq.pop();
@@ -212,14 +210,20 @@ int VerbsEngine::post_send(uint32_t h, const verbs::SendWr& wr)
     if (!q || !q->live || wr.num_sge > verbs::kMaxSge) return EINVAL;
     const bool ud = q->type == QpType::Ud;
     const bool send = wr.opcode == WrOpcode::Send || wr.opcode == WrOpcode::SendWithImm;
-    const bool read = wr.opcode == WrOpcode::RdmaRead;
-    if (wr.opcode > WrOpcode::RdmaRead || (ud && !send)) return EINVAL;
-    // RDMA READ: RC only, and only with READs allowed in flight (max_rd_atomic > 0).
-    if (read && (q->type != QpType::Rc || (q->state == QpState::Rts && q->max_rd == 0))) return EINVAL;
+    const bool rd_atomic = verbs::is_rd_atomic(wr.opcode);
+    if (wr.opcode > WrOpcode::AtomicFetchAndAdd || (ud && !send)) return EINVAL;
+    // RDMA READ and atomics: RC only, and only with READs and atomics allowed in flight
+    // (max_rd_atomic > 0).
+    if (rd_atomic && (q->type != QpType::Rc || (q->state == QpState::Rts && q->max_rd == 0))) return EINVAL;
     if (q->state != QpState::Rts && q->state != QpState::Err) return EINVAL;
     uint64_t total = 0;
     for (uint32_t i = 0; i < wr.num_sge; i++) total += wr.sg[i].length;
     if (total > (1u << 31)) return EINVAL;  // the IBTA's largest message
+    // An atomic returns 8 bytes (IBTA 9.4.5): its SGEs must hold them; it is 8 bytes long.
+    if (verbs::is_atomic(wr.opcode)) {
+        if (total < 8) return EINVAL;
+        total = 8;
+    }
     if (ud && (total > q->pmtu || wr.ah >= vahs_.size() || !vahs_[wr.ah].live || vahs_[wr.ah].pd != q->pd))
         return EINVAL;
     if (!q->sq.push(VerbsSend{wr, static_cast<uint32_t>(total)})) return ENOMEM;

@@ -45,21 +45,20 @@ void VerbsEngine::rc_read_request(VerbsQp& q, uint32_t h, const PacketMeta& m, c
         verbs_drop(bad, &q);
         return rc_responder_error(q, h, m.psn, wire::kNakRemoteAccess);
     }
-    // Responder resources: at most max_dest_rd_atomic READs in progress. A new one past that is
-    // an invalid request; a duplicate finds its answer still going out, or is asked for again.
-    if (q.rd_queued >= q.max_dest_rd || q.resp_n == kRcRespDepth) {
+    // Responder resources: at most max_dest_rd_atomic READs and atomics in progress. A new one
+    // past that is an invalid request; a duplicate finds its answer still going out, or is
+    // asked for again.
+    RcResp* r = rc_queue_rd_atomic(q, duplicate);
+    if (!r) {
         if (duplicate) return verbs_drop(RxDrop::Duplicate, &q);
         verbs_drop(RxDrop::InvalidRequest, &q);
         return rc_responder_error(q, h, m.psn, wire::kNakInvalidRequest);
     }
-    RcResp& r = q.resp[(q.resp_head + q.resp_n++) % kRcRespDepth];
-    r = RcResp{};
-    r.read = true;
-    r.psn = m.psn;
-    r.key = m.rkey;
-    r.va = m.va;
-    r.len = len;
-    q.rd_queued++;
+    r->kind = RcResp::Kind::Read;
+    r->psn = m.psn;
+    r->key = m.rkey;
+    r->va = m.va;
+    r->len = len;
     q.counters.rx_packets++;
     if (!duplicate) {
         q.epsn = (m.psn + npkts) & psn::kMask;

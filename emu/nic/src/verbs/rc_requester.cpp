@@ -31,22 +31,18 @@ constexpr uint32_t kRnrTimerUs[32] = {655360, 10,    20,    30,    40,    60,   
 // The local ACK timeout: 4.096 us * 2^timeout (IBTA), at least VerbsEngine::kRcMinTimeoutNs.
 uint64_t timeout_ns(uint8_t timeout) { return std::max<uint64_t>(uint64_t{4096} << timeout, VerbsEngine::kRcMinTimeoutNs); }
 
-WcOpcode wc_opcode(WrOpcode op)
-{
-    if (op == WrOpcode::RdmaRead) return WcOpcode::RdmaRead;
-    return op == WrOpcode::Send || op == WrOpcode::SendWithImm ? WcOpcode::Send : WcOpcode::RdmaWrite;
-}
-
 }  // namespace
 
 // The requester may send its next request: RTS, not waiting out an RNR NAK, a WQE left, fewer
-// than kMaxOutstandingPsns outstanding, and a READ only while fewer than max_rd_atomic are.
+// than kMaxOutstandingPsns outstanding, a READ or atomic only while fewer than max_rd_atomic
+// of them are, and a fenced WQE only once none is (rd_out counts those before sq_next).
 bool VerbsEngine::rc_requester_ready(const VerbsQp& q) const
 {
     if (q.state != QpState::Rts || q.rnr_wait || q.sq_next == q.sq.head()) return false;
     if (psn::diff(q.sq_psn, q.una) >= kMaxOutstandingPsns) return false;
     const VerbsSend& e = q.sq.at(q.sq_next);
-    return e.wr.opcode != WrOpcode::RdmaRead || q.rd_out < q.max_rd;
+    if (e.wr.fence && q.rd_out) return false;
+    return !verbs::is_rd_atomic(e.wr.opcode) || q.rd_out < q.max_rd;
 }
 
 bool VerbsEngine::rc_tx_next(VerbsQp& q, uint32_t h, TxPacket* out)
@@ -55,16 +51,18 @@ bool VerbsEngine::rc_tx_next(VerbsQp& q, uint32_t h, TxPacket* out)
     if (!rc_requester_ready(q)) return false;
     VerbsSend& e = q.sq.at(q.sq_next);
     const verbs::SendWr& w = e.wr;
-    const bool read = w.opcode == WrOpcode::RdmaRead;
+    const bool read = w.opcode == WrOpcode::RdmaRead, atomic = verbs::is_atomic(w.opcode);
     *out = TxPacket{};
     out->kind = TxPacket::Kind::Verbs;
     out->qp = h;
     out->cookie = static_cast<uint32_t>(q.sq_next);
     out->meta.src_qp = q.qpn;  // tx_done's check that the QP is still the same
     if (q.wqe_off == 0) {
-        // Local protection once per (re)start of a WQE: a READ's SGEs need local write.
+        // Local protection once per (re)start of a WQE: a READ's and an atomic's SGEs need
+        // local write (the response lands there).
         uint32_t total;
-        if (!verbs_sges_ok(q.pd, w.sg.data(), w.num_sge, read ? uint32_t{verbs::kLocalWrite} : 0u, &total)) {
+        const uint32_t need = read || atomic ? uint32_t{verbs::kLocalWrite} : 0u;
+        if (!verbs_sges_ok(q.pd, w.sg.data(), w.num_sge, need, &total)) {
             out->local_error = true;
             out->signaled = true;
             q.state = QpState::Err;  // nothing more leaves; tx_done fails the WQE and flushes
@@ -91,6 +89,18 @@ bool VerbsEngine::rc_tx_next(VerbsQp& q, uint32_t h, TxPacket* out)
         q.sq_psn = (q.sq_psn + rc_npkts(out->reth_len, q.pmtu)) & psn::kMask;
         q.sq_next++;
         q.wqe_off = 0;
+        q.rd_out++;
+    } else if (atomic) {
+        // One packet, one PSN; the AtomicETH's data travel through the payload pointer
+        // (encode_padded), the WQE's own copy, which stays until the ATOMIC ACK retires it.
+        m.opcode = w.opcode == WrOpcode::AtomicCmpAndSwp ? wire::kOpRcCmpSwap : wire::kOpRcFetchAdd;
+        m.va = w.remote_addr;
+        m.rkey = w.rkey;
+        e.atomic_eth[0] = w.opcode == WrOpcode::AtomicCmpAndSwp ? w.swap : w.compare_add;
+        e.atomic_eth[1] = w.opcode == WrOpcode::AtomicCmpAndSwp ? w.compare_add : 0;
+        out->payload = reinterpret_cast<const uint8_t*>(e.atomic_eth);
+        q.sq_psn = psn::next(q.sq_psn);
+        q.sq_next++;
         q.rd_out++;
     } else {
         const uint32_t len = std::min(q.pmtu, e.total - q.wqe_off);
@@ -139,7 +149,9 @@ void VerbsEngine::rc_arm(VerbsQp& q, uint32_t h, uint64_t deadline_ns)
 // (also ones a rewind is about to send again: the requester then skips ahead). A READ completes
 // only with its last response (verbs/rc_read.cpp) and is acknowledged only as far as its
 // responses landed: an ACK past a READ whose responses did not all arrive means they were
-// lost, so the requester asks again from the first one missing (false: it rewound).
+// lost, so the requester asks again from the first one missing (false: it rewound). An atomic
+// is a READ of one response, its ATOMIC ACK (verbs/rc_atomic.cpp): an ACK past it asks again,
+// and the responder answers from its result cache.
 bool VerbsEngine::rc_retire(VerbsQp& q, uint32_t h, uint32_t psn)
 {
     const uint32_t outstanding = psn::diff(q.psn_high, q.una);
@@ -148,7 +160,7 @@ bool VerbsEngine::rc_retire(VerbsQp& q, uint32_t h, uint32_t psn)
     bool rewound = false;
     while (!q.sq.empty() && q.sq.front().sent) {
         VerbsSend& e = q.sq.front();
-        if (e.wr.opcode == WrOpcode::RdmaRead) {
+        if (verbs::is_rd_atomic(e.wr.opcode)) {
             // acknowledged up to its first missing response at most
             const uint32_t missing = (e.psn + e.rd_done / q.pmtu) & psn::kMask;
             if (psn::diff(una, missing) - 1 < outstanding) {
@@ -164,7 +176,7 @@ bool VerbsEngine::rc_retire(VerbsQp& q, uint32_t h, uint32_t psn)
         if (k >= psn::kHalf || k < rc_npkts(e.total, q.pmtu) - 1) break;  // its last PSN is not covered
         verbs::Wc wc;
         wc.wr_id = e.wr.wr_id;
-        wc.opcode = wc_opcode(e.wr.opcode);
+        wc.opcode = verbs::send_wc_opcode(e.wr.opcode);
         wc.byte_len = e.total;
         wc.qp_num = q.qpn;
         q.counters.tx_messages++;
@@ -213,7 +225,7 @@ void VerbsEngine::rc_rewind(VerbsQp& q, uint32_t h, uint32_t psn)
     if (i != q.sq.head() && q.sq.at(i).wr.opcode == WrOpcode::RdmaRead) q.sq.at(i).rd_done = off;
     q.sq_psn = psn & psn::kMask;
     q.rd_out = 0;
-    for (uint64_t j = q.sq.tail(); j != i; j++) q.rd_out += q.sq.at(j).wr.opcode == WrOpcode::RdmaRead;
+    for (uint64_t j = q.sq.tail(); j != i; j++) q.rd_out += verbs::is_rd_atomic(q.sq.at(j).wr.opcode);
     verbs_doorbell(h);
 }
 
@@ -248,7 +260,10 @@ void VerbsEngine::rc_ack_received(VerbsQp& q, uint32_t h, uint32_t psn, uint32_t
         case wire::kNakPsnSequence:
             if (q.retry_left == 0) return rc_fail(q, q.sq.tail(), WcStatus::RetryExcErr);
             q.retry_left--;
-            return rc_rewind(q, h, psn);
+            // una behind the NAK's PSN: a READ or atomic before it still misses responses (its
+            // request asked again once already, and lost again). Go back to it, or the NAKs
+            // of the requests after it would spend the retries while it waits for the timer.
+            return rc_rewind(q, h, q.una);
         case wire::kNakInvalidRequest: return rc_fail(q, q.sq.tail(), WcStatus::RemInvReqErr);
         case wire::kNakRemoteAccess: return rc_fail(q, q.sq.tail(), WcStatus::RemAccessErr);
         default: return rc_fail(q, q.sq.tail(), WcStatus::RemOpErr);
@@ -295,7 +310,7 @@ void VerbsEngine::rc_fail(VerbsQp& q, uint64_t idx, WcStatus st)
         verbs::Wc wc;
         wc.wr_id = e.wr.wr_id;
         wc.status = q.sq.tail() == idx ? st : WcStatus::WrFlushErr;
-        wc.opcode = wc_opcode(e.wr.opcode);
+        wc.opcode = verbs::send_wc_opcode(e.wr.opcode);
         wc.qp_num = q.qpn;
         verbs_complete(q.send_cq, wc);
         q.sq.pop();
@@ -314,6 +329,7 @@ void VerbsEngine::rc_enter_err(VerbsQp& q)
     q.rd_out = 0;
     q.resp_n = 0;
     q.rd_queued = 0;
+    q.rd_dups = 0;
     q.nak_sent = false;
     q.state = QpState::Err;
     verbs_flush(q);

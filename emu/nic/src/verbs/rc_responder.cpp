@@ -3,7 +3,7 @@
 // SEND into receive WQEs with RNR NAKs when none is posted, RDMA WRITE checked against its
 // rkey's region, coalesced ACKs, and the NAKs that move the QP to ERR (remote access error,
 // invalid request, remote operational error). Also the dispatch of an RC frame to the requester
-// (ACKs, READ responses) or the responder, and the responder's output queue.
+// (ACKs, READ responses, ATOMIC ACKs) or the responder, and the responder's output queue.
 
 #include <sdr/emu/verbs_engine.hpp>
 #include <sdr/emu/psn.hpp>
@@ -42,9 +42,10 @@ void VerbsEngine::rc_receive(VerbsQp& q, uint32_t h, const PacketMeta& m, const 
     // Congested on the way: requests slow the peer's requester, READ responses its responder,
     // which is the same connected QP.
     if (m.ecn == wire::kEcnCe) [[unlikely]] dcqcn_notify(q, q.dest_qpn, q.remote);
-    if (m.opcode >= wire::kOpRcReadRespFirst) {  // to the requester: READ responses and ACKs
+    if (m.opcode >= wire::kOpRcReadRespFirst && m.opcode <= wire::kOpRcAtomicAck) {  // to the requester
         if (q.state != QpState::Rts) return verbs_drop(RxDrop::QpNotReady, &q);
         if (m.opcode == wire::kOpRcAck) return rc_ack_received(q, h, m.psn, hd.aeth);
+        if (m.opcode == wire::kOpRcAtomicAck) return rc_atomic_ack(q, h, m, hd);
         return rc_read_response(q, h, m, payload, hd.aeth);
     }
     rc_request(q, h, m, payload, hd);
@@ -58,7 +59,7 @@ void VerbsEngine::rc_queue_ack(VerbsQp& q, uint32_t h, uint32_t psn, uint32_t sy
     const uint32_t aeth = wire::aeth(syndrome, q.msn);
     if (q.resp_n) {
         RcResp& last = q.resp[(q.resp_head + q.resp_n - 1) % kRcRespDepth];
-        if (!last.read && (last.aeth >> 29) == 0) {
+        if (last.kind == RcResp::Kind::Ack && (last.aeth >> 29) == 0) {
             last.psn = psn & psn::kMask;
             last.aeth = aeth;
             return;
@@ -72,14 +73,31 @@ void VerbsEngine::rc_queue_ack(VerbsQp& q, uint32_t h, uint32_t psn, uint32_t sy
     verbs_doorbell(h);
 }
 
+// Responder resources (IBTA 9.7.5.1.x, max_dest_rd_atomic): READs whose responses and atomics
+// whose ATOMIC ACKs have not all left, within the queue's depth. The answers to duplicates are
+// counted apart, up to max_dest_rd_atomic of them: the requester sent each new one with fewer
+// than max_rd_atomic of its own in flight, but a retry sends requests again whose first answers
+// may still be queued here, and those must not make the next new request look like one too many.
+VerbsEngine::RcResp* VerbsEngine::rc_queue_rd_atomic(VerbsQp& q, bool duplicate)
+{
+    const uint32_t taken = duplicate ? q.rd_dups : q.rd_queued - q.rd_dups;
+    if (taken >= q.max_dest_rd || q.resp_n == kRcRespDepth) return nullptr;
+    RcResp& r = q.resp[(q.resp_head + q.resp_n++) % kRcRespDepth];
+    r = RcResp{};
+    r.dup = duplicate;
+    q.rd_queued++;
+    q.rd_dups += duplicate;
+    return &r;
+}
+
 // A request the responder cannot execute: NAK with `nak_code` for `psn`, then the QP goes to ERR
-// (both queues flush); the NAK is its last packet.
+// (both queues flush); the NAK is its last packet. It takes the queue's head entry: the ones
+// before it may still be read by the encoder (an ATOMIC ACK's value) in the same batch.
 void VerbsEngine::rc_responder_error(VerbsQp& q, uint32_t h, uint32_t psn, uint32_t nak_code)
 {
     const bool was_err = q.state == QpState::Err;
     rc_enter_err(q);
     q.resp_n = 0;
-    q.resp_head = 0;
     rc_queue_ack(q, h, psn, wire::kAethNak | (nak_code << 24));
     // The responder's affiliated error (IBTA 11.6.3.1): a remote access violation is its
     // local access violation, an invalid request its invalid request error, an operational
@@ -98,6 +116,7 @@ void VerbsEngine::rc_request(VerbsQp& q, uint32_t h, const PacketMeta& m, const 
     const uint32_t diff = psn::diff(m.psn, q.epsn);
     if (diff >= psn::kHalf) {
         if (op == wire::kOpRcReadRequest) return rc_read_request(q, h, m, hd, true);
+        if (wire::is_atomic_request(op)) return rc_atomic_request(q, h, m, hd, true);
         verbs_drop(RxDrop::Duplicate, &q);
         return rc_queue_ack(q, h, q.epsn - 1, wire::kAethAck);  // its ACK may have been lost
     }
@@ -109,12 +128,13 @@ void VerbsEngine::rc_request(VerbsQp& q, uint32_t h, const PacketMeta& m, const 
         return verbs_drop(RxDrop::PsnSequence, &q);
     }
     q.nak_sent = false;  // the expected PSN: the sequence resumed
-    if (op == wire::kOpRcReadRequest) {
-        if (q.in_msg) {  // a READ inside a SEND or WRITE: an opcode sequence error
+    if (op == wire::kOpRcReadRequest || wire::is_atomic_request(op)) {
+        if (q.in_msg) {  // a READ or atomic inside a SEND or WRITE: an opcode sequence error
             verbs_drop(RxDrop::InvalidRequest, &q);
             return rc_responder_error(q, h, m.psn, wire::kNakInvalidRequest);
         }
-        return rc_read_request(q, h, m, hd, false);
+        if (op == wire::kOpRcReadRequest) return rc_read_request(q, h, m, hd, false);
+        return rc_atomic_request(q, h, m, hd, false);
     }
     const bool first = is_first(op), last = is_last(op), write = op >= wire::kOpRcWriteFirst;
     const uint32_t len = m.dma_len;
@@ -213,7 +233,7 @@ void VerbsEngine::rc_request(VerbsQp& q, uint32_t h, const PacketMeta& m, const 
     if (last || hd.ack_req) rc_queue_ack(q, h, m.psn, wire::kAethAck);
 }
 
-// The responder's next packet: the ACK/NAK or READ response at the head of its queue.
+// The responder's next packet: the ACK/NAK, READ response or ATOMIC ACK at the head of its queue.
 bool VerbsEngine::rc_resp_next(VerbsQp& q, uint32_t h, TxPacket* out)
 {
     RcResp& r = q.resp[q.resp_head];
@@ -225,7 +245,7 @@ bool VerbsEngine::rc_resp_next(VerbsQp& q, uint32_t h, TxPacket* out)
     out->meta.udp_src_port = tx_port(q, q.dest_qpn);
     out->remote_ip = q.remote.ip;
     out->remote_mac = q.remote.mac;
-    if (r.read) {
+    if (r.kind == RcResp::Kind::Read) {
         // One READ response per MTU, each read from the region as it is now (checked again: it
         // may have been deregistered since the request).
         const VerbsMr* mr = verbs_mr(r.key);
@@ -248,6 +268,16 @@ bool VerbsEngine::rc_resp_next(VerbsQp& q, uint32_t h, TxPacket* out)
         r.off += n;
         if (!last) return true;
         q.rd_queued--;
+        q.rd_dups -= r.dup;
+    } else if (r.kind == RcResp::Kind::Atomic) {
+        // AETH (ACK, MSN) and the AtomicAckETH: the original value, read by the encoder from
+        // this entry (encode_padded), which nothing takes again before the packet is encoded.
+        out->meta.opcode = wire::kOpRcAtomicAck;
+        out->meta.psn = r.psn;
+        out->meta.imm = wire::aeth(wire::kAethAck, q.msn);
+        out->payload = reinterpret_cast<const uint8_t*>(&r.orig);
+        q.rd_queued--;
+        q.rd_dups -= r.dup;
     } else {
         out->meta.opcode = wire::kOpRcAck;
         out->meta.psn = r.psn;

@@ -74,7 +74,7 @@ struct TxPacket {
     PacketMeta meta;
     uint32_t remote_ip = 0;
     std::array<uint8_t, 6> remote_mac{};
-    const uint8_t* payload = nullptr;  // local MR bytes (full-payload mode)
+    const uint8_t* payload = nullptr;  // local MR bytes (full-payload mode); atomics: encode_padded
     uint32_t qp = 0;                   // transport QP handle
     uint32_t cookie = 0;               // verbs: the send queue index of the packet's WQE
     uint32_t reth_len = 0;             // verbs WRITE FIRST, READ request: the RETH's DMA length

@@ -12,7 +12,7 @@
 namespace sdr::emu::verbs {
 
 // IBV_ACCESS_* bits this model checks (others are accepted and ignored).
-enum Access : uint32_t { kLocalWrite = 1, kRemoteWrite = 2, kRemoteRead = 4 };
+enum Access : uint32_t { kLocalWrite = 1, kRemoteWrite = 2, kRemoteRead = 4, kRemoteAtomic = 8 };
 
 enum class QpType : uint8_t { Uc, Ud, Rc };
 enum class QpState : uint8_t { Reset, Init, Rtr, Rts, Err };
@@ -21,9 +21,30 @@ enum class WcStatus : uint8_t {  // ibv_wc_status
     Success = 0, LocLenErr = 1, LocQpOpErr = 2, LocProtErr = 4, WrFlushErr = 5, RemInvReqErr = 9,
     RemAccessErr = 10, RemOpErr = 11, RetryExcErr = 12, RnrRetryExcErr = 13,
 };
-enum class WcOpcode : uint8_t { Send = 0, RdmaWrite = 1, RdmaRead = 2, Recv = 128, RecvRdmaWithImm = 129 };  // ibv_wc_opcode
-// ibv_wr_opcode; RDMA READ: RC only. Atomics (5, 6) are not offered: the device reports none.
-enum class WrOpcode : uint8_t { RdmaWrite = 0, RdmaWriteWithImm = 1, Send = 2, SendWithImm = 3, RdmaRead = 4 };
+enum class WcOpcode : uint8_t {  // ibv_wc_opcode
+    Send = 0, RdmaWrite = 1, RdmaRead = 2, CompSwap = 3, FetchAdd = 4, Recv = 128, RecvRdmaWithImm = 129,
+};
+// ibv_wr_opcode; RDMA READ and the atomics: RC only.
+enum class WrOpcode : uint8_t {
+    RdmaWrite = 0, RdmaWriteWithImm = 1, Send = 2, SendWithImm = 3, RdmaRead = 4, AtomicCmpAndSwp = 5,
+    AtomicFetchAndAdd = 6,
+};
+// The requests that take responder resources (max_rd_atomic / max_dest_rd_atomic): READ and
+// the atomics.
+constexpr bool is_rd_atomic(WrOpcode op) { return op >= WrOpcode::RdmaRead; }
+constexpr bool is_atomic(WrOpcode op) { return op >= WrOpcode::AtomicCmpAndSwp; }
+// The completion opcode of a send WQE (also of its error and flush completions).
+constexpr WcOpcode send_wc_opcode(WrOpcode op)
+{
+    switch (op) {
+    case WrOpcode::RdmaRead: return WcOpcode::RdmaRead;
+    case WrOpcode::AtomicCmpAndSwp: return WcOpcode::CompSwap;
+    case WrOpcode::AtomicFetchAndAdd: return WcOpcode::FetchAdd;
+    case WrOpcode::Send:
+    case WrOpcode::SendWithImm: return WcOpcode::Send;
+    default: return WcOpcode::RdmaWrite;
+    }
+}
 
 // The asynchronous events the model raises (ibv_event_type numbering): a CQ overrun, an RC
 // responder's fatal errors, an SRQ below its limit, an SRQ-attached QP that reached ERR.
@@ -50,11 +71,17 @@ struct SendWr {
     WrOpcode opcode = WrOpcode::Send;
     bool signaled = true;
     bool solicited = false;  // IBV_SEND_SOLICITED: the BTH's SE bit on the message's last packet
+    // IBV_SEND_FENCE (RC): not begun before every READ and atomic posted before it completed
+    // (IBTA 10.8.3.3); UC and UD have none to wait for.
+    bool fence = false;
     uint32_t imm = 0;  // host order; the wire carries it big-endian
     uint32_t num_sge = 0;
     std::array<Sge, kMaxSge> sg{};
-    uint64_t remote_addr = 0;  // RDMA WRITE and READ
+    uint64_t remote_addr = 0;  // RDMA WRITE and READ, atomics (8-byte aligned)
     uint32_t rkey = 0;
+    // Atomics (ibv_send_wr.wr.atomic): COMPARE SWAP writes swap where the 8 bytes equal
+    // compare_add; FETCH ADD adds compare_add. Both return the original 8 bytes into the SGEs.
+    uint64_t compare_add = 0, swap = 0;
     uint32_t ah = 0, remote_qpn = 0, remote_qkey = 0;  // UD: address handle, destination QP, Q_Key
 };
 
@@ -103,6 +130,9 @@ struct QpCountersVerbs {
     // packets sent again (go-back-N), READ response packets sent
     uint64_t tx_acks = 0, tx_naks = 0, rx_acks = 0, rx_naks = 0, tx_rnr_naks = 0, rx_rnr_naks = 0;
     uint64_t timeouts = 0, retransmits = 0, tx_read_responses = 0;
+    // RC responder: atomics executed, and duplicate atomics answered from the result cache
+    // (executed once, answered again)
+    uint64_t atomics = 0, atomic_replays = 0;
 };
 
 // A bounded single-producer/single-consumer ring: one thread pushes (head), one consumes (tail).

@@ -1,9 +1,10 @@
 // The verbs engine: the NIC as an RDMA device beside SDR's data path, with protection domains,
 // memory regions with access flags, address handles, completion queues, shared receive queues
 // and RC/UC/UD QPs (objects.cpp, qp.cpp, srq.cpp; the requester tx.cpp, receive dispatch rx.cpp,
-// the transport rules uc.cpp, ud.cpp, rc_requester.cpp, rc_responder.cpp, rc_read.cpp in
-// src/verbs/). It uses the NIC core (nic_core.hpp) and never the SDR engine's header: the NIC
-// attaches it on first use (Nic::verbs) and hands it its frames, timers and port turns.
+// the transport rules uc.cpp, ud.cpp, rc_requester.cpp, rc_responder.cpp, rc_read.cpp,
+// rc_atomic.cpp in src/verbs/). It uses the NIC core (nic_core.hpp) and never the SDR engine's
+// header: the NIC attaches it on first use (Nic::verbs) and hands it its frames, timers and port
+// turns.
 #pragma once
 
 #include <sdr/emu/dcqcn.hpp>
@@ -43,6 +44,10 @@ public:
     static constexpr uint32_t kRcAckReqEvery = 64;  // AckReq on every 64th packet of a long message
     static constexpr uint32_t kRcRespDepth = 64;    // queued ACKs/NAKs and READ responses per RC QP
     static constexpr uint32_t kRcMaxRdAtomic = 16;  // max_rd_atomic / max_dest_rd_atomic
+    // Atomic results an RC responder keeps (by PSN) to answer a duplicate atomic again without
+    // executing it twice: a requester has at most max_rd_atomic (<= 16) READs and atomics
+    // outstanding, so the one it sends again is among the last 16 the responder executed.
+    static constexpr uint32_t kRcAtomicCache = kRcMaxRdAtomic;
     [[nodiscard]] uint32_t pd_alloc();  // kNoHandle if none left
     [[nodiscard]] int pd_dealloc(uint32_t pd);  // EBUSY while a region, AH or QP uses it
     // A region of `pd` with IBV_ACCESS_* flags: its key serves as lkey and rkey (random, ids.hpp);
@@ -176,17 +181,29 @@ private:
     };
     struct VerbsSend {
         verbs::SendWr wr;
-        uint32_t total = 0;  // bytes of the message (sum of its SGEs)
+        uint32_t total = 0;  // bytes of the message (sum of its SGEs; an atomic: 8)
         uint32_t psn = 0;     // RC: the PSN of its first packet (a READ: of its first response)
         uint32_t rd_done = 0; // RC READ: response bytes landed
         bool sent = false;    // RC: its first packet went out (psn is valid)
+        // RC atomic: the AtomicETH's Swap (or Add) and Compare data, host order; the request's
+        // TxPacket points here (encode_padded), and the WQE stays until its ATOMIC ACK.
+        uint64_t atomic_eth[2] = {};
     };
-    // RC responder output: an ACK/NAK (one packet) or a READ's responses (one per MTU).
+    // RC responder output: an ACK/NAK (one packet), a READ's responses (one per MTU), or an
+    // ATOMIC ACK (one packet: its AtomicAckETH points at orig, encode_padded).
     struct RcResp {
-        bool read = false;
-        uint32_t psn = 0, aeth = 0;       // ACK/NAK; READ: the PSN of its first response
+        enum class Kind : uint8_t { Ack, Read, Atomic } kind = Kind::Ack;
+        uint32_t psn = 0, aeth = 0;       // ACK/NAK, ATOMIC ACK; READ: the PSN of its first response
         uint32_t key = 0, len = 0, off = 0;  // READ: rkey, length, bytes sent
         uint64_t va = 0;
+        uint64_t orig = 0;  // ATOMIC ACK: the value before the atomic
+        bool dup = false;   // READ, ATOMIC ACK: the answer to a duplicate request
+    };
+    // An atomic the RC responder executed: its PSN and the original value it answered.
+    struct AtomicResult {
+        bool valid = false;
+        uint32_t psn = 0;
+        uint64_t orig = 0;
     };
     struct VerbsQp {
         VerbsQp(uint32_t sq_depth, uint32_t rq_depth) : sq(sq_depth), rq(rq_depth) {}
@@ -231,7 +248,10 @@ private:
         uint32_t msn = 0;        // messages completed (AETH MSN)
         bool nak_sent = false;   // a NAK went out: no other until the expected PSN arrives
         std::vector<RcResp> resp;  // kRcRespDepth entries (RC QPs only)
-        uint32_t resp_head = 0, resp_n = 0, rd_queued = 0;
+        // rd_queued: READs and ATOMIC ACKs queued, rd_dups: those of them answering duplicates
+        uint32_t resp_head = 0, resp_n = 0, rd_queued = 0, rd_dups = 0;
+        std::vector<AtomicResult> atomic_cache;  // kRcAtomicCache entries (RC QPs only), a ring
+        uint32_t atomic_next = 0;                // the ring's next entry
         uint32_t mcast_groups = 0;  // UD: groups it is attached to
         // DCQCN (verbs/dcqcn.cpp): the sender's rate and the time its next data packet may
         // leave; the receiver's CNP limit.
@@ -312,6 +332,13 @@ private:
     bool rc_resp_next(VerbsQp& q, uint32_t h, TxPacket* out);
     void rc_read_request(VerbsQp& q, uint32_t h, const PacketMeta& m, const wire::Headers& hd, bool duplicate);
     void rc_read_response(VerbsQp& q, uint32_t h, const PacketMeta& m, const uint8_t* payload, uint32_t aeth);
+    // Atomics (rc_atomic.cpp): the responder's COMPARE SWAP / FETCH ADD (a duplicate answered
+    // from the result cache), the requester's ATOMIC ACK.
+    void rc_atomic_request(VerbsQp& q, uint32_t h, const PacketMeta& m, const wire::Headers& hd, bool duplicate);
+    void rc_atomic_ack(VerbsQp& q, uint32_t h, const PacketMeta& m, const wire::Headers& hd);
+    // Queue a READ's responses or an ATOMIC ACK, within max_dest_rd_atomic and the queue's depth:
+    // nullptr if there is no room (the caller NAKs a new request, drops a duplicate).
+    RcResp* rc_queue_rd_atomic(VerbsQp& q, bool duplicate);
 
     // The NIC core's state this engine shares (nic_core.hpp).
     Nic& nic_;  // what the executor's calls name

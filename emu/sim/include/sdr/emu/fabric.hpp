@@ -266,9 +266,9 @@ private:
     uint64_t host_events() const;
     class Port;
     class Timers;
-    // A packet of `src` to a multicast group, leaving its port at `leaves`: encoded once, a
-    // copy into each member's link (the sender's own NIC excepted).
-    void mcast_send(Nic& src, SimTime leaves, const TxPacket& p);
+    // A packet of `src` to a multicast group, leaving its port at `leaves`, encoded in `frame`
+    // (taken, freed here): a copy into each member's link (the sender's own NIC excepted).
+    void mcast_send(Nic& src, SimTime leaves, const TxPacket& p, uint8_t* frame, uint32_t len);
     std::map<uint32_t, std::vector<uint32_t>> mcast_;  // group -> member NICs, ascending
     FabricParams params_;
     std::chrono::steady_clock::time_point wall_zero_ = std::chrono::steady_clock::now();

@@ -1,7 +1,8 @@
-// RoCEv2 wire format of the emulated NIC: Ethernet / IPv4 / UDP 4791 / BTH / (RETH | DETH | AETH)
-// / ImmDt / payload / pad / ICRC: SDR's UC WRITE-only-with-immediate, the verbs QPs' RC and UC
-// SEND and RDMA WRITE (FIRST/MIDDLE/LAST/ONLY, with and without immediate), RC READ requests,
-// READ responses and ACKs, and UD SEND Only (+Imm). Encode builds a whole frame; decode treats a frame as hostile and
+// RoCEv2 wire format of the emulated NIC: Ethernet / IPv4 / UDP 4791 / BTH / (RETH | DETH | AETH
+// [AtomicAckETH] | AtomicETH) / ImmDt / payload / pad / ICRC: SDR's UC WRITE-only-with-immediate,
+// the verbs QPs' RC and UC SEND and RDMA WRITE (FIRST/MIDDLE/LAST/ONLY, with and without
+// immediate), RC READ requests, READ responses and ACKs, RC atomics (COMPARE SWAP, FETCH ADD and
+// their ATOMIC ACKNOWLEDGE), and UD SEND Only (+Imm). Encode builds a whole frame; decode treats a frame as hostile and
 // says why it is not usable. Per-packet path: no allocation, no exceptions, no virtual calls.
 //
 // Deliberate limits (all frames we emit are within them):
@@ -31,8 +32,7 @@ inline constexpr std::array<uint8_t, 6> ipv4_multicast_mac(uint32_t ip)
     return {0x01, 0x00, 0x5e, static_cast<uint8_t>((ip >> 16) & 0x7F), static_cast<uint8_t>(ip >> 8),
             static_cast<uint8_t>(ip)};
 }
-// BTH opcodes (IBTA vol. 1, table 38): RC is 0x00-0x11 (atomics 0x12-0x14 are not supported),
-// UC 0x20-0x2B, UD 0x64-0x65.
+// BTH opcodes (IBTA vol. 1, table 38): RC is 0x00-0x14, UC 0x20-0x2B, UD 0x64-0x65.
 inline constexpr uint8_t kOpRcSendFirst = 0x00, kOpRcSendMiddle = 0x01, kOpRcSendLast = 0x02,
                          kOpRcSendLastImm = 0x03, kOpRcSendOnly = 0x04, kOpRcSendOnlyImm = 0x05;
 inline constexpr uint8_t kOpRcWriteFirst = 0x06, kOpRcWriteMiddle = 0x07, kOpRcWriteLast = 0x08,
@@ -41,6 +41,9 @@ inline constexpr uint8_t kOpRcReadRequest = 0x0C;  // RETH, no payload
 inline constexpr uint8_t kOpRcReadRespFirst = 0x0D, kOpRcReadRespMiddle = 0x0E, kOpRcReadRespLast = 0x0F,
                          kOpRcReadRespOnly = 0x10;  // AETH on FIRST, LAST and ONLY
 inline constexpr uint8_t kOpRcAck = 0x11;           // AETH, no payload (ACK and NAK)
+// Atomics (IBTA 9.4.5): a request carries the AtomicETH (VA, R_Key, Swap or Add data, Compare
+// data), its answer the AETH and the AtomicAckETH (the original 8 bytes); neither has a payload.
+inline constexpr uint8_t kOpRcAtomicAck = 0x12, kOpRcCmpSwap = 0x13, kOpRcFetchAdd = 0x14;
 inline constexpr uint8_t kOpUcSendFirst = 0x20, kOpUcSendMiddle = 0x21, kOpUcSendLast = 0x22,
                          kOpUcSendLastImm = 0x23, kOpUcSendOnly = 0x24, kOpUcSendOnlyImm = 0x25;
 inline constexpr uint8_t kOpUcWriteFirst = 0x26, kOpUcWriteMiddle = 0x27, kOpUcWriteLast = 0x28,
@@ -52,7 +55,8 @@ inline constexpr uint8_t kOpUdSendOnly = 0x64, kOpUdSendOnlyImm = 0x65;  // UD S
 inline constexpr uint8_t kOpCnp = 0x81;
 inline constexpr uint32_t kCnpReservedBytes = 16;
 inline constexpr size_t kEthBytes = 14, kIpv4Bytes = 20, kUdpBytes = 8, kBthBytes = 12, kRethBytes = 16,
-                        kDethBytes = 8, kImmBytes = 4, kIcrcBytes = 4, kAethBytes = 4;
+                        kDethBytes = 8, kImmBytes = 4, kIcrcBytes = 4, kAethBytes = 4, kAtomicEthBytes = 28,
+                        kAtomicAckEthBytes = 8;
 inline constexpr size_t kWriteImmHeaderBytes = 74;  // Eth..ImmDt for 0x2B
 static_assert(kWriteImmHeaderBytes == kEthBytes + kIpv4Bytes + kUdpBytes + kBthBytes + kRethBytes + kImmBytes);
 
@@ -66,7 +70,8 @@ constexpr uint32_t aeth(uint32_t syndrome, uint32_t msn) { return syndrome | (ms
 namespace op {
 inline constexpr uint8_t kValid = 1, kReth = 2, kDeth = 4, kImm = 8, kAeth = 16,
                          kRethLenIsPayload = 32,  // WRITE ONLY: the RETH's DMA length is the payload's
-                         kNoPayload = 64;         // READ request, ACK
+                         kNoPayload = 64,         // READ request, ACK, atomics
+                         kAtomicEth = 128;        // atomic request (0x13, 0x14); on 0x12 (kAeth): AtomicAckETH
 struct Table {
     uint8_t f[256] = {};
     constexpr Table()
@@ -81,6 +86,8 @@ struct Table {
         f[kOpRcReadRespFirst] = f[kOpRcReadRespLast] = f[kOpRcReadRespOnly] = kValid | kAeth;
         f[kOpRcReadRespMiddle] = kValid;
         f[kOpRcAck] = kValid | kAeth | kNoPayload;
+        f[kOpRcAtomicAck] = kValid | kAeth | kAtomicEth | kNoPayload;
+        f[kOpRcCmpSwap] = f[kOpRcFetchAdd] = kValid | kAtomicEth | kNoPayload;
         f[kOpUdSendOnly] = kValid | kDeth;
         f[kOpUdSendOnlyImm] = kValid | kDeth | kImm;
         f[kOpCnp] = kValid;  // its 16 reserved bytes travel as the payload
@@ -94,8 +101,10 @@ constexpr bool has_reth(uint8_t o) { return op::kTable.f[o] & op::kReth; }
 constexpr bool has_deth(uint8_t o) { return op::kTable.f[o] & op::kDeth; }
 constexpr bool has_imm(uint8_t o) { return op::kTable.f[o] & op::kImm; }
 constexpr bool has_aeth(uint8_t o) { return op::kTable.f[o] & op::kAeth; }
+constexpr bool is_atomic_request(uint8_t o) { return o == kOpRcCmpSwap || o == kOpRcFetchAdd; }
 
-// Eth..ImmDt: 74 for 0x2B, 54 + RETH/DETH/AETH/ImmDt for the others, 0 for an unsupported opcode.
+// Eth..ImmDt: 74 for 0x2B, 54 + RETH/DETH/AETH/AtomicETH/AtomicAckETH/ImmDt for the others, 0 for
+// an unsupported opcode.
 size_t header_bytes(uint8_t opcode);
 // A whole frame of `payload` bytes, with its pad when `pad` (0 for an unsupported opcode).
 constexpr size_t pad_bytes(size_t payload) { return (4 - (payload & 3)) & 3; }
@@ -124,7 +133,10 @@ struct Headers {
     uint64_t va = 0;  uint32_t rkey = 0;  uint32_t dma_len = 0;  // RETH (WRITE FIRST/ONLY)
     uint32_t qkey = 0; uint32_t src_qp = 0;                      // DETH (UD)
     uint32_t imm = 0;                                            // ImmDt, host order
-    uint32_t aeth = 0;  // AETH (RC ACK, READ response FIRST/LAST/ONLY); decode sets it only for those
+    uint32_t aeth = 0;  // AETH (RC ACK, READ response FIRST/LAST/ONLY, ATOMIC ACK); decode sets it only for those
+    // AtomicETH (with va and rkey above): Swap (COMPARE SWAP) or Add (FETCH ADD) data, Compare
+    // data; AtomicAckETH: the original value. Host order; the wire carries them big-endian.
+    uint64_t swap_add = 0, compare = 0, atomic_orig = 0;
     uint8_t ecn() const { return ip_tos & 3; }
     void set_ecn(uint8_t e) { ip_tos = static_cast<uint8_t>((ip_tos & ~3u) | (e & 3u)); }
 };
@@ -161,11 +173,11 @@ struct Parsed {
 //   NotIpv4      ethertype != 0x0800, IP version != 4 or IHL != 5;
 //   NotRoce      IP protocol not UDP, or UDP destination port != 4791;
 //   BadIpHeader  IPv4 header checksum wrong, or the packet is a fragment;
-//   BadOpcode    not 0x00-0x11, 0x20-0x2B, 0x64 or 0x65;
+//   BadOpcode    not 0x00-0x14, 0x20-0x2B, 0x64 or 0x65;
 //   BadLength    IP total length != len - 14, UDP length != IP payload, PadCnt > payload;
 //   BadIcrc      ICRC mismatch (only if verify_icrc);
 //   BadLength    (WRITE ONLY, 0x0A/0x0B/0x2A/0x2B) RETH dma_len != payload length, or a
-//                payload on a READ request or ACK — checked after the ICRC, so a corrupted
+//                payload on a READ request, ACK or atomic — checked after the ICRC, so a corrupted
 //                dma_len counts as BadIcrc and a well-formed lie as BadLength. (A WRITE FIRST's
 //                and a READ request's dma_len is the whole message: the responder checks it.)
 // On Ok, *out holds the headers (UDP checksum, TVer, BTH reserved bits are not reported).
