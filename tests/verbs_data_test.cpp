@@ -10,7 +10,10 @@
 // namespaces, and its UC SENDs arrive whole or not at all. tests/verbs_srq.c shares one SRQ
 // between an RC and a UD QP of one device, byte-exact, and reads the SRQ limit, last-WQE-reached
 // and CQ overrun events with ibv_get_async_event, and arms a CQ for solicited events only;
-// tests/verbs_ex.c posts RC and UD work through ibv_wr_* and polls with ibv_start_poll.
+// tests/verbs_ex.c posts RC and UD work through ibv_wr_* and polls with ibv_start_poll;
+// tests/verbs_compat.c checks the queries, access flags, GID indices, ibv_rereg_mr and
+// ibv_resize_cq real RDMA software relies on. ib_write_bw also runs from GID index 3 (-x 3, as
+// on a kernel RoCE device), and -x 1 fails with a message naming the indices to use.
 #include "child_util.hpp"
 #include "netns_util.hpp"
 
@@ -121,10 +124,11 @@ protected:
     // forever): server in b, client in a; each prints its result line: messages of `bytes`
     // (perftest's default, 64 KiB; UD: one MTU), some moved, and the average bandwidth and
     // message rate those messages make in the 2 seconds.
-    void perftest(const std::string& prog, const std::string& args, unsigned port, unsigned bytes = 65536)
+    void perftest(const std::string& prog, const std::string& args, unsigned port, unsigned bytes = 65536,
+                  unsigned gid_index = 0)
     {
         if (run("command -v " + prog).status != 0) GTEST_SKIP() << "perftest (" << prog << ") is not installed";
-        const std::string common = " -x 0 -D 2 -p " + std::to_string(port) + " " + args;
+        const std::string common = " -x " + std::to_string(gid_index) + " -D 2 -p " + std::to_string(port) + " " + args;
         Child server(in(1, "timeout 60 " + prog + " -d " + dev(1) + common));
         ASSERT_TRUE(listening(1, port)) << prog << " server did not start listening";
         Result client = run(in(0, "timeout 60 " + prog + " -d " + dev(0) + common + " " + sdr::test::Testbed::ip(1)));
@@ -205,6 +209,22 @@ TEST_P(VerbsData, LoopbackExtendedVerbsByteExact)
         EXPECT_TRUE(contains(r.out, line)) << line << "\n" << r.out;
 }
 
+TEST_P(VerbsData, LoopbackCompatQueriesReregResize)
+{
+    Result r = run(in(0, std::string("timeout 60 ") + SDR_VERBS_COMPAT + " " + dev(0)));
+    EXPECT_EQ(r.status, 0) << r.out;
+    for (const char* line : {"query vendor_id=0xffffff phys_port_cnt_ex=1 comp_vectors=cpus gids=0,3 empty=1,2 ok\n",
+                             "access remote_atomic=ok without_local_write=EINVAL relaxed=ok mw_bind=EOPNOTSUPP ok\n",
+                             "gid_index 3=ok 1=EINVAL ok\n",
+                             "rereg translation moved_write=ok refused_unchanged=ok pd=ok keys_kept=1 ok\n",
+                             "resize_cq below_held=EINVAL kept=6 grown_held=26 ok\n",
+                             "rereg access remote_write_removed=REM_ACCESS_ERR ok\n", "verbs_compat: ok\n"})
+        EXPECT_TRUE(contains(r.out, line)) << line << "\n" << r.out;
+    // The refused GID index names the ones to use.
+    EXPECT_TRUE(contains(r.out, "GID index 1 is empty")) << r.out;
+    EXPECT_TRUE(contains(r.out, "use GID index 0 or 3")) << r.out;
+}
+
 TEST_P(VerbsData, RcPingpong) { pingpong("ibv_rc_pingpong", "", 18615, 500); }
 TEST_P(VerbsData, RcPingpongEvents) { pingpong("ibv_rc_pingpong", "-e", 18616, 200); }
 TEST_P(VerbsData, UcPingpong) { pingpong("ibv_uc_pingpong", "", 18611, 500); }
@@ -218,6 +238,25 @@ TEST_P(VerbsData, PerftestWriteBwUc) { perftest("ib_write_bw", "-c UC", 18623); 
 TEST_P(VerbsData, PerftestSendBwRc) { perftest("ib_send_bw", "-c RC", 18624); }
 TEST_P(VerbsData, PerftestWriteBwRc) { perftest("ib_write_bw", "-c RC", 18625); }
 TEST_P(VerbsData, PerftestReadBw) { perftest("ib_read_bw", "", 18626); }
+// RoCE v2 from GID index 3, where a kernel RoCE device has its IPv4 GID (rxe, ConnectX users).
+TEST_P(VerbsData, PerftestWriteBwGidIndex3) { perftest("ib_write_bw", "-c RC", 18627, 65536, 3); }
+
+// Index 1 is empty here (a kernel device's IPv6 link-local GID): the client's modify_qp fails
+// and says which indices to use.
+TEST_P(VerbsData, PerftestGidIndex1Refused)
+{
+    if (run("command -v ib_write_bw").status != 0) GTEST_SKIP() << "perftest is not installed";
+    const std::string common = " -x 1 -D 2 -p 18628";
+    Child server(in(1, "timeout 30 ib_write_bw -d " + dev(1) + common));
+    ASSERT_TRUE(listening(1, 18628)) << "ib_write_bw server did not start listening";
+    Result client = run(in(0, "timeout 30 ib_write_bw -d " + dev(0) + common + " " + sdr::test::Testbed::ip(1)));
+    int server_status = -1;
+    server.finish(&server_status);
+    EXPECT_NE(client.status, 0) << client.out;
+    EXPECT_NE(server_status, 0);
+    EXPECT_TRUE(contains(client.out, "GID index 1 is empty")) << client.out;
+    EXPECT_TRUE(contains(client.out, "use GID index 0 or 3")) << client.out;
+}
 
 // Our own program across the namespaces with 1 % i.i.d. loss on every frame either side sends
 // (data, ACKs, NAKs): RC recovers every byte; UC loses whole messages and delivers the rest intact.

@@ -132,11 +132,12 @@ mv::Gid gid_of(const ibv_gid& g)
     return out;
 }
 
-// An address vector RoCEv2 can use: a GRH (the GID is the address) from our one GID on port 1.
-int check_av(const ibv_ah_attr& av)
+// An address vector RoCEv2 can use: a GRH (the GID is the address) from a usable entry of the
+// GID table (our IPv4-mapped RoCE v2 GID), on port 1.
+int check_av(const PortInfo& port, const ibv_ah_attr& av)
 {
-    if (!av.is_global || av.grh.sgid_index != 0 || (av.port_num != 0 && av.port_num != 1)) return EINVAL;
-    return 0;
+    if (!av.is_global || (av.port_num != 0 && av.port_num != 1)) return EINVAL;
+    return check_sgid_index(port, av.grh.sgid_index);
 }
 
 // ibv_qp_attr + mask -> the model's attributes, checking the values verbs defines. `port_mtu`
@@ -183,8 +184,7 @@ int to_model_attr(const Qp& q, const ibv_qp_attr& a, int mask, uint32_t port_mtu
         out->dest_qpn = a.dest_qp_num;
         *mmask |= A::kDestQpn;
     }
-    if (mask & IBV_QP_AV) {
-        if (int err = check_av(a.ah_attr)) return err;
+    if (mask & IBV_QP_AV) {  // checked by modify_qp (check_av)
         out->remote_gid = gid_of(a.ah_attr.grh.dgid);
         *mmask |= A::kAv;
     }
@@ -345,7 +345,7 @@ int modify_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int mask)
     Qp* q = to_qp(ibqp);
     Engine* eng = q->engine;
     if (mask & IBV_QP_AV) {
-        if (int err = check_av(attr->ah_attr)) return err;
+        if (int err = check_av(to_context(ibqp->context)->state->port, attr->ah_attr)) return err;
         if (int err = eng->resolve(attr->ah_attr.grh.dgid)) return err;  // EHOSTUNREACH, ETIMEDOUT
     }
     const ibv_mtu port = ibv_mtu_for(eng->netdev_mtu());
@@ -425,7 +425,7 @@ int destroy_qp(ibv_qp* ibqp)
 ibv_ah* create_ah(ibv_pd* ibpd, ibv_ah_attr* attr)
 {
     Pd* pd = reinterpret_cast<Pd*>(ibpd);
-    int err = check_av(*attr);
+    int err = check_av(to_context(ibpd->context)->state->port, *attr);
     if (!err) err = pd->engine->resolve(attr->grh.dgid);
     if (err) {
         errno = err;

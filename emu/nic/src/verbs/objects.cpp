@@ -92,6 +92,28 @@ int VerbsEngine::mr_dereg(uint32_t key)
     return 0;
 }
 
+int VerbsEngine::mr_rereg(uint32_t key, uint32_t pd, void* addr, size_t len, uint32_t access, uint64_t iova)
+{
+    VerbsMr* r = verbs_mr(key);
+    if (!r || r->slot_bytes || pd >= vpds_.size() || !vpds_[pd].live || !addr || len == 0 || iova + len < iova)
+        return EINVAL;
+    if ((access & (verbs::kRemoteWrite | verbs::kRemoteAtomic)) && !(access & verbs::kLocalWrite)) return EINVAL;
+    // A root key's entry holds an address range of its region: a new translation would leave
+    // it pointing at memory the region no longer covers.
+    for (const VerbsMr& m : vmrs_)
+        if (m.live && m.slot_bytes)
+            for (const VerbsRootEntry& e : m.entries)
+                if (e.key == key) return EBUSY;
+    vpds_[r->pd].users--;
+    vpds_[pd].users++;
+    r->pd = pd;
+    r->access = access;
+    r->addr = static_cast<uint8_t*>(addr);
+    r->len = len;
+    r->iova = iova;
+    return 0;
+}
+
 uint32_t VerbsEngine::root_key_create(uint32_t pd, uint32_t nslots, uint64_t slot_bytes)
 {
     if (pd >= vpds_.size() || !vpds_[pd].live || nslots == 0 || slot_bytes == 0) return 0;
@@ -238,6 +260,19 @@ int VerbsEngine::cq_destroy(uint32_t cq)
     if (cq >= vcqs_.size() || !vcqs_[cq]) return EINVAL;
     if (vcqs_[cq]->users) return EBUSY;
     vcqs_[cq].reset();
+    return 0;
+}
+
+int VerbsEngine::cq_resize(uint32_t cq, uint32_t depth)
+{
+    if (cq >= vcqs_.size() || !vcqs_[cq] || depth == 0 || depth > (1u << 20)) return EINVAL;
+    VerbsCq& c = *vcqs_[cq];
+    if (c.overflowed || c.ring.head() - c.ring.tail() > depth) return EINVAL;
+    // A new CQ entry under the same handle (QPs name CQs by handle), holding what this one held.
+    auto fresh = std::make_unique<VerbsCq>(depth);
+    for (uint64_t i = c.ring.tail(); i != c.ring.head(); i++) (void)fresh->ring.push(c.ring.at(i));  // fits: checked
+    fresh->users = c.users;
+    vcqs_[cq] = std::move(fresh);
     return 0;
 }
 

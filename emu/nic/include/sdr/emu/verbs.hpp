@@ -12,7 +12,7 @@
 namespace sdr::emu::verbs {
 
 // IBV_ACCESS_* bits this model checks (others are accepted and ignored).
-enum Access : uint32_t { kLocalWrite = 1, kRemoteWrite = 2, kRemoteRead = 4 };
+enum Access : uint32_t { kLocalWrite = 1, kRemoteWrite = 2, kRemoteRead = 4, kRemoteAtomic = 8 };
 
 enum class QpType : uint8_t { Uc, Ud, Rc };
 enum class QpState : uint8_t { Reset, Init, Rtr, Rts, Err };
