@@ -13,7 +13,8 @@
  *     region between PDs, CHANGE_ACCESS without remote write makes the next WRITE
  *     REM_ACCESS_ERR;
  *   - ibv_resize_cq: shrinking below what the CQ holds is EINVAL, to exactly that and growing
- *     keep every completion in order, and the grown CQ holds more than the old depth.
+ *     keep every completion in order, and the grown CQ holds more than the old depth;
+ *   - a QP moved to RESET leaves no completions in its CQs (a flushed receive is gone).
  * Exit 0 after "verbs_compat: ok".
  *
  *   verbs_compat NAME
@@ -264,6 +265,28 @@ int main(int argc, char** argv)
     CHECK(rc_post(e, scq, IBV_WR_RDMA_WRITE, src, smr->lkey, (uintptr_t)a, dmr->rkey, 50) == IBV_WC_REM_ACCESS_ERR,
           "a WRITE after remote write was taken away must be REM_ACCESS_ERR");
     printf("rereg access remote_write_removed=REM_ACCESS_ERR ok\n");
+
+    /* ---- RESET cleans the QP's completions from its CQs (as mlx4/mlx5): a flushed receive
+     * waits on rcq; after RESET and back to RTS the first completions are the new life's ---- */
+    struct ibv_recv_wr fr = {.wr_id = 700, .sg_list = &rsge, .num_sge = 1}, *bad_fr;
+    CHECK(ibv_post_recv(f, &fr, &bad_fr) == 0, "post_recv on a QP in ERR");
+    struct ibv_qp_attr rst = {.qp_state = IBV_QPS_RESET};
+    CHECK(ibv_modify_qp(e, &rst, IBV_QP_STATE) == 0 && ibv_modify_qp(f, &rst, IBV_QP_STATE) == 0, "to RESET");
+    CHECK(ibv_poll_cq(rcq, 1, &none) == 0 && ibv_poll_cq(scq, 1, &none) == 0, "RESET left completions of the QPs");
+    struct ibv_qp_attr init = {.qp_state = IBV_QPS_INIT, .port_num = 1,
+                               .qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE};
+    const int init_mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+    CHECK(ibv_modify_qp(e, &init, init_mask) == 0 && ibv_modify_qp(f, &init, init_mask) == 0, "INIT again");
+    CHECK(rc_rtr(e, f->qp_num, 3) == 0 && rc_rtr(f, e->qp_num, 0) == 0, "RTR again");
+    rc_rts(e);
+    rc_rts(f);
+    fr.wr_id = 701;
+    CHECK(ibv_post_recv(f, &fr, &bad_fr) == 0, "post_recv after RESET");
+    CHECK(rc_post(e, scq, IBV_WR_SEND, src, smr->lkey, 0, 0, 60) == IBV_WC_SUCCESS, "SEND after RESET");
+    struct ibv_wc rw = poll_status(rcq, "the receive after RESET");
+    CHECK(rw.wr_id == 701 && rw.status == IBV_WC_SUCCESS, "first receive after RESET: wr_id %" PRIu64 " %s", rw.wr_id,
+          ibv_wc_status_str(rw.status));
+    printf("reset cleaned_cqs=ok ok\n");
 
     CHECK(ibv_destroy_qp(e) == 0 && ibv_destroy_qp(f) == 0, "destroy_qp");
     CHECK(ibv_destroy_cq(scq) == 0 && ibv_destroy_cq(rcq) == 0, "destroy_cq");

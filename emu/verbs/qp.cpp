@@ -12,7 +12,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <new>
+#include <utility>
 
 namespace sdr::verbs {
 namespace {
@@ -352,6 +354,18 @@ int modify_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int mask)
     mv::QpAttr m;
     uint32_t mmask;
     if (int err = to_model_attr(*q, *attr, mask, port ? mtu_bytes(port) : 256, &m, &mmask)) return err;
+    // To RESET, the QP's completions leave its CQs, as mlx4 and mlx5 clean them (a QP brought
+    // back to RTS would otherwise poll the flushes of its previous life first). Its CQs'
+    // pollers are held off: their locks come before the engine's, in address order.
+    const bool to_reset = (mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RESET;
+    Cq* cqs[2] = {reinterpret_cast<Cq*>(ibqp->send_cq), reinterpret_cast<Cq*>(ibqp->recv_cq)};
+    if (cqs[0] == cqs[1]) cqs[1] = nullptr;
+    if (cqs[1] && cqs[1] < cqs[0]) std::swap(cqs[0], cqs[1]);
+    std::unique_lock<std::mutex> poll0, poll1;
+    if (to_reset) {
+        poll0 = std::unique_lock(cqs[0]->mu);
+        if (cqs[1]) poll1 = std::unique_lock(cqs[1]->mu);
+    }
     std::lock_guard lock(eng->lock());
     emu::Nic& nic = eng->nic();
     const ibv_qp_state cur = verbs_state(nic.verbs().qp_state(q->h));  // the NIC may have moved it to ERR
@@ -364,6 +378,9 @@ int modify_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int mask)
     if (int err = nic.verbs().qp_modify(q->h, m, mmask)) return err;
     remember(*q, *attr, mask);
     if (next == IBV_QPS_RESET) q->retired = q->posted;  // the model emptied the queues
+    if (to_reset)
+        for (Cq* cq : cqs)
+            if (cq) cq->consumed += nic.verbs().cq_clean(cq->h, ibqp->qp_num);  // never to be polled
     return 0;  // libibverbs records qp->state
 }
 

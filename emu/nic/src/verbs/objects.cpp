@@ -276,6 +276,22 @@ int VerbsEngine::cq_resize(uint32_t cq, uint32_t depth)
     return 0;
 }
 
+uint32_t VerbsEngine::cq_clean(uint32_t cq, uint32_t qpn)
+{
+    if (cq >= vcqs_.size() || !vcqs_[cq]) return 0;
+    VerbsCq& c = *vcqs_[cq];
+    uint32_t removed = 0;
+    for (uint64_t i = c.ring.tail(); i != c.ring.head(); i++) removed += c.ring.at(i).qp_num == qpn;
+    if (!removed) return 0;
+    auto fresh = std::make_unique<VerbsCq>(c.ring.depth());
+    for (uint64_t i = c.ring.tail(); i != c.ring.head(); i++)
+        if (c.ring.at(i).qp_num != qpn) (void)fresh->ring.push(c.ring.at(i));  // fewer than before: fits
+    fresh->users = c.users;
+    fresh->overflowed = c.overflowed;
+    vcqs_[cq] = std::move(fresh);
+    return removed;
+}
+
 int VerbsEngine::cq_poll(uint32_t cq, verbs::Wc* wc, int n)
 {
     if (cq >= vcqs_.size() || !vcqs_[cq]) return -1;

@@ -75,6 +75,10 @@ public:
     // ibv_resize_cq: `depth` entries from now on, the completions held kept in order. EINVAL:
     // no such CQ, depth out of 1..2^20, fewer than it holds, or a CQ in error (overrun).
     [[nodiscard]] int cq_resize(uint32_t cq, uint32_t depth);
+    // Removes the completions of QP number qpn from cq, keeping the others in order; how many
+    // went. For a QP moved to RESET, whose old completions would otherwise greet its new life
+    // (mlx4/mlx5 clean their CQs so at RESET and destroy).
+    uint32_t cq_clean(uint32_t cq, uint32_t qpn);
     [[nodiscard]] int cq_poll(uint32_t cq, verbs::Wc* wc, int n);  // completions taken, -1: CQ in error
     bool cq_overflowed(uint32_t cq) const;
     // srq: a shared receive queue the QP takes its receives from (kNoHandle: its own receive
