@@ -153,6 +153,12 @@ int VerbsEngine::root_key_null(uint32_t key, uint32_t slot)
 
 RxDrop VerbsEngine::verbs_write_target(const VerbsQp& q, uint32_t key, uint64_t va, uint64_t write_len, uint8_t** dst)
 {
+    // A zero-length WRITE touches no memory: it needs no R_Key or VA (IBTA vol. 1, C9-88; rxe
+    // skips them too), only a QP that takes remote writes. UCX's rc_verbs flushes with one, rkey 0.
+    if (write_len == 0) {
+        *dst = nullptr;
+        return (q.access & verbs::kRemoteWrite) ? RxDrop::Count : RxDrop::AccessDenied;
+    }
     const VerbsMr* mr = verbs_mr(key);
     if (!mr) return RxDrop::UnknownKey;
     if (mr->pd != q.pd || !(mr->access & verbs::kRemoteWrite) || !(q.access & verbs::kRemoteWrite))
