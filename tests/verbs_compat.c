@@ -13,7 +13,8 @@
  *     region between PDs, CHANGE_ACCESS without remote write makes the next WRITE
  *     REM_ACCESS_ERR;
  *   - ibv_resize_cq: shrinking below what the CQ holds is EINVAL, to exactly that and growing
- *     keep every completion in order, and the grown CQ holds more than the old depth;
+ *     keep every completion in order, and the grown CQ holds more than the old depth; signaled
+ *     sends just posted count as held, complete or not;
  *   - a QP moved to RESET leaves no completions in its CQs (a flushed receive is gone).
  * Exit 0 after "verbs_compat: ok".
  *
@@ -258,6 +259,31 @@ int main(int argc, char** argv)
     struct ibv_wc none;
     CHECK(ibv_poll_cq(rcq, 1, &none) == 0, "no completion beyond the 26");
     printf("resize_cq below_held=EINVAL kept=6 grown_held=26 ok\n");
+
+    /* Signaled sends just posted are owed to their CQ whether or not they completed yet: a
+     * resize below them is EINVAL at once, to exactly them works (no race with the NIC). */
+    for (int i = 0; i < 10; i++) {
+        struct ibv_recv_wr rwr = {.wr_id = 200 + i, .sg_list = &rsge, .num_sge = 1}, *bad_r;
+        CHECK(ibv_post_recv(f, &rwr, &bad_r) == 0, "post_recv %d", i);
+    }
+    struct ibv_sge ssge = {(uintptr_t)src, kMsg, smr->lkey};
+    for (int i = 0; i < 10; i++) {
+        struct ibv_send_wr wr = {.wr_id = 300 + i, .sg_list = &ssge, .num_sge = 1, .opcode = IBV_WR_SEND,
+                                 .send_flags = IBV_SEND_SIGNALED},
+                           *bad;
+        CHECK(ibv_post_send(e, &wr, &bad) == 0, "post_send %d", i);
+    }
+    CHECK(ibv_resize_cq(scq, 9) == EINVAL, "resize below 10 owed sends must be EINVAL");
+    CHECK(ibv_resize_cq(scq, 10) == 0, "resize to the 10 owed sends");
+    for (int i = 0; i < 10; i++) {
+        struct ibv_wc wc = poll_status(scq, "an owed send");
+        CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == (uint64_t)(300 + i), "owed send %d: wr_id %" PRIu64, i,
+              wc.wr_id);
+        wc = poll_status(rcq, "its receive");
+        CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == (uint64_t)(200 + i), "receive %d", i);
+    }
+    CHECK(ibv_resize_cq(scq, 64) == 0, "grow back");
+    printf("resize_cq owed_sends=10 below=EINVAL exact=ok ok\n");
 
     /* ---- CHANGE_ACCESS without remote write: the next WRITE is refused by the responder ---- */
     CHECK(ibv_rereg_mr(dmr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0, IBV_ACCESS_LOCAL_WRITE) == 0,

@@ -218,6 +218,7 @@ TEST_P(VerbsData, LoopbackCompatQueriesReregResize)
                              "gid_index 3=ok 1=EINVAL ok\n",
                              "rereg translation moved_write=ok refused_unchanged=ok pd=ok keys_kept=1 ok\n",
                              "resize_cq below_held=EINVAL kept=6 grown_held=26 ok\n",
+                             "resize_cq owed_sends=10 below=EINVAL exact=ok ok\n",
                              "rereg access remote_write_removed=REM_ACCESS_ERR ok\n", "reset cleaned_cqs=ok ok\n",
                              "verbs_compat: ok\n"})
         EXPECT_TRUE(contains(r.out, line)) << line << "\n" << r.out;

@@ -273,7 +273,15 @@ int VerbsEngine::cq_resize(uint32_t cq, uint32_t depth)
 {
     if (cq >= vcqs_.size() || !vcqs_[cq] || depth == 0 || depth > (1u << 20)) return EINVAL;
     VerbsCq& c = *vcqs_[cq];
-    if (c.overflowed || c.ring.head() - c.ring.tail() > depth) return EINVAL;
+    // What it holds, and the completions already owed to it: signaled sends posted on its QPs
+    // and not yet complete (they would overrun a CQ made too small for them). A software NIC
+    // completes a just-posted send some microseconds later than the post returned; counted
+    // here, a resize right after posting sees what a hardware NIC's CQ would already hold.
+    uint64_t need = c.ring.head() - c.ring.tail();
+    for (const auto& q : vqps_)
+        if (q && q->live && q->send_cq == cq)
+            for (uint64_t i = q->sq.tail(); i != q->sq.head(); i++) need += q->sq.at(i).wr.signaled;
+    if (c.overflowed || need > depth) return EINVAL;
     // A new CQ entry under the same handle (QPs name CQs by handle), holding what this one held.
     auto fresh = std::make_unique<VerbsCq>(depth);
     for (uint64_t i = c.ring.tail(); i != c.ring.head(); i++) (void)fresh->ring.push(c.ring.at(i));  // fits: checked

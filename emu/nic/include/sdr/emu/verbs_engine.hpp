@@ -73,7 +73,8 @@ public:
     [[nodiscard]] uint32_t cq_create(uint32_t depth);
     [[nodiscard]] int cq_destroy(uint32_t cq);  // EBUSY while a QP uses it
     // ibv_resize_cq: `depth` entries from now on, the completions held kept in order. EINVAL:
-    // no such CQ, depth out of 1..2^20, fewer than it holds, or a CQ in error (overrun).
+    // no such CQ, depth out of 1..2^20, fewer than it holds plus the signaled sends posted on
+    // its QPs and not yet complete, or a CQ in error (overrun).
     [[nodiscard]] int cq_resize(uint32_t cq, uint32_t depth);
     // Removes the completions of QP number qpn from cq, keeping the others in order; how many
     // went. For a QP moved to RESET, whose old completions would otherwise greet its new life
