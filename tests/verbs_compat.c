@@ -8,6 +8,7 @@
  *     atomic without local write EINVAL, relaxed ordering (an optional hint) accepted, MW bind
  *     EOPNOTSUPP;
  *   - GID indices: QPs and AHs from sgid_index 3 work, from 1 are EINVAL;
+ *   - ibv_create_qp_ex creation flags: none or BLOCK_SELF_MCAST_LB, others EOPNOTSUPP;
  *   - ibv_rereg_mr: a new translation moves where a remote WRITE to the same rkey lands (the
  *     old buffer untouched), a refused change leaves the region as it was, CHANGE_PD moves the
  *     region between PDs, CHANGE_ACCESS without remote write makes the next WRITE
@@ -158,6 +159,24 @@ static void access_flags(uint8_t* buf)
     printf("access remote_atomic=ok without_local_write=EINVAL relaxed=ok mw_bind=EOPNOTSUPP ok\n");
 }
 
+/* ibv_create_qp_ex with creation flags: none or BLOCK_SELF_MCAST_LB (what the NIC does anyway)
+ * create the QP, any other is EOPNOTSUPP. */
+static void create_flags(struct ibv_cq* cq)
+{
+    struct ibv_qp_init_attr_ex a = {.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_UD, .pd = pd,
+                                    .cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1},
+                                    .comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS};
+    struct ibv_qp* qp = ibv_create_qp_ex(ctx, &a);
+    CHECK(qp != NULL && ibv_destroy_qp(qp) == 0, "create_qp_ex with no creation flags");
+    a.create_flags = IBV_QP_CREATE_BLOCK_SELF_MCAST_LB;
+    qp = ibv_create_qp_ex(ctx, &a);
+    CHECK(qp != NULL && ibv_destroy_qp(qp) == 0, "create_qp_ex with BLOCK_SELF_MCAST_LB");
+    a.create_flags = IBV_QP_CREATE_SCATTER_FCS;
+    errno = 0;
+    CHECK(ibv_create_qp_ex(ctx, &a) == NULL && errno == EOPNOTSUPP, "SCATTER_FCS must be EOPNOTSUPP");
+    printf("create_flags none=ok block_self_mcast_lb=ok scatter_fcs=EOPNOTSUPP ok\n");
+}
+
 int main(int argc, char** argv)
 {
     CHECK(argc == 2, "usage: verbs_compat NAME");
@@ -187,6 +206,7 @@ int main(int argc, char** argv)
     struct ibv_cq* scq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
     struct ibv_cq* rcq = ibv_create_cq(ctx, 8, NULL, NULL, 0);
     CHECK(scq && rcq, "ibv_create_cq");
+    create_flags(scq);
     struct ibv_qp* e = rc_qp(scq, rcq);
     struct ibv_qp* f = rc_qp(scq, rcq);
     CHECK(rc_rtr(e, f->qp_num, 1) == EINVAL, "an AV from GID index 1 (empty) must be EINVAL");

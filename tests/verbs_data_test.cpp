@@ -216,6 +216,7 @@ TEST_P(VerbsData, LoopbackCompatQueriesReregResize)
     for (const char* line : {"query vendor_id=0xffffff phys_port_cnt_ex=1 comp_vectors=cpus gids=0,3 empty=1,2 ok\n",
                              "access remote_atomic=ok without_local_write=EINVAL relaxed=ok mw_bind=EOPNOTSUPP ok\n",
                              "gid_index 3=ok 1=EINVAL ok\n",
+                             "create_flags none=ok block_self_mcast_lb=ok scatter_fcs=EOPNOTSUPP ok\n",
                              "rereg translation moved_write=ok refused_unchanged=ok pd=ok keys_kept=1 ok\n",
                              "resize_cq below_held=EINVAL kept=6 grown_held=26 ok\n",
                              "resize_cq owed_sends=10 below=EINVAL exact=ok ok\n",
