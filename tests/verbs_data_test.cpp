@@ -12,7 +12,10 @@
 // between an RC and a UD QP of one device, byte-exact, and reads the SRQ limit, last-WQE-reached
 // and CQ overrun events with ibv_get_async_event, and arms a CQ for solicited events only;
 // tests/verbs_ex.c posts RC (atomics too) and UD work through ibv_wr_* and polls with
-// ibv_start_poll.
+// ibv_start_poll;
+// tests/verbs_compat.c checks the queries, access flags, GID indices, ibv_rereg_mr and
+// ibv_resize_cq real RDMA software relies on. ib_write_bw also runs from GID index 3 (-x 3, as
+// on a kernel RoCE device), and -x 1 fails with a message naming the indices to use.
 #include "child_util.hpp"
 #include "netns_util.hpp"
 
@@ -124,10 +127,11 @@ protected:
     // (perftest's default, 64 KiB; UD: one MTU), some moved, and the average bandwidth and
     // message rate those messages make over the time perftest measured (the 2 seconds, and a
     // little more on a loaded machine: its clock is not the test's business).
-    void perftest(const std::string& prog, const std::string& args, unsigned port, unsigned bytes = 65536)
+    void perftest(const std::string& prog, const std::string& args, unsigned port, unsigned bytes = 65536,
+                  unsigned gid_index = 0)
     {
         if (run("command -v " + prog).status != 0) GTEST_SKIP() << "perftest (" << prog << ") is not installed";
-        const std::string common = " -x 0 -D 2 -p " + std::to_string(port) + " " + args;
+        const std::string common = " -x " + std::to_string(gid_index) + " -D 2 -p " + std::to_string(port) + " " + args;
         Child server(in(1, "timeout 60 " + prog + " -d " + dev(1) + common));
         ASSERT_TRUE(listening(1, port)) << prog << " server did not start listening";
         Result client = run(in(0, "timeout 60 " + prog + " -d " + dev(0) + common + " " + sdr::test::Testbed::ip(1)));
@@ -213,6 +217,25 @@ TEST_P(VerbsData, LoopbackExtendedVerbsByteExact)
         EXPECT_TRUE(contains(r.out, line)) << line << "\n" << r.out;
 }
 
+TEST_P(VerbsData, LoopbackCompatQueriesReregResize)
+{
+    Result r = run(in(0, std::string("timeout 60 ") + SDR_VERBS_COMPAT + " " + dev(0)));
+    EXPECT_EQ(r.status, 0) << r.out;
+    for (const char* line : {"query vendor_id=0xffffff phys_port_cnt_ex=1 comp_vectors=cpus gids=0,3 empty=1,2 ok\n",
+                             "access remote_atomic=ok without_local_write=EINVAL relaxed=ok mw_bind=EOPNOTSUPP ok\n",
+                             "gid_index 3=ok 1=EINVAL ok\n",
+                             "create_flags none=ok block_self_mcast_lb=ok scatter_fcs=EOPNOTSUPP ok\n",
+                             "rereg translation moved_write=ok refused_unchanged=ok pd=ok keys_kept=1 ok\n",
+                             "resize_cq below_held=EINVAL kept=6 grown_held=26 ok\n",
+                             "resize_cq owed_sends=10 below=EINVAL exact=ok ok\n",
+                             "rereg access remote_write_removed=REM_ACCESS_ERR ok\n", "reset cleaned_cqs=ok ok\n",
+                             "verbs_compat: ok\n"})
+        EXPECT_TRUE(contains(r.out, line)) << line << "\n" << r.out;
+    // The refused GID index names the ones to use.
+    EXPECT_TRUE(contains(r.out, "GID index 1 is empty")) << r.out;
+    EXPECT_TRUE(contains(r.out, "use GID index 0 or 3")) << r.out;
+}
+
 TEST_P(VerbsData, RcPingpong) { pingpong("ibv_rc_pingpong", "", 18615, 500); }
 TEST_P(VerbsData, RcPingpongEvents) { pingpong("ibv_rc_pingpong", "-e", 18616, 200); }
 TEST_P(VerbsData, UcPingpong) { pingpong("ibv_uc_pingpong", "", 18611, 500); }
@@ -228,6 +251,25 @@ TEST_P(VerbsData, PerftestWriteBwRc) { perftest("ib_write_bw", "-c RC", 18625); 
 TEST_P(VerbsData, PerftestReadBw) { perftest("ib_read_bw", "", 18626); }
 TEST_P(VerbsData, PerftestAtomicBwFetchAdd) { perftest("ib_atomic_bw", "-A FETCH_AND_ADD", 18627, 8); }
 TEST_P(VerbsData, PerftestAtomicBwCmpSwap) { perftest("ib_atomic_bw", "-A CMP_AND_SWAP", 18628, 8); }
+// RoCE v2 from GID index 3, where a kernel RoCE device has its IPv4 GID (rxe, ConnectX users).
+TEST_P(VerbsData, PerftestWriteBwGidIndex3) { perftest("ib_write_bw", "-c RC", 18629, 65536, 3); }
+
+// Index 1 is empty here (a kernel device's IPv6 link-local GID): the client's modify_qp fails
+// and says which indices to use.
+TEST_P(VerbsData, PerftestGidIndex1Refused)
+{
+    if (run("command -v ib_write_bw").status != 0) GTEST_SKIP() << "perftest is not installed";
+    const std::string common = " -x 1 -D 2 -p 18630";
+    Child server(in(1, "timeout 30 ib_write_bw -d " + dev(1) + common));
+    ASSERT_TRUE(listening(1, 18630)) << "ib_write_bw server did not start listening";
+    Result client = run(in(0, "timeout 30 ib_write_bw -d " + dev(0) + common + " " + sdr::test::Testbed::ip(1)));
+    int server_status = -1;
+    server.finish(&server_status);
+    EXPECT_NE(client.status, 0) << client.out;
+    EXPECT_NE(server_status, 0);
+    EXPECT_TRUE(contains(client.out, "GID index 1 is empty")) << client.out;
+    EXPECT_TRUE(contains(client.out, "use GID index 0 or 3")) << client.out;
+}
 
 // Our own program across the namespaces with 1 % i.i.d. loss on every frame either side sends
 // (data, ACKs, NAKs): RC recovers every byte; UC loses whole messages and delivers the rest intact.

@@ -156,7 +156,7 @@ int main(int argc, char** argv)
     const uint32_t mtu_bytes = 128u << mtu;
     CHECK(ibv_query_gid(ctx, 1, 0, &gid) == 0, "ibv_query_gid");
     struct ibv_device_attr dev;
-    CHECK(ibv_query_device(ctx, &dev) == 0 && dev.max_sge == 4, "max_sge %d", dev.max_sge);
+    CHECK(ibv_query_device(ctx, &dev) == 0 && dev.max_sge == 8, "max_sge %d", dev.max_sge);
     CHECK(dev.max_qp_rd_atom >= 4 && dev.max_qp_init_rd_atom >= 4 && dev.atomic_cap == IBV_ATOMIC_HCA,
           "READ depths %d/%d, atomic_cap %d", dev.max_qp_rd_atom, dev.max_qp_init_rd_atom, (int)dev.atomic_cap);
 

@@ -13,6 +13,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <regex>
 #include <string>
@@ -210,6 +211,60 @@ TEST_F(VerbsDevice, AddListOpenDelRoundTrip)
     EXPECT_TRUE(fs::is_empty(dir_.path)) << "left behind in " << dir_.path;
     Result show_after = run(dir_.env() + sdr_rdma() + " link show");
     EXPECT_EQ(show_after.out, "");
+}
+
+// sdr-rdma exec (as root): the program sees the devices at /sys/class/infiniband as kernel ones
+// (device/net/IF, the GID table's types), every other class still there, a node per device,
+// SYSFS_PATH=/sys; --dev shows only the one named. As user nobody the same, under nobody's own
+// uid. Inside `unshare -Urnm` as nobody, sdr-rdma and a program moving data work with a raw:
+// port, and an xdp: port fails with the reason.
+TEST_F(VerbsDevice, ExecShowsDevicesAsKernelOnes)
+{
+    const std::string a = bed_->ns(0);
+    ASSERT_EQ(run(in(0, sdr_rdma() + " link add sdrt0 netdev " + a + " raw")).status, 0);
+    ASSERT_EQ(run(in(0, sdr_rdma() + " link add sdrt2 netdev " + a + " xdp")).status, 0);
+    const std::string look =
+        " -- sh -c 'ls /sys/class/infiniband; ls /sys/class/infiniband/sdrt0/device/net; "
+        "cat /sys/class/infiniband/sdrt0/ports/1/gid_attrs/types/3; ls /sys/class/net | grep -c " + a +
+        "; echo SYSFS_PATH=$SYSFS_PATH; id -u; ibv_devices'";
+    const std::string exec = "ip netns exec " + a + " env " + dir_.env() + sdr_rdma() + " exec";
+    Result all = run(exec + look);
+    EXPECT_EQ(all.status, 0) << all.out;
+    for (const std::string& want : {std::string("sdrt0\nsdrt2\n"), a + "\nRoCE v2\n1\nSYSFS_PATH=/sys\n0\n"})
+        EXPECT_TRUE(contains(all.out, want)) << want << "\n" << all.out;
+    EXPECT_TRUE(contains(all.out, "    sdrt0") && contains(all.out, "    sdrt2")) << all.out;
+    Result one = run(exec + " --dev sdrt0" + look);
+    EXPECT_EQ(one.status, 0) << one.out;
+    EXPECT_TRUE(contains(one.out, "    sdrt0") && !contains(one.out, "sdrt2")) << one.out;
+    Result bad = run(exec + " --dev sdrt7 -- true");
+    EXPECT_EQ(bad.status, 2) << bad.out;
+
+    // Unprivileged: only where user nobody can reach the build tree and make a user namespace.
+    fs::permissions(dir_.path, fs::perms::others_read | fs::perms::others_exec, fs::perm_options::add);
+    if (run("su nobody -s /bin/sh -c 'test -x " + sdr_rdma() + " && unshare -Ur true'").status != 0)
+        GTEST_SKIP() << "user nobody cannot run " << sdr_rdma() << " or create a user namespace";
+    Result nobody = run("ip netns exec " + a + " su nobody -s /bin/sh -c \"" + dir_.env() + sdr_rdma() +
+                        " exec --dev sdrt0 -- sh -c 'id -u; ibv_devinfo -d sdrt0'\"");
+    EXPECT_EQ(nobody.status, 0) << nobody.out;
+    EXPECT_TRUE(contains(nobody.out, "65534\nhca_id:\tsdrt0\n")) << nobody.out;
+
+    const std::string script = dir_.path + "/urnm.sh";
+    {
+        std::ofstream f(script);
+        f << "ip link add v0 type veth peer name v1 && ip addr add 10.9.0.1/24 dev v0 &&\n"
+             "ip addr add 10.9.0.2/24 dev v1 && ip link set v0 up && ip link set v1 up || exit 3\n"
+             "export SDR_RDMA_DIR=$(mktemp -d)\n"
+          << sdr_rdma() << " link add sdru netdev v0 raw >/dev/null || exit 4\n"
+          << sdr_rdma() << " link add sdrx netdev v1 xdp >/dev/null || exit 5\n"
+          << sdr_rdma() << " exec --dev sdru -- " << SDR_VERBS_COMPAT << " sdru | tail -n 1\n"
+          << sdr_rdma() << " exec --dev sdrx -- " << SDR_VERBS_COMPAT << " sdrx 2>&1 | grep XSKMAP\n"
+          << "rm -rf \"$SDR_RDMA_DIR\"\n";
+    }
+    Result urnm = run("su nobody -s /bin/sh -c 'unshare -Urnm sh " + script + "'");
+    EXPECT_EQ(urnm.status, 0) << urnm.out;
+    EXPECT_TRUE(contains(urnm.out, "verbs_compat: ok\n")) << urnm.out;
+    EXPECT_TRUE(contains(urnm.out, "creating the XSKMAP: Operation not permitted")) << urnm.out;
+    for (const char* d : {"sdrt0", "sdrt2"}) run(dir_.env() + sdr_rdma() + " link del " + d);
 }
 
 }  // namespace

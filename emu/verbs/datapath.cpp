@@ -89,6 +89,8 @@ int post_one(Engine& eng, Qp& q, const ibv_send_wr& wr)
     return 0;
 }
 
+constexpr uint8_t kRoceV2Ipv4PacketType = 0x8 | 0x2;
+
 // One model completion as verbs shows it. A send completion names its WQE by sequence number:
 // the program's wr_id comes back from the slot, and the slots up to it are free again.
 void to_wc(Engine& eng, const mv::Wc& in, ibv_wc* out)
@@ -104,7 +106,15 @@ void to_wc(Engine& eng, const mv::Wc& in, ibv_wc* out)
         out->wc_flags |= IBV_WC_WITH_IMM;
         out->imm_data = htonl(in.imm);
     }
-    if (in.grh) out->wc_flags |= IBV_WC_GRH;
+    if (in.grh) {
+        out->wc_flags |= IBV_WC_GRH;
+        // RoCE has no service level on the wire; a UD receive's sl carries the packet type, as
+        // ConnectX reports it (its CQE's RoCE type: bit 3 a UDP header, RoCE v2; bits 2:0 the
+        // L3 header, 2 IPv4). UCX 1.13 reads it to find the destination address in the GRH
+        // slot and drops the datagram when it says otherwise (RoCE v2 annex A17.4.5.1: a UD
+        // completion flags whether the frame was IPv4 or IPv6).
+        out->sl = kRoceV2Ipv4PacketType;
+    }
     if (!(out->opcode & IBV_WC_RECV)) {  // a send completion
         if (Qp* q = eng.qp_by_num(in.qp_num)) {
             out->wr_id = q->wr_ids[in.wr_id % q->cap.max_send_wr];

@@ -81,6 +81,8 @@ constexpr verbs_context_ops kOps = [] {
     o.query_srq = query_srq;
     o.reg_mr = reg_mr;
     o.req_notify_cq = req_notify_cq;
+    o.rereg_mr = rereg_mr;
+    o.resize_cq = resize_cq;
     return o;  // every other op stays libibverbs' dummy: EOPNOTSUPP
 }();
 
@@ -106,7 +108,10 @@ verbs_context* alloc_context(ibv_device* ibdev, int cmd_fd, void* /*private_data
         errno = err;
         return nullptr;
     }
-    ctx->vctx.context.num_comp_vectors = 1;
+    // One completion vector per online CPU, as rxe reports (UCX and MPI spread CQs over them);
+    // a CQ's vector changes nothing here: the NIC's one thread raises every event.
+    const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    ctx->vctx.context.num_comp_vectors = cpus > 0 ? static_cast<int>(cpus) : 1;
     verbs_set_ops(&ctx->vctx, &kOps);
     return &ctx->vctx;
 }

@@ -59,6 +59,9 @@ struct PortInfo {
     uint32_t netdev_mtu = 0;
     bool up = false;       // interface present, up and running here
     uint32_t speed_mbps = 0;  // 0 when the interface does not say
+    // The GID table sdr-rdma wrote (ports/1/gids/N): per index, whether it holds our RoCE v2
+    // IPv4-mapped GID (a usable sgid_index) or is empty.
+    std::vector<bool> gid_usable;
 };
 
 struct Device {
@@ -97,6 +100,7 @@ struct Pd {
 
 struct Mr {
     verbs_mr vmr;  // lkey == rkey: the model's key
+    uint64_t iova;  // where remote requests address it (ibv_reg_mr_iova; ibv_rereg_mr keeps it)
 };
 
 struct Cq {
@@ -179,6 +183,9 @@ Engine* context_engine(ibv_context* c);
 // Reads the device's sdr/ record and the interface; false with errno set when the record is
 // unreadable.
 bool read_port_info(const char* ibdev_path, PortInfo* out);
+// 0 if a GRH's sgid_index names a usable entry of the device's GID table; else EINVAL, and
+// stderr says which indices to use.
+int check_sgid_index(const PortInfo& port, unsigned sgid_index);
 // The largest IBV_MTU whose payload and RoCEv2 headers fit the interface MTU (0 if none).
 ibv_mtu ibv_mtu_for(uint32_t netdev_mtu);
 
@@ -190,6 +197,8 @@ ibv_pd* alloc_pd(ibv_context* context);
 int dealloc_pd(ibv_pd* pd);
 ibv_mr* reg_mr(ibv_pd* pd, void* addr, size_t length, uint64_t hca_va, int access);
 int dereg_mr(verbs_mr* vmr);
+int rereg_mr(verbs_mr* vmr, int flags, ibv_pd* pd, void* addr, size_t length, int access);
+int resize_cq(ibv_cq* cq, int cqe);
 ibv_cq* create_cq(ibv_context* context, int cqe, ibv_comp_channel* channel, int comp_vector);
 int destroy_cq(ibv_cq* cq);
 int req_notify_cq(ibv_cq* cq, int solicited_only);

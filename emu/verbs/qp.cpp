@@ -12,7 +12,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <new>
+#include <utility>
 
 namespace sdr::verbs {
 namespace {
@@ -132,11 +134,12 @@ mv::Gid gid_of(const ibv_gid& g)
     return out;
 }
 
-// An address vector RoCEv2 can use: a GRH (the GID is the address) from our one GID on port 1.
-int check_av(const ibv_ah_attr& av)
+// An address vector RoCEv2 can use: a GRH (the GID is the address) from a usable entry of the
+// GID table (our IPv4-mapped RoCE v2 GID), on port 1.
+int check_av(const PortInfo& port, const ibv_ah_attr& av)
 {
-    if (!av.is_global || av.grh.sgid_index != 0 || (av.port_num != 0 && av.port_num != 1)) return EINVAL;
-    return 0;
+    if (!av.is_global || (av.port_num != 0 && av.port_num != 1)) return EINVAL;
+    return check_sgid_index(port, av.grh.sgid_index);
 }
 
 // ibv_qp_attr + mask -> the model's attributes, checking the values verbs defines. `port_mtu`
@@ -183,8 +186,7 @@ int to_model_attr(const Qp& q, const ibv_qp_attr& a, int mask, uint32_t port_mtu
         out->dest_qpn = a.dest_qp_num;
         *mmask |= A::kDestQpn;
     }
-    if (mask & IBV_QP_AV) {
-        if (int err = check_av(a.ah_attr)) return err;
+    if (mask & IBV_QP_AV) {  // checked by modify_qp (check_av)
         out->remote_gid = gid_of(a.ah_attr.grh.dgid);
         *mmask |= A::kAv;
     }
@@ -345,13 +347,25 @@ int modify_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int mask)
     Qp* q = to_qp(ibqp);
     Engine* eng = q->engine;
     if (mask & IBV_QP_AV) {
-        if (int err = check_av(attr->ah_attr)) return err;
+        if (int err = check_av(to_context(ibqp->context)->state->port, attr->ah_attr)) return err;
         if (int err = eng->resolve(attr->ah_attr.grh.dgid)) return err;  // EHOSTUNREACH, ETIMEDOUT
     }
     const ibv_mtu port = ibv_mtu_for(eng->netdev_mtu());
     mv::QpAttr m;
     uint32_t mmask;
     if (int err = to_model_attr(*q, *attr, mask, port ? mtu_bytes(port) : 256, &m, &mmask)) return err;
+    // To RESET, the QP's completions leave its CQs, as mlx4 and mlx5 clean them (a QP brought
+    // back to RTS would otherwise poll the flushes of its previous life first). Its CQs'
+    // pollers are held off: their locks come before the engine's, in address order.
+    const bool to_reset = (mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RESET;
+    Cq* cqs[2] = {reinterpret_cast<Cq*>(ibqp->send_cq), reinterpret_cast<Cq*>(ibqp->recv_cq)};
+    if (cqs[0] == cqs[1]) cqs[1] = nullptr;
+    if (cqs[1] && cqs[1] < cqs[0]) std::swap(cqs[0], cqs[1]);
+    std::unique_lock<std::mutex> poll0, poll1;
+    if (to_reset) {
+        poll0 = std::unique_lock(cqs[0]->mu);
+        if (cqs[1]) poll1 = std::unique_lock(cqs[1]->mu);
+    }
     std::lock_guard lock(eng->lock());
     emu::Nic& nic = eng->nic();
     const ibv_qp_state cur = verbs_state(nic.verbs().qp_state(q->h));  // the NIC may have moved it to ERR
@@ -364,6 +378,9 @@ int modify_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int mask)
     if (int err = nic.verbs().qp_modify(q->h, m, mmask)) return err;
     remember(*q, *attr, mask);
     if (next == IBV_QPS_RESET) q->retired = q->posted;  // the model emptied the queues
+    if (to_reset)
+        for (Cq* cq : cqs)
+            if (cq) cq->consumed += nic.verbs().cq_clean(cq->h, ibqp->qp_num);  // never to be polled
     return 0;  // libibverbs records qp->state
 }
 
@@ -425,7 +442,7 @@ int destroy_qp(ibv_qp* ibqp)
 ibv_ah* create_ah(ibv_pd* ibpd, ibv_ah_attr* attr)
 {
     Pd* pd = reinterpret_cast<Pd*>(ibpd);
-    int err = check_av(*attr);
+    int err = check_av(to_context(ibpd->context)->state->port, *attr);
     if (!err) err = pd->engine->resolve(attr->grh.dgid);
     if (err) {
         errno = err;

@@ -191,16 +191,19 @@ void wr_abort(ibv_qp_ex* x)
 }  // namespace
 
 // ibv_create_qp_ex: a PD (required) and, with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, the ibv_wr_*
-// builder for the send ops this transport has; any other attribute (XRC domain, creation flags,
-// TSO, RSS, ...) or op (atomic write, memory windows, invalidate, TSO) is EOPNOTSUPP.
+// builder for the send ops this transport has; creation flags none or
+// IBV_QP_CREATE_BLOCK_SELF_MCAST_LB (the NIC never hears its own multicast anyway); any other
+// attribute (XRC domain, TSO, RSS, ...), flag or op (atomic write, memory windows, invalidate, TSO)
+// is EOPNOTSUPP.
 ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr)
 {
-    constexpr uint32_t kSupported = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+    constexpr uint32_t kSupported = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS | IBV_QP_INIT_ATTR_CREATE_FLAGS;
     if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd || attr->pd->context != context) {
         errno = EINVAL;
         return nullptr;
     }
-    if (attr->comp_mask & ~kSupported) {
+    const uint32_t flags = (attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) ? attr->create_flags : 0;
+    if ((attr->comp_mask & ~kSupported) || (flags & ~IBV_QP_CREATE_BLOCK_SELF_MCAST_LB)) {
         errno = EOPNOTSUPP;
         return nullptr;
     }

@@ -71,7 +71,37 @@ void lane_speed(uint32_t mbps, ibv_port_attr* a)
         }
 }
 
+// ports/1/gids/N and gid_attrs/types/N as sdr-rdma writes them: usable entries are RoCE v2
+// with an IPv4-mapped GID ("0000:0000:0000:0000:0000:ffff:xxxx:xxxx"); empty ones are zero.
+void read_gid_table(const std::string& dir, std::vector<bool>* usable)
+{
+    usable->clear();
+    for (unsigned i = 0; i < 256; i++) {
+        std::string gid, type;
+        if (!read_line(dir + "/ports/1/gids/" + std::to_string(i), &gid)) break;
+        usable->push_back(gid.rfind("0000:0000:0000:0000:0000:ffff:", 0) == 0 &&
+                          read_line(dir + "/ports/1/gid_attrs/types/" + std::to_string(i), &type) && type == "RoCE v2");
+    }
+}
+
 }  // namespace
+
+int check_sgid_index(const PortInfo& port, unsigned sgid_index)
+{
+    if (sgid_index < port.gid_usable.size() && port.gid_usable[sgid_index]) return 0;
+    std::string use;
+    for (size_t i = 0; i < port.gid_usable.size(); i++)
+        if (port.gid_usable[i]) use += (use.empty() ? "" : " or ") + std::to_string(i);
+    // A kernel RoCE device has IPv6 (link-local) GIDs at 0 and 1 and IPv4-mapped ones at 2
+    // (RoCE v1) and 3 (RoCE v2); this device has RoCE v2 over IPv4 only (SEMANTICS.md, "GIDs").
+    std::fprintf(stderr,
+                 "sdr verbs %s: GID index %u is %s; this device has RoCE v2 over IPv4 only: use GID index %s "
+                 "(perftest -x, pingpong -g)\n",
+                 port.ibdev.c_str(), sgid_index,
+                 sgid_index < port.gid_usable.size() ? "empty (no IPv6 or RoCE v1 GIDs)" : "beyond the GID table",
+                 use.empty() ? "(none: run sdr-rdma link add again)" : use.c_str());
+    return EINVAL;
+}
 
 bool read_port_info(const char* ibdev_path, PortInfo* out)
 {
@@ -86,6 +116,7 @@ bool read_port_info(const char* ibdev_path, PortInfo* out)
     }
     // The MTU add saw, for a process where the interface is not visible.
     if (read_line(dir + "/sdr/mtu", &mtu)) out->netdev_mtu = static_cast<uint32_t>(std::strtoul(mtu.c_str(), nullptr, 10));
+    read_gid_table(dir, &out->gid_usable);
     read_netdev(out);
     return true;
 }
@@ -116,7 +147,10 @@ int query_device_ex(ibv_context* context, const ibv_query_device_ex_input* input
     d.sys_image_guid = d.node_guid;
     d.max_mr_size = Limits::kMaxMrSize;
     d.page_size_cap = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-    d.vendor_id = 0;  // no IEEE OUI: an emulated device
+    // No IEEE OUI of its own: 0xFFFFFF, the value soft-RoCE (rxe) reports, a software RoCE
+    // device; pyverbs' device tests require a nonzero vendor_id, and MLNX/EFA ids would turn on
+    // vendor-specific paths in UCX, perftest and the tests.
+    d.vendor_id = 0xFFFFFF;
     d.vendor_part_id = 0;
     d.hw_ver = 0;
     d.max_qp = static_cast<int>(Limits::kMaxQp);
@@ -143,6 +177,7 @@ int query_device_ex(ibv_context* context, const ibv_query_device_ex_input* input
     d.max_total_mcast_qp_attach = static_cast<int>(Limits::kMaxTotalMcastQpAttach);
     d.max_pkeys = 1;
     d.phys_port_cnt = 1;
+    a.phys_port_cnt_ex = 1;
     std::memcpy(attr, &a, std::min(attr_size, sizeof(a)));
     if (attr_size > sizeof(a)) std::memset(reinterpret_cast<char*>(attr) + sizeof(a), 0, attr_size - sizeof(a));
     return 0;
@@ -158,7 +193,7 @@ int query_port(ibv_context* context, uint8_t port_num, ibv_port_attr* attr)
     attr->phys_state = port.up ? 5 : 3;  // LinkUp : Disabled
     attr->max_mtu = ibv_mtu_for(port.netdev_mtu);
     attr->active_mtu = attr->max_mtu;
-    attr->gid_tbl_len = 1;
+    attr->gid_tbl_len = static_cast<int>(port.gid_usable.size());
     attr->pkey_tbl_len = 1;
     attr->max_msg_sz = 1u << 31;
     attr->max_vl_num = 1;

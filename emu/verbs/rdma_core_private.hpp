@@ -142,7 +142,9 @@ struct verbs_context_ops {
     sdr_unused_op read_counters, reg_dm_mr, reg_dmabuf_mr;
     ibv_mr* (*reg_mr)(ibv_pd* pd, void* addr, size_t length, uint64_t hca_va, int access);
     int (*req_notify_cq)(ibv_cq* cq, int solicited_only);
-    sdr_unused_op rereg_mr, resize_cq, set_ece, unimport_dm, unimport_mr, unimport_pd;
+    int (*rereg_mr)(verbs_mr* vmr, int flags, ibv_pd* pd, void* addr, size_t length, int access);
+    int (*resize_cq)(ibv_cq* cq, int cqe);
+    sdr_unused_op set_ece, unimport_dm, unimport_mr, unimport_pd;
 };
 
 // IBVERBS_PRIVATE_34 entry points of libibverbs.so.1.
@@ -170,6 +172,8 @@ static_assert(offsetof(verbs_context_ops, dealloc_pd) == 26 * sizeof(void*));
 static_assert(offsetof(verbs_context_ops, free_context) == 39 * sizeof(void*));
 static_assert(offsetof(verbs_context_ops, query_device_ex) == 58 * sizeof(void*));
 static_assert(offsetof(verbs_context_ops, reg_mr) == 68 * sizeof(void*));
+static_assert(offsetof(verbs_context_ops, rereg_mr) == 70 * sizeof(void*));
+static_assert(offsetof(verbs_context_ops, resize_cq) == 71 * sizeof(void*));
 static_assert(offsetof(verbs_context_ops, unimport_pd) == 75 * sizeof(void*));
 static_assert(offsetof(verbs_context_ops, create_srq) == 22 * sizeof(void*));
 static_assert(offsetof(verbs_context_ops, create_cq_ex) == 16 * sizeof(void*));

@@ -15,8 +15,26 @@
 namespace sdr::verbs {
 namespace {
 
+// The access the NIC model checks (IBV_ACCESS_* numbering is the model's, mv::Access); the
+// bits of IBV_ACCESS_OPTIONAL_RANGE (relaxed ordering) are hints a device may ignore, as the
+// kernel's drivers do.
 constexpr int kSupportedAccess =
     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+
+// 0, or the errno ibv_reg_mr and ibv_rereg_mr give for an access value.
+int check_access(int access)
+{
+    // IBTA: remote write or atomic access needs local write access.
+    if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) && !(access & IBV_ACCESS_LOCAL_WRITE))
+        return EINVAL;
+    if (access & ~(kSupportedAccess | IBV_ACCESS_OPTIONAL_RANGE)) return EOPNOTSUPP;  // MW bind, ODP, zero-based ...
+    return 0;
+}
+
+bool range_ok(const void* addr, size_t length)
+{
+    return length != 0 && length <= Limits::kMaxMrSize && reinterpret_cast<uintptr_t>(addr) + length >= length;
+}
 
 }  // namespace
 
@@ -58,16 +76,11 @@ int dealloc_pd(ibv_pd* ibpd)
 
 ibv_mr* reg_mr(ibv_pd* ibpd, void* addr, size_t length, uint64_t hca_va, int access)
 {
-    // IBTA: remote write (or atomic) access needs local write access.
-    if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) && !(access & IBV_ACCESS_LOCAL_WRITE)) {
-        errno = EINVAL;
+    if (int err = check_access(access)) {
+        errno = err;
         return nullptr;
     }
-    if (access & ~kSupportedAccess) {  // memory windows, ODP, zero-based ...
-        errno = EOPNOTSUPP;
-        return nullptr;
-    }
-    if (length == 0 || length > Limits::kMaxMrSize || reinterpret_cast<uintptr_t>(addr) + length < length) {
+    if (!range_ok(addr, length)) {
         errno = EINVAL;
         return nullptr;
     }
@@ -82,7 +95,8 @@ ibv_mr* reg_mr(ibv_pd* ibpd, void* addr, size_t length, uint64_t hca_va, int acc
         std::lock_guard lock(pd->engine->lock());
         // An iova other than the address (ibv_reg_mr_iova: a zero-based region, say) is where
         // remote requests address it; local SGEs cannot name such a region (VerbsEngine::mr_reg).
-        key = pd->engine->nic().verbs().mr_reg(pd->h, addr, length, static_cast<uint32_t>(access), hca_va);
+        key = pd->engine->nic().verbs().mr_reg(pd->h, addr, length, static_cast<uint32_t>(access & kSupportedAccess),
+                                               hca_va);
     }
     if (key == 0) {  // all 2^16 keys live
         delete mr;
@@ -91,10 +105,58 @@ ibv_mr* reg_mr(ibv_pd* ibpd, void* addr, size_t length, uint64_t hca_va, int acc
     }
     mr->vmr.mr_type = SDR_IBV_MR_TYPE_MR;
     mr->vmr.access = access;
+    mr->iova = hca_va;
     mr->vmr.ibv_mr.lkey = key;
     mr->vmr.ibv_mr.rkey = key;
     mr->vmr.ibv_mr.handle = key;
     return &mr->vmr.ibv_mr;  // libibverbs fills context, pd, addr and length
+}
+
+namespace {
+
+int rereg(verbs_mr* vmr, int flags, ibv_pd* new_pd, void* addr, size_t length, int access)
+{
+    // libibverbs has checked the flags and that addr/length come exactly with
+    // CHANGE_TRANSLATION; it updates mr->pd, addr and length after success.
+    ibv_mr& m = vmr->ibv_mr;
+    Pd* pd = reinterpret_cast<Pd*>(m.pd);
+    if (flags & IBV_REREG_MR_CHANGE_PD) {
+        if (!new_pd || new_pd->context != m.context) return EINVAL;
+        pd = reinterpret_cast<Pd*>(new_pd);
+    }
+    if (!(flags & IBV_REREG_MR_CHANGE_ACCESS)) access = vmr->access;
+    if (int err = check_access(access)) return err;
+    if (!(flags & IBV_REREG_MR_CHANGE_TRANSLATION)) {
+        addr = m.addr;
+        length = m.length;
+    } else if (!range_ok(addr, length)) {
+        return EINVAL;
+    }
+    Mr* mr = reinterpret_cast<Mr*>(vmr);
+    uint64_t iova = mr->iova;
+    Engine* eng = pd->engine;
+    int err;
+    {
+        std::lock_guard lock(eng->lock());
+        // The key stays: what the peer holds addresses the new translation from now on. Remote
+        // requests address a new translation at its own address (as the kernel's hca_va);
+        // otherwise the IOVA stays.
+        if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) iova = reinterpret_cast<uint64_t>(addr);
+        err = eng->verbs().mr_rereg(m.lkey, pd->h, addr, length, static_cast<uint32_t>(access & kSupportedAccess), iova);
+    }
+    if (err) return err;
+    vmr->access = access;
+    mr->iova = iova;
+    return 0;
+}
+
+}  // namespace
+
+int rereg_mr(verbs_mr* vmr, int flags, ibv_pd* pd, void* addr, size_t length, int access)
+{
+    const int err = rereg(vmr, flags, pd, addr, length, access);
+    if (err) errno = err;  // libibverbs answers IBV_REREG_MR_ERR_CMD; errno says why
+    return err;
 }
 
 int dereg_mr(verbs_mr* vmr)
@@ -227,6 +289,21 @@ int destroy_cq(ibv_cq* ibcq)
     wait_async_acks(&ibcq->mutex, &ibcq->cond, &ibcq->async_events_completed, async_events);  // IBV_EVENT_CQ_ERR
     if (cq->event_fd >= 0) close(cq->event_fd);
     delete cq;
+    return 0;
+}
+
+int resize_cq(ibv_cq* ibcq, int cqe)
+{
+    if (cqe < 1 || static_cast<uint32_t>(cqe) > Limits::kMaxCqe) return EINVAL;
+    auto* cq = reinterpret_cast<Cq*>(ibcq);
+    std::lock_guard poll(cq->mu);  // no poller between the model's CQ and ibcq->cqe
+    int err;
+    {
+        std::lock_guard lock(cq->engine->lock());
+        err = cq->engine->verbs().cq_resize(cq->h, static_cast<uint32_t>(cqe));  // EINVAL below what it holds
+    }
+    if (err) return err;
+    ibcq->cqe = cqe;
     return 0;
 }
 

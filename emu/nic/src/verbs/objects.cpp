@@ -92,6 +92,28 @@ int VerbsEngine::mr_dereg(uint32_t key)
     return 0;
 }
 
+int VerbsEngine::mr_rereg(uint32_t key, uint32_t pd, void* addr, size_t len, uint32_t access, uint64_t iova)
+{
+    VerbsMr* r = verbs_mr(key);
+    if (!r || r->slot_bytes || pd >= vpds_.size() || !vpds_[pd].live || !addr || len == 0 || iova + len < iova)
+        return EINVAL;
+    if ((access & (verbs::kRemoteWrite | verbs::kRemoteAtomic)) && !(access & verbs::kLocalWrite)) return EINVAL;
+    // A root key's entry holds an address range of its region: a new translation would leave
+    // it pointing at memory the region no longer covers.
+    for (const VerbsMr& m : vmrs_)
+        if (m.live && m.slot_bytes)
+            for (const VerbsRootEntry& e : m.entries)
+                if (e.key == key) return EBUSY;
+    vpds_[r->pd].users--;
+    vpds_[pd].users++;
+    r->pd = pd;
+    r->access = access;
+    r->addr = static_cast<uint8_t*>(addr);
+    r->len = len;
+    r->iova = iova;
+    return 0;
+}
+
 uint32_t VerbsEngine::root_key_create(uint32_t pd, uint32_t nslots, uint64_t slot_bytes)
 {
     if (pd >= vpds_.size() || !vpds_[pd].live || nslots == 0 || slot_bytes == 0) return 0;
@@ -131,6 +153,12 @@ int VerbsEngine::root_key_null(uint32_t key, uint32_t slot)
 
 RxDrop VerbsEngine::verbs_write_target(const VerbsQp& q, uint32_t key, uint64_t va, uint64_t write_len, uint8_t** dst)
 {
+    // A zero-length WRITE touches no memory: it needs no R_Key or VA (IBTA vol. 1, C9-88; rxe
+    // skips them too), only a QP that takes remote writes. UCX's rc_verbs flushes with one, rkey 0.
+    if (write_len == 0) {
+        *dst = nullptr;
+        return (q.access & verbs::kRemoteWrite) ? RxDrop::Count : RxDrop::AccessDenied;
+    }
     const VerbsMr* mr = verbs_mr(key);
     if (!mr) return RxDrop::UnknownKey;
     if (mr->pd != q.pd || !(mr->access & verbs::kRemoteWrite) || !(q.access & verbs::kRemoteWrite))
@@ -239,6 +267,43 @@ int VerbsEngine::cq_destroy(uint32_t cq)
     if (vcqs_[cq]->users) return EBUSY;
     vcqs_[cq].reset();
     return 0;
+}
+
+int VerbsEngine::cq_resize(uint32_t cq, uint32_t depth)
+{
+    if (cq >= vcqs_.size() || !vcqs_[cq] || depth == 0 || depth > (1u << 20)) return EINVAL;
+    VerbsCq& c = *vcqs_[cq];
+    // What it holds, and the completions already owed to it: signaled sends posted on its QPs
+    // and not yet complete (they would overrun a CQ made too small for them). A software NIC
+    // completes a just-posted send some microseconds later than the post returned; counted
+    // here, a resize right after posting sees what a hardware NIC's CQ would already hold.
+    uint64_t need = c.ring.head() - c.ring.tail();
+    for (const auto& q : vqps_)
+        if (q && q->live && q->send_cq == cq)
+            for (uint64_t i = q->sq.tail(); i != q->sq.head(); i++) need += q->sq.at(i).wr.signaled;
+    if (c.overflowed || need > depth) return EINVAL;
+    // A new CQ entry under the same handle (QPs name CQs by handle), holding what this one held.
+    auto fresh = std::make_unique<VerbsCq>(depth);
+    for (uint64_t i = c.ring.tail(); i != c.ring.head(); i++) (void)fresh->ring.push(c.ring.at(i));  // fits: checked
+    fresh->users = c.users;
+    vcqs_[cq] = std::move(fresh);
+    return 0;
+}
+
+uint32_t VerbsEngine::cq_clean(uint32_t cq, uint32_t qpn)
+{
+    if (cq >= vcqs_.size() || !vcqs_[cq]) return 0;
+    VerbsCq& c = *vcqs_[cq];
+    uint32_t removed = 0;
+    for (uint64_t i = c.ring.tail(); i != c.ring.head(); i++) removed += c.ring.at(i).qp_num == qpn;
+    if (!removed) return 0;
+    auto fresh = std::make_unique<VerbsCq>(c.ring.depth());
+    for (uint64_t i = c.ring.tail(); i != c.ring.head(); i++)
+        if (c.ring.at(i).qp_num != qpn) (void)fresh->ring.push(c.ring.at(i));  // fewer than before: fits
+    fresh->users = c.users;
+    fresh->overflowed = c.overflowed;
+    vcqs_[cq] = std::move(fresh);
+    return removed;
 }
 
 int VerbsEngine::cq_poll(uint32_t cq, verbs::Wc* wc, int n)

@@ -58,7 +58,9 @@ Gid gid_from_ipv4(uint32_t ip);
 // The IPv4 address of an IPv4-mapped GID; false for any other GID.
 [[nodiscard]] bool ipv4_from_gid(const Gid& gid, uint32_t* ip);
 
-inline constexpr uint32_t kMaxSge = 4;  // scatter/gather entries per work request
+// Scatter/gather entries per work request: UCX reserves 5 in its send WQEs (UCX_IB_TX_MIN_SGE)
+// and uses up to 8 (its UCT_IB_MAX_IOV).
+inline constexpr uint32_t kMaxSge = 8;
 inline constexpr uint32_t kGrhBytes = 40;
 
 struct Sge {

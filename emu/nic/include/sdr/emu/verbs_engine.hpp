@@ -57,6 +57,10 @@ public:
     [[nodiscard]] uint32_t mr_reg(uint32_t pd, void* addr, size_t len, uint32_t access);
     [[nodiscard]] uint32_t mr_reg(uint32_t pd, void* addr, size_t len, uint32_t access, uint64_t iova);
     [[nodiscard]] int mr_dereg(uint32_t key);  // also destroys a root key
+    // ibv_rereg_mr: the region of `key` becomes the given one (its key stays); all or nothing.
+    // EINVAL: no such region, a root key, a dead PD, an empty or wrapping range, remote write or
+    // atomic without local write; EBUSY: a root key's entry points into it (its range would dangle).
+    [[nodiscard]] int mr_rereg(uint32_t key, uint32_t pd, void* addr, size_t len, uint32_t access, uint64_t iova);
     // The equivalent of mlx5's indirect mkey, for SDR over verbs (emu/verbs/SEMANTICS.md, "SDR's
     // root keys"): a remote-write key of `pd` over nslots zero-based slots of slot_bytes, each
     // the NULL key (writes discarded, a WRITE-with-immediate still completes its receive WQE)
@@ -73,6 +77,14 @@ public:
     // error from then on (IBV_EVENT_CQ_ERR): cq_poll returns -1 (cq_overflowed).
     [[nodiscard]] uint32_t cq_create(uint32_t depth);
     [[nodiscard]] int cq_destroy(uint32_t cq);  // EBUSY while a QP uses it
+    // ibv_resize_cq: `depth` entries from now on, the completions held kept in order. EINVAL:
+    // no such CQ, depth out of 1..2^20, fewer than it holds plus the signaled sends posted on
+    // its QPs and not yet complete, or a CQ in error (overrun).
+    [[nodiscard]] int cq_resize(uint32_t cq, uint32_t depth);
+    // Removes the completions of QP number qpn from cq, keeping the others in order; how many
+    // went. For a QP moved to RESET, whose old completions would otherwise greet its new life
+    // (mlx4/mlx5 clean their CQs so at RESET and destroy).
+    uint32_t cq_clean(uint32_t cq, uint32_t qpn);
     [[nodiscard]] int cq_poll(uint32_t cq, verbs::Wc* wc, int n);  // completions taken, -1: CQ in error
     bool cq_overflowed(uint32_t cq) const;
     // srq: a shared receive queue the QP takes its receives from (kNoHandle: its own receive
