@@ -1,6 +1,7 @@
 // Fuzz target: the verbs engine's receive side (emu/nic/src/verbs/): the RC requester (ACK, NAK,
-// RNR NAK, READ responses), the RC responder (SEND, WRITE, READ, duplicates), UC, UD and the SRQ,
-// behind the RoCEv2 frame parser, on NIC B of verbs_world.hpp (a fresh world per input).
+// RNR NAK, READ responses, ATOMIC ACKs), the RC responder (SEND, WRITE, READ, COMPARE SWAP, FETCH
+// ADD, duplicates), UC, UD and the SRQ, behind the RoCEv2 frame parser, on NIC B of
+// verbs_world.hpp (a fresh world per input).
 //
 // Input: one flags byte, then actions, each one byte `a`:
 //   a % 4 == 0 or 1  a frame: a 16-bit little-endian length (mod 4 KiB) and that many bytes, copied
@@ -52,9 +53,11 @@ bool may_change(size_t i)
     return (page >= 1 && page <= 3) || (page >= 8 && page <= 10) || (page == 11 && i % W::kPage < 2048);
 }
 
+// The RETH and the AtomicETH both begin with the VA and the R_Key.
 bool has_reth(uint8_t op)
 {
     switch (op) {
+    case wire::kOpRcCmpSwap: case wire::kOpRcFetchAdd:
     case wire::kOpRcWriteFirst: case 0x0A: case 0x0B: case wire::kOpRcReadRequest:
     case wire::kOpUcWriteFirst: case 0x2A: case wire::kOpUcWriteOnlyImm: return true;
     default: return false;
@@ -141,7 +144,9 @@ struct Target {
         std::vector<emu::TxPacket> sent;
         world.pump(b, n, &sent);
         for (const emu::TxPacket& p : sent) {
-            if (!p.payload || p.local_error) continue;
+            // An atomic request's or ATOMIC ACK's payload pointer carries its operands, not memory.
+            if (!p.payload || p.local_error || (p.meta.opcode >= wire::kOpRcAtomicAck && p.meta.opcode <= wire::kOpRcFetchAdd))
+                continue;
             const size_t off = static_cast<size_t>(p.payload - b.mem), len = p.meta.dma_len;
             SDR_FUZZ_CHECK(p.payload >= b.mem && off + len <= kBytes, "B sent bytes from outside its region");
             const bool response = p.meta.opcode >= wire::kOpRcReadRespFirst && p.meta.opcode <= 0x10;
@@ -185,7 +190,7 @@ struct Target {
             }
         }
         if (flags & 64) {
-            const bool to_requester = op >= wire::kOpRcReadRespFirst && op <= wire::kOpRcAck;
+            const bool to_requester = op >= wire::kOpRcReadRespFirst && op <= wire::kOpRcAtomicAck;
             const uint32_t base = (to_requester ? W::kSqPsnB : W::kSqPsnA) - 8, psn = get24(&f[kBth + 9]);
             if (((psn - base) & 0xFFFFFF) >= 72) put24(&f[kBth + 9], (base + psn % 72) & 0xFFFFFF);
         }

@@ -10,7 +10,8 @@
 //
 // B's region (16 pages of 4 KiB, a position-dependent pattern):
 // The two remote regions are registered at IOVA kIova + their offset (ibv_reg_mr_iova).
-//   pages 1-3   kRw: local write, remote write, remote read (WRITEs land, READs are served)
+//   pages 1-3   kRw: local write, remote write, remote read, remote atomic (WRITEs and atomics
+//               land, READs are served)
 //   pages 5-6   kRo: remote read only (READs are served; nothing may write it)
 //   pages 8-11  kLocal: local write only: receive buffers (pages 8-10), B's READ destination (page
 //               11, first half) and B's send sources (page 11, second half: nothing may write it)
@@ -136,10 +137,21 @@ public:
         w.remote_addr = iova(1, 100);
         w.rkey = peer.rw;
         post(s, kRc0, w);
-        emu::verbs::SendWr r = send_wr(3, emu::verbs::WrOpcode::RdmaRead, s.addr(11), 2048, s.local);
+        emu::verbs::SendWr r = send_wr(3, emu::verbs::WrOpcode::RdmaRead, s.addr(11), 1024, s.local);
         r.remote_addr = iova(5);
         r.rkey = peer.ro;
         post(s, kRc0, r);
+        emu::verbs::SendWr faa = send_wr(7, emu::verbs::WrOpcode::AtomicFetchAndAdd, s.addr(11, 1024), 8, s.local);
+        faa.remote_addr = iova(2, 8);
+        faa.rkey = peer.rw;
+        faa.compare_add = 5;
+        post(s, kRc0, faa);
+        emu::verbs::SendWr cas = send_wr(8, emu::verbs::WrOpcode::AtomicCmpAndSwp, s.addr(11, 1032), 8, s.local);
+        cas.remote_addr = iova(2, 16);
+        cas.rkey = peer.rw;
+        cas.compare_add = 0;
+        cas.swap = 0x1122334455667788;
+        post(s, kRc0, cas);
         emu::verbs::SendWr i = send_wr(4, emu::verbs::WrOpcode::SendWithImm, src, 100, s.local);
         i.imm = 0xC0FFEE;
         post(s, kRc1, i);
@@ -186,7 +198,9 @@ private:
         s.rcq = v.cq_create(64);
         s.srq = v.srq_create(s.pd, 8, 0);
         s.rw = v.mr_reg(s.pd, mem + 1 * kPage, 3 * kPage,
-                        emu::verbs::kLocalWrite | emu::verbs::kRemoteWrite | emu::verbs::kRemoteRead, iova(1));
+                        emu::verbs::kLocalWrite | emu::verbs::kRemoteWrite | emu::verbs::kRemoteRead |
+                            emu::verbs::kRemoteAtomic,
+                        iova(1));
         s.ro = v.mr_reg(s.pd, mem + 5 * kPage, 2 * kPage, emu::verbs::kRemoteRead, iova(5));
         s.local = v.mr_reg(s.pd, mem + 8 * kPage, 4 * kPage, emu::verbs::kLocalWrite);
         need(s.pd != emu::Nic::kNoHandle && s.srq != emu::Nic::kNoHandle && s.rw && s.ro && s.local, "objects");
@@ -204,7 +218,8 @@ private:
         for (int q = 0; q < kQps; q++) {
             QpAttr a;
             a.state = emu::verbs::QpState::Init;
-            a.access = emu::verbs::kLocalWrite | emu::verbs::kRemoteWrite | emu::verbs::kRemoteRead;
+            a.access = emu::verbs::kLocalWrite | emu::verbs::kRemoteWrite | emu::verbs::kRemoteRead |
+                       emu::verbs::kRemoteAtomic;
             a.qkey = kUdQkey;
             const bool ud = q == kUd, rc = q == kRc0 || q == kRc1;
             need(s.v().qp_modify(s.qp[q], a, QpAttr::kState | (ud ? QpAttr::kQkey : QpAttr::kAccess)) == 0, "INIT");
