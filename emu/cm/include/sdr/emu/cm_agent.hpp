@@ -186,8 +186,11 @@ public:
 
     void set_event_handler(EventHandler h);
 
-    // IDs. destroy_id of a connected ID sends nothing (disconnect first); it stays in time-wait
-    // under the hood with no more events. kNoId: every ID in use.
+    // IDs. destroy_id does what the kernel's CM does when an ID goes: a pending REQ gets a REJ
+    // (timeout), a request or reply the consumer has not answered a REJ (consumer reject), a
+    // SIDR_REQ a SIDR_REP (rejected), a connection a DREQ (or the DREP it owes); the ID is gone
+    // for the consumer at once (no more events), its slot free after the disconnect and
+    // time-wait run out. kNoId: every ID in use.
     [[nodiscard]] CmId create_id();
     [[nodiscard]] int destroy_id(CmId id);  // EINVAL: no such ID
 
