@@ -120,6 +120,7 @@ ssize_t get_event(Channel* ch, const rdma_ucm_get_event& cmd, size_t out, std::u
         if (owner) owner->backlog++;
     }
     std::memcpy(reinterpret_cast<void*>(static_cast<uintptr_t>(cmd.response)), &ev.resp, sizeof ev.resp);
+    trace_event(ev.resp);
     return 0;
 }
 

@@ -642,6 +642,7 @@ ssize_t serve(Channel& ch, const void* buf, size_t len, std::unique_lock<std::mu
             return -ENOMEM;
         }
         reply(cmd.response, r);
+        id = find_id(r.id);
         break;
     }
     case RDMA_USER_CM_CMD_DESTROY_ID: {
@@ -671,6 +672,7 @@ ssize_t serve(Channel& ch, const void* buf, size_t len, std::unique_lock<std::mu
         if (cmd.src_addr.sin6_family && (ret = take_addr(&cmd.src_addr, sizeof cmd.src_addr, &s))) break;
         if ((ret = take_addr(&cmd.dst_addr, sizeof cmd.dst_addr, &d))) break;
         ret = resolve(ch, cmd.id, &s, d, lock);
+        id = find_id(cmd.id);
         break;
     }
     case RDMA_USER_CM_CMD_RESOLVE_ADDR: {
@@ -681,6 +683,7 @@ ssize_t serve(Channel& ch, const void* buf, size_t len, std::unique_lock<std::mu
         if (cmd.src_size && (ret = take_addr(&cmd.src_addr, cmd.src_size, &s))) break;
         if ((ret = take_addr(&cmd.dst_addr, cmd.dst_size, &d))) break;
         ret = resolve(ch, cmd.id, &s, d, lock);
+        id = find_id(cmd.id);
         break;
     }
     case RDMA_USER_CM_CMD_RESOLVE_ROUTE: {
@@ -688,8 +691,14 @@ ssize_t serve(Channel& ch, const void* buf, size_t len, std::unique_lock<std::mu
         if (!(ret = lookup(ch, cmd.id, &id))) ret = resolve_route(*id);
         break;
     }
-    case RDMA_USER_CM_CMD_QUERY_ROUTE: ret = query_route(ch, p, in, out); break;
-    case RDMA_USER_CM_CMD_QUERY: ret = query(ch, p, in, out); break;
+    case RDMA_USER_CM_CMD_QUERY_ROUTE:
+        ret = query_route(ch, p, in, out);
+        id = find_id(body<rdma_ucm_query>(p, in).id);
+        break;
+    case RDMA_USER_CM_CMD_QUERY:
+        ret = query(ch, p, in, out);
+        id = find_id(body<rdma_ucm_query>(p, in).id);
+        break;
     case RDMA_USER_CM_CMD_LISTEN: {
         const auto cmd = body<rdma_ucm_listen>(p, in);
         if (!(ret = lookup(ch, cmd.id, &id))) ret = listen(*id, static_cast<int>(cmd.backlog));
@@ -715,7 +724,10 @@ ssize_t serve(Channel& ch, const void* buf, size_t len, std::unique_lock<std::mu
         if (!(ret = lookup(ch, cmd.id, &id))) ret = disconnect(*id);
         break;
     }
-    case RDMA_USER_CM_CMD_INIT_QP_ATTR: ret = init_qp_attr(ch, p, in, out); break;
+    case RDMA_USER_CM_CMD_INIT_QP_ATTR:
+        ret = init_qp_attr(ch, p, in, out);
+        id = find_id(body<rdma_ucm_init_qp_attr>(p, in).id);
+        break;
     case RDMA_USER_CM_CMD_GET_EVENT: ret = static_cast<int>(get_event(&ch, body<rdma_ucm_get_event>(p, in), out, lock)); break;
     case RDMA_USER_CM_CMD_SET_OPTION: {
         const auto cmd = body<rdma_ucm_set_option>(p, in);
@@ -741,7 +753,9 @@ ssize_t serve(Channel& ch, const void* buf, size_t len, std::unique_lock<std::mu
     case RDMA_USER_CM_CMD_LEAVE_MCAST: return -ENOSYS;  // multicast through rdma_cm: not yet (README.md)
     default: return -EINVAL;
     }
-    return ret ? ret : static_cast<ssize_t>(len);
+    const ssize_t r = ret ? ret : static_cast<ssize_t>(len);
+    trace_command(hdr.cmd, hdr.cmd == RDMA_USER_CM_CMD_DESTROY_ID ? nullptr : id, r);  // a destroyed ID is gone
+    return r;
 }
 
 }  // namespace sdr::verbs::ucma

@@ -1,6 +1,7 @@
 // rdma_cm's port spaces (ucma.hpp): a port is bound per port space (RDMA_PS_TCP, _UDP, _IB,
 // _IPOIB), as the kernel's cma binds them, within this process (the kernel's are per namespace:
-// two processes here each have their own, see README.md).
+// two processes here each have their own, see README.md). IDs bound by BIND or RESOLVE own their
+// port; a request's ID only carries the listener's address, as in the kernel.
 #include "ucma.hpp"
 
 #include <cerrno>
@@ -11,13 +12,11 @@ namespace {
 // The kernel's default ip_local_port_range.
 constexpr uint16_t kEphemeralLo = 32768, kEphemeralHi = 60999;
 
-bool bound(const Id& id) { return id.state != State::Idle || id.src.ss_family != 0; }
-
 // Whether `other` keeps `id` off (addr, port): the same port with the same or a wildcard address
 // on either side, unless both allow reuse and neither listens (the kernel's cma_check_port).
 bool conflicts(const Id& id, const Id& other, const sockaddr_storage& addr, uint16_t port)
 {
-    if (&id == &other || other.ps != id.ps || !bound(other) || sin_port(other.src) != port) return false;
+    if (&id == &other || other.ps != id.ps || !other.owns_port || sin_port(other.src) != port) return false;
     if (!is_any(addr) && !is_any(other.src) && sin_addr(addr) != sin_addr(other.src)) return false;
     return !(id.reuseaddr && other.reuseaddr && other.state != State::Listen);
 }
@@ -54,6 +53,7 @@ int bind_port(Id& id, sockaddr_storage* src)
         set_port(src, port);
     }
     id.src = *src;
+    id.owns_port = true;
     return 0;
 }
 

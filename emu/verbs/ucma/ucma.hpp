@@ -52,6 +52,7 @@ struct Id {
     State state = State::Idle;
     sockaddr_storage src{}, dst{};  // AF_INET (AF_INET6 only as the wildcard)
     Device* dev = nullptr;          // a reference while set
+    bool owns_port = false;         // bound by BIND or RESOLVE (a request's ID is not)
     uint32_t events_reported = 0;
     // Options (SET_OPTION).
     uint8_t tos = 0;
@@ -133,6 +134,11 @@ cm::EventHandler event_handler(Device* d);
 
 // commands.cpp: one write() on a channel.
 ssize_t serve(Channel& ch, const void* buf, size_t len, std::unique_lock<std::mutex>& lock);
+
+// trace.cpp: SDR_RDMA_CM_TRACE=1 prints each command (with its ID after it ran, if any) and
+// each event handed out on stderr.
+void trace_command(uint32_t cmd, const Id* id, ssize_t ret);
+void trace_event(const rdma_ucm_event_resp& resp);
 
 // Helpers shared by the commands and the events.
 uint32_t sin_addr(const sockaddr_storage& s);  // host order; 0 for anything but AF_INET
