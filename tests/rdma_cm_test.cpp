@@ -109,7 +109,8 @@ protected:
     }
     static std::string dev(int side) { return side == 0 ? "sdrcm0" : "sdrcm1"; }
     static std::string ip(int side) { return sdr::test::Testbed::ip(side); }
-    std::string log(const std::string& name) const { return *dir_ + "/" + name + ".log"; }
+    // A file of this test's own (a later test or port kind never reads an earlier one's).
+    std::string log(const std::string& name) const { return *dir_ + "/" + name + "-" + GetParam() + ".log"; }
     // A command in namespace `side` with the device, the provider and the interception library.
     std::string in(int side, const std::string& cmd) const
     {
@@ -234,7 +235,7 @@ TEST_P(RdmaCm, ConnectToClosedPortIsRejected)
 TEST_P(RdmaCm, PeerKilledMidTransferFailsInBoundedTime)
 {
     if (run("command -v ib_write_bw").status != 0) GTEST_SKIP() << "perftest (ib_write_bw) is not installed";
-    const std::string pidfile = *dir_ + "/server.pid";
+    const std::string pidfile = log("server_pid");
     auto s = std::make_unique<Child>(in(1, "timeout -s KILL 120 sh -c 'echo $$ > " + pidfile + "; exec ib_write_bw -d " +
                                                dev(1) + " -R -x 0 -D 60 -p 7480' > " + log("killed") + " 2>&1"));
     ASSERT_TRUE(wait_for(log("killed"), ": LISTEN id ")) << slurp(log("killed"));
