@@ -316,6 +316,52 @@ TEST(CmSim, DeadPeerIsUnreachableInBoundedTime)
     EXPECT_EQ(t.a.cm->counters().sent(MadKind::Req), 1u + cfg.max_retries);
 }
 
+// The active side vanished after its REQ: the passive side's REP goes unanswered through the
+// REQ's Max CM Retries, then Unreachable on the passive ID.
+TEST(CmSim, UnansweredRepIsUnreachable)
+{
+    CmPair t;
+    t.a.make_qp(verbs::QpType::Rc);
+    t.b.make_qp(verbs::QpType::Rc);
+    const CmId l = t.b.cm->create_id();
+    ASSERT_EQ(t.b.cm->listen(l, kSid), 0);
+    ASSERT_EQ(t.a.cm->connect(t.a.cm->create_id(), kSid, t.path(), conn_params(t.a.qpn(), 1), nullptr, 0), 0);
+    ASSERT_TRUE(t.run_until([&] { return t.b.find(EventType::Request); }));
+    t.a.cm.reset();  // gone: its QP1 drops the REP
+    const CmId idb = t.b.find(EventType::Request)->id;
+    ASSERT_EQ(t.b.cm->accept(idb, conn_params(t.b.qpn(), 2), nullptr, 0), 0);
+    ASSERT_TRUE(t.run_until([&] { return t.b.find(EventType::Unreachable); }));
+    EXPECT_EQ(t.b.find(EventType::Unreachable)->id, idb);
+    EXPECT_EQ(t.b.cm->counters().sent(MadKind::Rep), 1u + cm_config().max_retries);  // the REQ's Max CM Retries
+    EXPECT_EQ(t.b.cm->disconnect(idb), EINVAL);  // idle
+}
+
+// The active side refuses the REP (rdma_reject after CONNECT_RESPONSE): the passive side gets
+// Rejected with the reason and private data.
+TEST(CmSim, ActiveSideRejectsTheRep)
+{
+    CmPair t;
+    t.a.make_qp(verbs::QpType::Rc);
+    const CmId l = t.b.cm->create_id();
+    ASSERT_EQ(t.b.cm->listen(l, kSid), 0);
+    const CmId id = t.a.cm->create_id();
+    ASSERT_EQ(t.a.cm->connect(id, kSid, t.path(), conn_params(t.a.qpn(), 1), nullptr, 0), 0);
+    ASSERT_TRUE(t.run_until([&] { return t.b.find(EventType::Request); }));
+    const CmId idb = t.b.find(EventType::Request)->id;
+    ASSERT_EQ(t.b.cm->accept(idb, conn_params(77, 2), nullptr, 0), 0);
+    ASSERT_TRUE(t.run_until([&] { return t.a.find(EventType::RepReceived); }));
+    const auto why = bytes("changed my mind");
+    ASSERT_EQ(t.a.cm->reject(id, kRejConsumer, why.data(), why.size()), 0);
+    ASSERT_TRUE(t.run_until([&] { return t.b.find(EventType::Rejected); }));
+    const Event& rej = *t.b.find(EventType::Rejected);
+    EXPECT_EQ(rej.id, idb);
+    EXPECT_EQ(rej.reject_reason, kRejConsumer);
+    EXPECT_TRUE(starts_with(rej, why, kRejPrivateData));
+    t.run_for(5'000'000'000);  // no REP retries after the REJ
+    EXPECT_EQ(t.b.cm->counters().sent(MadKind::Rep), 1u);
+    EXPECT_FALSE(t.b.find(EventType::Unreachable));
+}
+
 TEST(CmSim, DreqDrepAndTimewait)
 {
     Connected c;
