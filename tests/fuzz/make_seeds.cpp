@@ -7,6 +7,7 @@
 #include "fuzz_input.hpp"
 #include "nic_world.hpp"
 
+#include <sdr/emu/cm_mad.hpp>
 #include <sdr/firmware/fw.h>
 #include <sdr/host/oob_fd.hpp>
 #include <sdr/reliability/ctrl_msg.hpp>
@@ -302,6 +303,71 @@ void oob()
 
 }  // namespace
 
+// ---- cm_mad: one MAD of each CM message, as the agent writes them --------------------------
+
+void cm_mad()
+{
+    using namespace sdr::emu::cm;
+    auto put = [](const std::string& name, const CmMessage& msg) {
+        CmMad m;
+        m.hdr.tid = 0x0000123400000001ull;
+        m.msg = msg;
+        Bytes b(kMadBytes);
+        encode_mad(m, b.data());
+        write("cm_mad", name, b);
+    };
+    ReqMsg req;
+    req.local_comm_id = 0x8FAF7001;
+    req.service_id = 0x0000000001061D2Full;
+    req.local_qpn = 0x84F000;
+    req.responder_resources = req.initiator_depth = 4;
+    req.remote_cm_response_timeout = req.local_cm_response_timeout = 17;
+    req.flow_control = true;
+    req.starting_psn = 0xABCD;
+    req.retry_count = req.rnr_retry_count = 7;
+    req.pkey = 0xFFFF;
+    req.path_mtu = 3;
+    req.max_cm_retries = 3;
+    req.primary.local_lid = req.primary.remote_lid = 0xFFFF;
+    req.primary.local_gid = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF, 10, 0, 0, 1};
+    req.primary.remote_gid = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF, 10, 0, 0, 2};
+    req.primary.hop_limit = 64;
+    req.primary.local_ack_timeout = 14;
+    encode_ip_cm_header(IpCmHeader{0, 4, 50000, ip_cm_addr_v4(0x0A000001), ip_cm_addr_v4(0x0A000002)},
+                        req.private_data.data());
+    put("req", req);
+    put("mra", MraMsg{0x1002, 0x8FAF7001, 0, 18, {}});
+    RejMsg rej;
+    rej.remote_comm_id = 0x8FAF7001;
+    rej.reason = 8;
+    put("rej-invalid-service-id", rej);
+    RepMsg rep;
+    rep.local_comm_id = 0x1002;
+    rep.remote_comm_id = 0x8FAF7001;
+    rep.local_qpn = 0x85A001;
+    rep.starting_psn = 0xBEEF;
+    rep.responder_resources = rep.initiator_depth = 4;
+    rep.flow_control = true;
+    rep.rnr_retry_count = 7;
+    put("rep", rep);
+    put("rtu", RtuMsg{0x8FAF7001, 0x1002, {}});
+    put("dreq", DreqMsg{0x8FAF7001, 0x1002, 0x85A001, {}});
+    put("drep", DrepMsg{0x1002, 0x8FAF7001, {}});
+    SidrReqMsg sreq;
+    sreq.request_id = 0x8FAF7002;
+    sreq.pkey = 0xFFFF;
+    sreq.service_id = 0x0000000001110FA0ull;
+    encode_ip_cm_header(IpCmHeader{0, 4, 40000, ip_cm_addr_v4(0x0A000001), ip_cm_addr_v4(0x0A000002)},
+                        sreq.private_data.data());
+    put("sidr-req", sreq);
+    SidrRepMsg srep;
+    srep.request_id = 0x8FAF7002;
+    srep.qpn = 0x85A002;
+    srep.service_id = 0x0000000001110FA0ull;
+    srep.qkey = 0x01234567;
+    put("sidr-rep", srep);
+}
+
 int main(int argc, char** argv)
 {
     if (argc != 2) {
@@ -315,6 +381,7 @@ int main(int argc, char** argv)
         ctrl_msg();
         qp_info();
         oob();
+        cm_mad();
     } catch (const std::exception& e) {
         std::cerr << "make_seeds: " << e.what() << "\n";
         return 1;

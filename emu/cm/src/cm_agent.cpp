@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
+#include <random>
 #include <vector>
 
 namespace sdr::emu::cm {
@@ -89,8 +90,9 @@ struct CmAgent::Impl final : GsiAgent {
     {
         if (rng) return static_cast<uint32_t>(rng->next() >> 32);
         uint32_t v = 0;
-        while (getrandom(&v, sizeof v, 0) != static_cast<ssize_t>(sizeof v)) {
-        }
+        ssize_t n;
+        while ((n = getrandom(&v, sizeof v, 0)) != static_cast<ssize_t>(sizeof v))
+            if (n >= 0 || errno != EINTR) return std::random_device{}();  // no getrandom: the same pool
         return v;
     }
     Conn* find(CmId id)
