@@ -1,9 +1,9 @@
 // rdma_cm on SDR's verbs device (emu/verbs/README.md, "rdma_cm and completion channels"): with
 // the interception library in LD_PRELOAD, Debian's unmodified librdmacm programs run between two
 // namespaces joined by a veth, over raw: (AF_PACKET) and xdp: (AF_XDP), their connections made by
-// the NICs' CM agents on the wire: rping (100 pings, validated), ucmatose (RC), udaddy (UD through
-// SIDR), rdma_server/rdma_client (rdma_create_ep), rstream and riostream (rsockets), and perftest's
-// ib_write_bw -R. A connect to a port nobody listens on is REJECTED with the kernel's reason 8
+// the NICs' CM agents on the wire: rping (100 pings, validated), ucmatose (RC, and its IDs migrated
+// to another event channel), udaddy (UD through SIDR), rdma_server/rdma_client (rdma_create_ep),
+// rstream and riostream (rsockets), and perftest's ib_write_bw -R. A connect to a port nobody listens on is REJECTED with the kernel's reason 8
 // (invalid service ID); a peer killed mid-transfer fails the survivor's transfer in bounded time.
 // tests/verbs_comp_channel.c checks that a completion channel's fd is valid from its creation.
 //
@@ -164,12 +164,20 @@ TEST_P(RdmaCm, Rping)
     std::printf("rping over %s: %s", GetParam(), co.substr(co.rfind("ping data: rdma-ping-99")).c_str());
 }
 
+// Two RC connections, 20 messages each way; then again with -m: after the transfers each side
+// moves its IDs to a new event channel (MIGRATE_ID) and disconnects from there.
 TEST_P(RdmaCm, Ucmatose)
 {
-    auto [so, co] = pair("ucmatose", "ucmatose -p 7472 -c 2 -C 20", "ucmatose -s " + ip(1) + " -p 7472 -c 2 -C 20");
-    for (const std::string* out : {&so, &co}) {
-        EXPECT_TRUE(contains(*out, "data transfers complete")) << *out;
-        EXPECT_TRUE(contains(*out, "return status 0")) << *out;
+    for (const std::string m : {"", " -m"}) {
+        auto [so, co] = pair(m.empty() ? "ucmatose" : "ucmatose_m", "ucmatose -p 7472 -c 2 -C 20" + m,
+                             "ucmatose -s " + ip(1) + " -p 7472 -c 2 -C 20" + m);
+        for (const std::string* out : {&so, &co}) {
+            EXPECT_TRUE(contains(*out, "data transfers complete")) << *out;
+            EXPECT_TRUE(contains(*out, "return status 0")) << *out;
+        }
+        if (!m.empty()) {
+            EXPECT_TRUE(contains(co, "migrating to new event channel")) << co;
+        }
     }
 }
 
