@@ -46,6 +46,17 @@ Id* find_id(uint32_t handle)
     return it == ids().end() ? nullptr : it->second.get();
 }
 
+uint32_t new_handle()
+{
+    // Small numbers, as the kernel's idr gives (librdmacm indexes IDs by handle up to 0xFFFF),
+    // taken in turn so that a destroyed ID's number is not reused at once.
+    static uint32_t cursor = 0;
+    for (;;) {
+        cursor = cursor + 1 == 0 ? 1 : cursor + 1;
+        if (!ids().count(cursor)) return cursor;
+    }
+}
+
 namespace {
 
 void set_readable(const Channel& ch, bool readable)
@@ -126,6 +137,17 @@ ssize_t get_event(Channel* ch, const rdma_ucm_get_event& cmd, size_t out, std::u
 
 namespace {
 
+// A channel and its IDs go: closed, or found to be another file behind its number (closed by
+// a call the library does not see), as closing the kernel's file destroys its IDs.
+void drop_channel(int fd)
+{
+    std::vector<uint32_t> mine;
+    for (const auto& [h, id] : ids())
+        if (id->channel == fd) mine.push_back(h);
+    for (uint32_t h : mine) (void)destroy_id(h);
+    channels().erase(fd);
+}
+
 int channel_open(int flags)
 {
     const int fd = eventfd(0, EFD_CLOEXEC);
@@ -144,6 +166,7 @@ int channel_open(int flags)
         return -err;
     }
     std::lock_guard g(mu());
+    drop_channel(fd);  // a channel that had this number and was closed unseen
     try {
         Channel& ch = channels()[fd];
         ch.fd = fd;
@@ -162,7 +185,7 @@ Channel* channel_of(int fd)
     if (it == channels().end()) return nullptr;
     struct stat st{};
     if (fstat(fd, &st) != 0 || st.st_ino != it->second.ino) {
-        channels().erase(it);
+        drop_channel(fd);
         return nullptr;
     }
     return &it->second;
@@ -180,12 +203,7 @@ ssize_t channel_write(int fd, const void* buf, size_t len)
 void channel_close(int fd)
 {
     std::lock_guard g(mu());
-    if (!channel_of(fd)) return;
-    std::vector<uint32_t> mine;
-    for (const auto& [h, id] : ids())
-        if (id->channel == fd) mine.push_back(h);
-    for (uint32_t h : mine) (void)destroy_id(h);
-    channels().erase(fd);
+    if (channel_of(fd)) drop_channel(fd);
 }
 
 }  // namespace

@@ -102,8 +102,7 @@ void request(Device* d, const cm::Event& e)
     if (!l || l->backlog <= 0 || ud != (l->qp_type == IBV_QPT_UD) || e.peer_ip_version != 4) return refuse();
     auto n = std::unique_ptr<Id>(new (std::nothrow) Id);
     if (!n || device_get(d)) return refuse();
-    static uint32_t next = 0x80000000u;  // request IDs: their own range, above CREATE_ID's
-    n->handle = next++;
+    n->handle = new_handle();
     n->channel = l->channel;
     n->ps = l->ps;
     n->qp_type = l->qp_type;

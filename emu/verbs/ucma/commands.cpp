@@ -37,8 +37,6 @@ void reply(uint64_t response, const T& r)
     std::memcpy(reinterpret_cast<void*>(static_cast<uintptr_t>(response)), &r, sizeof r);
 }
 
-uint32_t next_handle = 1;  // under mu(); 0 means "no ID" in Event
-
 // The ID named by a command on channel ch: ENOENT if none, EINVAL if another channel's.
 int lookup(const Channel& ch, uint32_t handle, Id** out)
 {
@@ -395,18 +393,15 @@ int accept(Id& id, const rdma_ucm_accept& cmd)
         id.state = State::Established;
         return 0;
     }
-    if (cmd.conn_param.valid) {
-        id.local = params_from(cmd.conn_param, id, id.local.path_mtu);
-        id.uid = cmd.uid;  // events of a request's ID reach the program from its accept on
-    }
-    if (id.qp_type == IBV_QPT_UD) {
-        if (int err = d->agent->sidr_reply(id.cm, id.local.qpn, kUdpQkey, cm::SidrStatus::Valid,
-                                           cmd.conn_param.private_data, len))
-            return -err;
-        id.state = State::Established;
-        return 0;
-    }
-    return -d->agent->accept(id.cm, id.local, cmd.conn_param.private_data, len);
+    if (cmd.conn_param.valid) id.local = params_from(cmd.conn_param, id, id.local.path_mtu);
+    const int err = id.qp_type == IBV_QPT_UD
+                        ? d->agent->sidr_reply(id.cm, id.local.qpn, kUdpQkey, cm::SidrStatus::Valid,
+                                               cmd.conn_param.private_data, len)
+                        : d->agent->accept(id.cm, id.local, cmd.conn_param.private_data, len);
+    if (err) return -err;
+    if (cmd.conn_param.valid) id.uid = cmd.uid;  // the ID's events reach the program from here on
+    if (id.qp_type == IBV_QPT_UD) id.state = State::Established;
+    return 0;
 }
 
 int reject(Id& id, const rdma_ucm_reject& cmd)
@@ -630,7 +625,7 @@ ssize_t serve(Channel& ch, const void* buf, size_t len, std::unique_lock<std::mu
         }
         auto n = std::unique_ptr<Id>(new (std::nothrow) Id);
         if (!n) return -ENOMEM;
-        n->handle = next_handle++;
+        n->handle = new_handle();
         n->uid = cmd.uid;
         n->channel = ch.fd;
         n->ps = cmd.ps;

@@ -100,6 +100,7 @@ std::mutex& mu();
 std::map<int, Channel>& channels();
 std::map<uint32_t, std::unique_ptr<Id>>& ids();
 Id* find_id(uint32_t handle);
+uint32_t new_handle();  // a free ID number
 
 // channel.cpp: queues an event on the ID's channel (the eventfd turns readable).
 void post_event(Id& owner, Event ev);
