@@ -3,7 +3,8 @@
 // namespaces joined by a veth, over raw: (AF_PACKET) and xdp: (AF_XDP), their connections made by
 // the NICs' CM agents on the wire: rping (100 pings, validated), ucmatose (RC, and its IDs migrated
 // to another event channel), udaddy (UD through SIDR), rdma_server/rdma_client (rdma_create_ep),
-// rstream and riostream (rsockets), and perftest's ib_write_bw -R. A connect to a port nobody listens on is REJECTED with the kernel's reason 8
+// rstream and riostream (rsockets), perftest's ib_write_bw -R, and multicast through rdma_cm
+// (tests/rdma_cm_mcast.c). A connect to a port nobody listens on is REJECTED with the kernel's reason 8
 // (invalid service ID); a peer killed mid-transfer fails the survivor's transfer in bounded time.
 // tests/verbs_comp_channel.c checks that a completion channel's fd is valid from its creation.
 //
@@ -118,11 +119,13 @@ protected:
                " RDMAV_DRIVERS=" + SDR_VERBS_PROVIDER + " LD_PRELOAD=" + SDR_RDMA_PRELOAD +
                " SDR_RDMA_CM_TRACE=1 " + cmd;
     }
-    // A server in namespace b writing to log(name), started and listening (its trace says so).
-    std::unique_ptr<Child> server(const std::string& name, const std::string& cmd)
+    // A server in namespace b writing to log(name), started and ready: its trace shows `ready`
+    // (by default: it listens).
+    std::unique_ptr<Child> server(const std::string& name, const std::string& cmd,
+                                  const std::string& ready = ": LISTEN id ")
     {
         auto c = std::make_unique<Child>(in(1, "timeout 120 " + cmd + " > " + log(name) + " 2>&1"));
-        EXPECT_TRUE(wait_for(log(name), ": LISTEN id ")) << name << " never listened:\n" << slurp(log(name));
+        EXPECT_TRUE(wait_for(log(name), ready)) << name << " never got ready:\n" << slurp(log(name));
         return c;
     }
     // Server in b, client in a; both must exit 0. Returns {server output, client output}.
@@ -218,6 +221,27 @@ TEST_P(RdmaCm, PerftestWriteBwRdmaCm)
     std::smatch m;
     ASSERT_TRUE(std::regex_search(co, m, result)) << co;
     EXPECT_GT(std::stoul(m[1].str()), 0u) << co;
+}
+
+// Multicast through rdma_cm (tests/rdma_cm_mcast.c): the receiver joins 239.1.1.7 and waits;
+// the sender joins as a send-only member and sends 50 numbered datagrams to the AH of its join
+// event; the receiver gets every one, in order.
+TEST_P(RdmaCm, MulticastJoinSendReceive)
+{
+    const std::string prog = SDR_RDMA_CM_MCAST;
+    auto r = server("mcast", prog + " recv " + ip(1) + " 239.1.1.7 50", "event MULTICAST_JOIN");
+    Result s = run(in(0, "timeout 60 " + prog + " send " + ip(0) + " 239.1.1.7 50"));
+    int status = -1;
+    r->finish(&status);
+    const std::string ro = slurp(log("mcast"));
+    EXPECT_EQ(s.status, 0) << s.out;
+    EXPECT_EQ(status, 0) << ro;
+    for (const std::string* out : {static_cast<const std::string*>(&s.out), &ro}) {
+        EXPECT_TRUE(contains(*out, "joined mgid ::ffff:239.1.1.7 qpn 0xffffff qkey 0x1234567\n")) << *out;
+        EXPECT_TRUE(contains(*out, "rdma_cm_mcast: ok\n")) << *out;
+    }
+    EXPECT_TRUE(contains(s.out, "sent 50 ok\n")) << s.out;
+    EXPECT_TRUE(contains(ro, "received 50 in order ok\n")) << ro;
 }
 
 // No listener on the port: the peer's CM agent answers the REQ with a REJ, reason 8 (invalid

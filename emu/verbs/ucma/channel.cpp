@@ -126,6 +126,9 @@ ssize_t get_event(Channel* ch, const rdma_ucm_get_event& cmd, size_t out, std::u
     if (ch->events.empty()) set_readable(*ch, false);
     Id* owner = find_id(ev.owner);
     if (owner) owner->events_reported++;
+    if (owner && ev.mcast)
+        for (Mcast& m : owner->mcasts)
+            if (m.handle == ev.mcast) m.events_reported++;
     if (ev.request) {
         if (Id* req = find_id(ev.request)) req->handed_out = true;
         if (owner) owner->backlog++;

@@ -43,6 +43,15 @@ struct Device {
 // rdma_cm's ID states (the kernel's enum rdma_cm_state, as far as an ID here goes).
 enum class State { Idle, AddrBound, AddrResolved, RouteResolved, Listen, Connect, Established, Disconnect };
 
+// A multicast group an ID joined (JOIN_IP_MCAST, JOIN_MCAST): its own handle and librdmacm's
+// context, and the events of it handed out (LEAVE_MCAST replies them).
+struct Mcast {
+    uint32_t handle = 0;
+    uint64_t uid = 0;
+    uint32_t group = 0;  // IPv4, host order
+    uint32_t events_reported = 0;
+};
+
 struct Id {
     uint32_t handle = 0;
     uint64_t uid = 0;     // librdmacm's context pointer, returned in events
@@ -68,7 +77,7 @@ struct Id {
     bool handed_out = false;   // a request's ID: librdmacm knows its handle (its event was read)
     cm::ConnParams local, peer;
     cm::Path path;
-    uint32_t peer_qkey = 0;
+    std::vector<Mcast> mcasts;
 };
 
 // The event numbers of struct rdma_ucm_event_resp (the kernel's enum rdma_cm_event_type, which
@@ -87,6 +96,7 @@ struct Event {
     rdma_ucm_event_resp resp{};
     uint32_t owner = 0;
     uint32_t request = 0;  // CONNECT_REQUEST: the new ID
+    uint32_t mcast = 0;    // MULTICAST_JOIN: the group's handle (counts for it too)
 };
 
 struct Channel {
