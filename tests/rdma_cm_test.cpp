@@ -6,7 +6,8 @@
 // rstream and riostream (rsockets), perftest's ib_write_bw -R, and multicast through rdma_cm
 // (tests/rdma_cm_mcast.c). A connect to a port nobody listens on is REJECTED with the kernel's reason 8
 // (invalid service ID); a peer killed mid-transfer fails the survivor's transfer in bounded time.
-// tests/verbs_comp_channel.c checks that a completion channel's fd is valid from its creation.
+// tests/verbs_comp_channel.c checks that a completion channel's fd is valid from its creation,
+// tests/rdma_cm_abi.c the commands' errors.
 //
 // The namespaces are made once for the suite; each test adds the two devices of its port kind
 // and removes them after. A server is ready when its SDR_RDMA_CM_TRACE line says it listens.
@@ -153,6 +154,20 @@ TEST_P(RdmaCm, CompChannelFdValidAtCreation)
     EXPECT_EQ(r.status, 0) << r.out;
     for (const char* line : {"channel fd valid nonblock=1 poll=0 read=EAGAIN ok\n", "event cq=ok bytes=64 ok\n",
                              "verbs_comp_channel: ok\n"})
+        EXPECT_TRUE(contains(r.out, line)) << line << "\n" << r.out;
+}
+
+// The commands' errors, written raw as librdmacm writes them (tests/rdma_cm_abi.c); 10.77.0.9
+// is on the link and nobody has it.
+TEST_P(RdmaCm, CommandErrorsAsTheKernel)
+{
+    Result r = run(in(0, std::string("timeout 60 ") + SDR_RDMA_CM_ABI + " " + ip(0) + " " + ip(1) + " 10.77.0.9"));
+    EXPECT_EQ(r.status, 0) << r.out;
+    for (const char* line :
+         {"header short=EINVAL unknown=EINVAL in_too_big=EINVAL ok\n",
+          "ids enospc=ENOSPC bad_ps=EINVAL unknown=ENOENT foreign=EINVAL route_first=EINVAL get_option=ENOSYS ok\n",
+          "bind nobody=EADDRNOTAVAIL loopback=ENODEV in_use=EADDRINUSE ok\n",
+          "events empty=EAGAIN poll=readable addr_resolved=ok nobody=ADDR_ERROR(", "rdma_cm_abi: ok\n"})
         EXPECT_TRUE(contains(r.out, line)) << line << "\n" << r.out;
 }
 
