@@ -77,7 +77,8 @@ int do_bind(Id& id, sockaddr_storage addr)
 {
     if (id.state != State::Idle) return -EINVAL;
     Device* dev = nullptr;
-    if (addr.ss_family == AF_INET6 && !is_any(addr)) return -EADDRNOTAVAIL;  // IPv4 devices only
+    if (addr.ss_family == AF_INET6 && !is_any(addr))  // the devices have IPv4 GIDs only
+        return is_local_ipv6(reinterpret_cast<const sockaddr_in6&>(addr).sin6_addr) ? -ENODEV : -EADDRNOTAVAIL;
     if (addr.ss_family == AF_INET && !is_any(addr)) {
         dev = device_with_ip(sin_addr(addr));
         if (!dev) return is_local(sin_addr(addr)) ? -ENODEV : -EADDRNOTAVAIL;

@@ -68,6 +68,18 @@ Device* device_with_ip(uint32_t ip)
     return found;
 }
 
+bool is_local_ipv6(const in6_addr& a)
+{
+    ifaddrs* all = nullptr;
+    if (getifaddrs(&all) != 0) return false;
+    bool found = false;
+    for (ifaddrs* i = all; i && !found; i = i->ifa_next)
+        found = i->ifa_addr && i->ifa_addr->sa_family == AF_INET6 &&
+                IN6_ARE_ADDR_EQUAL(&reinterpret_cast<const sockaddr_in6*>(i->ifa_addr)->sin6_addr, &a);
+    freeifaddrs(all);
+    return found;
+}
+
 int64_t route_source(uint32_t dst)
 {
     // A UDP socket's connect() asks the kernel's routing for the source address towards dst

@@ -133,6 +133,8 @@ uint32_t device_ip(const Device& d);
 // Takes a reference: starts the engine and its CM agent on first use. errno-style result.
 int device_get(Device* d);
 void device_put(Device* d);
+// Whether an interface here has this IPv6 address (no SDR device can use one: ENODEV).
+bool is_local_ipv6(const in6_addr& a);
 // The source address the kernel would use towards dst (host order), or an errno (negative).
 int64_t route_source(uint32_t dst);
 
