@@ -98,8 +98,11 @@ void request(Device* d, const cm::Event& e)
                   : d->agent->reject(e.id, cm::kRejConsumer, nullptr, 0));
         (void)d->agent->destroy_id(e.id);
     };
-    // The kernel refuses a request over the backlog (ucma_event_handler) or of the wrong kind.
-    if (!l || l->backlog <= 0 || ud != (l->qp_type == IBV_QPT_UD) || e.peer_ip_version != 4) return refuse();
+    // The kernel refuses a request over the backlog (ucma_event_handler), of the wrong kind, or
+    // from IPv4 to an IPv6 listener that takes IPv6 only (AFONLY).
+    const bool v6_only = l && l->src.ss_family == AF_INET6 && l->afonly;
+    if (!l || l->backlog <= 0 || ud != (l->qp_type == IBV_QPT_UD) || e.peer_ip_version != 4 || v6_only)
+        return refuse();
     auto n = std::unique_ptr<Id>(new (std::nothrow) Id);
     if (!n || device_get(d)) return refuse();
     n->handle = new_handle();
