@@ -141,6 +141,7 @@ int main(int argc, char** argv)
     CHECK(poll(&p, 1, 0) == 0, "empty again");
     const uint32_t b = create_id(fd, RDMA_PS_TCP);
     CHECK(resolve(fd, b, argv[1], argv[3]) > 0, "RESOLVE_IP to nobody");
+    CHECK(poll(&p, 1, 10000) == 1, "the answer comes (ARP gives up within 3 s)");
     e = get_event(fd);
     CHECK(e.event == kAddrError && e.id == b && ((int)e.status == -ETIMEDOUT || (int)e.status == -EHOSTUNREACH),
           "ADDR_ERROR (event %u status %d)", e.event, (int)e.status);

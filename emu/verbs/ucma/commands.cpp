@@ -13,6 +13,8 @@
 #include <cerrno>
 #include <cstring>
 #include <new>
+#include <system_error>
+#include <thread>
 
 namespace sdr::verbs::ucma {
 namespace {
@@ -112,6 +114,13 @@ void fill_gid(uint8_t out[16], uint32_t ip)
     std::memcpy(out, g.data(), 16);
 }
 
+// Whether the ID has its route (RESOLVE_ROUTE, or a connection's).
+bool routed(const Id& id)
+{
+    return id.state == State::RouteResolved || id.state == State::Connect || id.state == State::Established ||
+           id.state == State::Disconnect;
+}
+
 // The RoCE path record of a resolved route (the kernel's cma_resolve_iboe_route).
 ib_user_path_rec path_record(const Id& id)
 {
@@ -146,8 +155,7 @@ int query_route(const Channel& ch, const void* p, size_t in, size_t out)
     if (id->dev) {
         r.node_guid = htobe64(id->dev->port.node_guid);
         r.port_num = 1;
-        if (id->state == State::RouteResolved || id->state == State::Connect || id->state == State::Established ||
-            id->state == State::Disconnect) {
+        if (routed(*id)) {
             r.num_paths = 1;
             r.ib_route[0] = path_record(*id);
         } else {
@@ -200,10 +208,8 @@ int query(const Channel& ch, const void* p, size_t in, size_t out)
     case RDMA_USER_CM_QUERY_PATH: {
         if (out < sizeof(rdma_ucm_query_path_resp)) return -ENOSPC;
         rdma_ucm_query_path_resp r{};
-        const bool routed = id->dev && id->state != State::Idle && id->state != State::AddrBound &&
-                            id->state != State::AddrResolved && id->state != State::Listen;
         auto* base = reinterpret_cast<uint8_t*>(static_cast<uintptr_t>(cmd.response));
-        if (routed && out >= sizeof r + sizeof(ib_path_rec_data)) {
+        if (id->dev && routed(*id) && out >= sizeof r + sizeof(ib_path_rec_data)) {
             // The packed SA path record (IBTA vol. 1 15.2.5.16) is not kept: the fields the
             // kernel fills from our route, in the record's wire layout.
             ib_path_rec_data d{};
@@ -230,8 +236,48 @@ int query(const Channel& ch, const void* p, size_t in, size_t out)
     }
 }
 
-int resolve(Channel& ch, uint32_t handle, const sockaddr_storage* src, const sockaddr_storage& dst,
-            std::unique_lock<std::mutex>& lock)
+// The end of an address resolution: ADDR_RESOLVED, or ADDR_ERROR with -errno (the ID stays
+// bound, as the kernel's goes back to ADDR_BOUND).
+void resolved(Id& id, int status)
+{
+    Event ev;
+    ev.resp.uid = id.uid;
+    ev.resp.id = id.handle;
+    ev.resp.event = status ? cm_event::kAddrError : cm_event::kAddrResolved;
+    ev.resp.status = static_cast<uint32_t>(status);
+    id.state = status ? State::AddrBound : State::AddrResolved;
+    post_event(id, ev);
+}
+
+// The peer's MAC, as ibv_create_ah would find it (the provider's neighbour resolution, which may
+// wait for ARP up to 3 s), on a thread of its own as the kernel's resolution runs in the
+// background: the write() returns at once. The thread holds the device, and finds the ID again
+// by its handle (destroyed meanwhile: nobody to tell).
+void resolve_neighbour_async(Id& id, uint32_t dip)
+{
+    Device* dev = id.dev;
+    const uint32_t handle = id.handle;
+    dev->refs++;
+    id.state = State::AddrQuery;
+    auto work = [dev, handle, dip] {
+        ibv_gid g;
+        std::memcpy(g.raw, gid_of(dip).data(), sizeof g.raw);
+        const int err = dev->engine->resolve(g);
+        std::lock_guard l(mu());
+        device_put(dev);
+        Id* id = find_id(handle);
+        if (id && id->state == State::AddrQuery) resolved(*id, -err);
+    };
+    try {
+        std::thread(work).detach();
+    } catch (const std::system_error&) {
+        id.state = State::AddrBound;  // no thread to spare: ENOMEM, as the kernel's allocation fails
+        dev->refs--;
+        throw;
+    }
+}
+
+int resolve(Channel& ch, uint32_t handle, const sockaddr_storage* src, const sockaddr_storage& dst)
 {
     Id* id;
     if (int err = lookup(ch, handle, &id)) return err;
@@ -245,42 +291,27 @@ int resolve(Channel& ch, uint32_t handle, const sockaddr_storage* src, const soc
     }
     id->dst = dst;
     const uint32_t dip = sin_addr(dst);
-    int status = 0;
     if (!id->dev) {  // bound to the wildcard: the device the route leaves through
         const int64_t s = route_source(dip);
         Device* dev = s < 0 ? nullptr : device_with_ip(static_cast<uint32_t>(s));
+        int status = 0;
         if (s < 0) status = static_cast<int>(s);
         else if (!dev) status = -ENODEV;
         else if (int err = device_get(dev)) status = -err;
-        else {
-            id->dev = dev;
-            auto& sin = reinterpret_cast<sockaddr_in&>(id->src);
-            sin.sin_family = AF_INET;
-            sin.sin_addr.s_addr = htonl(static_cast<uint32_t>(s));
+        if (status) {
+            resolved(*id, status);
+            return 0;
         }
+        id->dev = dev;
+        auto& sin = reinterpret_cast<sockaddr_in&>(id->src);
+        sin.sin_family = AF_INET;
+        sin.sin_addr.s_addr = htonl(static_cast<uint32_t>(s));
     }
-    if (!status) {
-        // The peer's MAC, as ibv_create_ah would find it (the provider's neighbour resolution,
-        // which may wait for ARP): without the server lock, holding the device.
-        Device* dev = id->dev;
-        dev->refs++;
-        lock.unlock();
-        ibv_gid g;
-        std::memcpy(g.raw, gid_of(dip).data(), sizeof g.raw);
-        const int err = dev->engine->resolve(g);
-        lock.lock();
-        device_put(dev);
-        id = find_id(handle);
-        if (!id) return 0;  // destroyed meanwhile: nobody to tell
-        status = -err;
+    try {
+        resolve_neighbour_async(*id, dip);
+    } catch (const std::system_error&) {
+        return -ENOMEM;
     }
-    Event ev;
-    ev.resp.uid = id->uid;
-    ev.resp.id = id->handle;
-    ev.resp.event = status ? cm_event::kAddrError : cm_event::kAddrResolved;
-    ev.resp.status = static_cast<uint32_t>(status);
-    if (!status) id->state = State::AddrResolved;
-    post_event(*id, ev);
     return 0;
 }
 
@@ -730,7 +761,7 @@ ssize_t serve(Channel& ch, const void* buf, size_t len, std::unique_lock<std::mu
         sockaddr_storage s{}, d;
         if (cmd.src_addr.sin6_family && (ret = take_addr(&cmd.src_addr, sizeof cmd.src_addr, &s))) break;
         if ((ret = take_addr(&cmd.dst_addr, sizeof cmd.dst_addr, &d))) break;
-        ret = resolve(ch, cmd.id, &s, d, lock);
+        ret = resolve(ch, cmd.id, &s, d);
         id = find_id(cmd.id);
         break;
     }
@@ -741,7 +772,7 @@ ssize_t serve(Channel& ch, const void* buf, size_t len, std::unique_lock<std::mu
             return -EINVAL;
         if (cmd.src_size && (ret = take_addr(&cmd.src_addr, cmd.src_size, &s))) break;
         if ((ret = take_addr(&cmd.dst_addr, cmd.dst_size, &d))) break;
-        ret = resolve(ch, cmd.id, &s, d, lock);
+        ret = resolve(ch, cmd.id, &s, d);
         id = find_id(cmd.id);
         break;
     }

@@ -41,7 +41,7 @@ struct Device {
 };
 
 // rdma_cm's ID states (the kernel's enum rdma_cm_state, as far as an ID here goes).
-enum class State { Idle, AddrBound, AddrResolved, RouteResolved, Listen, Connect, Established, Disconnect };
+enum class State { Idle, AddrBound, AddrQuery, AddrResolved, RouteResolved, Listen, Connect, Established, Disconnect };
 
 // A multicast group an ID joined (JOIN_IP_MCAST, JOIN_MCAST): its own handle and librdmacm's
 // context, and the events of it handed out (LEAVE_MCAST replies them).
