@@ -15,8 +15,6 @@
 namespace sdr::verbs::ucma {
 namespace {
 
-constexpr uint32_t kUdpQkey = 0x01234567;  // librdmacm's RDMA_UDP_QKEY
-
 struct Inbox {
     std::mutex mu;  // taken by nothing that holds it while taking another lock
     std::deque<std::pair<Device*, cm::Event>> events;

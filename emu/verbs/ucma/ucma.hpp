@@ -31,6 +31,9 @@ namespace sdr::verbs::ucma {
 
 namespace cm = emu::cm;
 
+// librdmacm's RDMA_UDP_QKEY: the Q_Key of every RDMA_PS_UDP ID, SIDR and multicast.
+inline constexpr uint32_t kUdpQkey = 0x01234567;
+
 // One SDR device as rdma_cm uses it: its record, and while IDs use it the engine (a reference of
 // the server's own) with its CM agent.
 struct Device {
@@ -145,7 +148,7 @@ int bind_port(Id& id, sockaddr_storage* src);
 // cm_events.cpp: the agent's handler for a device, and the event thread.
 cm::EventHandler event_handler(Device* d);
 
-// commands.cpp: one write() on a channel.
+// commands.cpp (with addressing.cpp, connection.cpp, mcast.cpp): one write() on a channel.
 ssize_t serve(Channel& ch, const void* buf, size_t len, std::unique_lock<std::mutex>& lock);
 
 // trace.cpp: SDR_RDMA_CM_TRACE=1 prints each command (with its ID after it ran, if any) and
