@@ -2,7 +2,7 @@
 // lock, where the server lock may not be taken (a command holds it while calling the agent):
 // the handler only queues the event in an inbox and wakes the CM event thread, which delivers
 // it under the server lock, as the kernel's cma_ib_handler and ucma_event_handler would.
-#include "ucma.hpp"
+#include "commands.hpp"
 
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -117,7 +117,7 @@ void request(Device* d, const cm::Event& e)
     n->peer = e.peer;
     n->local.starting_psn = random_psn();  // INIT_QP_ATTR's RTS comes before ACCEPT
     n->local.qp_type = e.peer.qp_type;
-    n->local.path_mtu = e.peer.path_mtu;
+    n->local.path_mtu = std::min(e.peer.path_mtu, port_mtu_bytes(*d));  // what both ports carry
     auto& src = reinterpret_cast<sockaddr_in&>(n->src);
     src.sin_family = AF_INET;
     src.sin_addr.s_addr = htonl(e.path.local_ip);
