@@ -447,11 +447,19 @@ struct CmAgent::Impl final : GsiAgent {
 
     void on(const RejMsg& rej, const MadHeader&, const GsiDatagram& d)
     {
-        Conn* c = named(rej.remote_comm_id, d);
-        if (!c) return;
-        // A REJ of our REQ names no ID of the peer's (it may have made none).
+        // Remote comm ID 0: the sender withdraws its REQ before it learnt our ID (its ID was
+        // destroyed, reason timeout); we know that REQ by its sender and comm ID.
+        Conn* c = rej.remote_comm_id ? named(rej.remote_comm_id, d) : by_peer(d.src.ip, rej.local_comm_id);
+        if (!c) {
+            if (!rej.remote_comm_id) drop(CmDrop::UnknownCommId);
+            return;
+        }
+        // A REJ of our REQ names no ID of the peer's (it may have made none). Otherwise the
+        // peer refuses our REP, or withdraws its REQ (ReqRcvd) or its REP (RepRcvd), as the
+        // kernel's CM does when its consumer destroys the ID.
         const bool of_req = c->state == State::ReqSent || c->state == State::MraRcvd;
-        if (!of_req && c->state != State::RepSent) return drop(CmDrop::WrongState);
+        const bool later = c->state == State::RepSent || c->state == State::ReqRcvd || c->state == State::RepRcvd;
+        if (!of_req && !later) return drop(CmDrop::WrongState);
         if (!of_req && c->remote_id != rej.local_comm_id) return drop(CmDrop::UnknownCommId);
         Event ev;
         ev.type = EventType::Rejected;
