@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run one libFuzzer target of tests/fuzz for a bounded time, starting from its seed corpus.
 #   tools/fuzz.sh [--build DIR] TARGET SECONDS [libFuzzer options...]
-# TARGET: nic_rx, firmware, ctrl_msg, qp_info, oob or cm_mad. DIR (default build-fuzz) is a build
+# TARGET: nic_rx, firmware, ctrl_msg, qp_info, oob, cm_mad or cm_agent. DIR (default build-fuzz) is a build
 # configured with -DSDR_FUZZ=ON and clang (tests/fuzz/README.md). New inputs and any crash
 # land in DIR/tests/fuzz/out/TARGET; the committed corpus is only read. SECONDS 0: no limit.
 # Extra options go to libFuzzer (e.g. -runs=1000000, or a crash file to replay).
