@@ -178,7 +178,8 @@ struct CmCounters {
 
 class CmAgent {
 public:
-    // Attaches to the engine's QP1: from now on its UD datagrams to QPN 1 come here.
+    // Attaches to the engine's QP1: from now on its UD datagrams to QPN 1 come here (one agent
+    // per engine: a second replaces the first). The engine must outlive the agent.
     explicit CmAgent(VerbsEngine& engine, CmConfig cfg = {});
     ~CmAgent();  // detaches; open connections vanish without a message
     CmAgent(const CmAgent&) = delete;
