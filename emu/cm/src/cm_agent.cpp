@@ -60,6 +60,7 @@ struct CmAgent::Impl final : GsiAgent {
         uint64_t tid = 0;
         ConnParams local, remote;
         std::array<uint8_t, kMadBytes> last{};  // the MAD a retry or a duplicate gets again
+        MadKind last_kind = MadKind::Req;
         uint64_t deadline = 0;                  // ns, 0: none
         uint64_t try_ns = 0;                    // one try's timeout
         uint8_t retries_left = 0;
@@ -176,18 +177,13 @@ struct CmAgent::Impl final : GsiAgent {
     }
     void send(Conn& c, const CmMessage& msg, bool keep)
     {
+        if (keep) c.last_kind = static_cast<MadKind>(kind(msg));
         send_to(c.peer, c.peer_qpn, CmMad{header(c.tid), msg}, keep ? c.last.data() : nullptr);
     }
-    void resend(Conn& c, MadKind k)
+    void resend(Conn& c)  // the kept MAD again: a retry, or the answer to a duplicate
     {
         if (!eng.gsi_send(c.peer, c.peer_qpn, c.last.data(), kMadBytes)) return;
-        counters.tx[static_cast<size_t>(k)]++;
-    }
-    MadKind last_kind(const Conn& c) const
-    {
-        CmMad m;
-        if (decode_mad(c.last.data(), kMadBytes, &m) != MadVerdict::Ok) return MadKind::Req;
-        return static_cast<MadKind>(kind(m.msg));
+        counters.tx[static_cast<size_t>(c.last_kind)]++;
     }
 
     // ---- timers ----
@@ -228,7 +224,7 @@ struct CmAgent::Impl final : GsiAgent {
             c.retries_left--;
             if (c.state == State::MraRcvd) c.state = State::ReqSent;
             counters.retransmits++;
-            resend(c, last_kind(c));
+            resend(c);
             c.deadline = now + c.try_ns;
             return;
         }
@@ -343,7 +339,7 @@ struct CmAgent::Impl final : GsiAgent {
                 mra.service_timeout = cfg.mra_service_timeout_code;
                 send(*c, mra, false);
             } else if (c->state == State::RepSent) {
-                resend(*c, MadKind::Rep);
+                resend(*c);
             }
             return;
         }
@@ -423,7 +419,7 @@ struct CmAgent::Impl final : GsiAgent {
         if (c->remote_id != rep.local_comm_id) return drop(CmDrop::UnknownCommId);
         if (c->state == State::Established) {  // our RTU was lost: the same RTU again
             counters.duplicates++;
-            return resend(*c, MadKind::Rtu);
+            return resend(*c);
         }
         if (c->state == State::RepRcvd) return void(counters.duplicates++);
         drop(CmDrop::WrongState);
@@ -535,7 +531,7 @@ struct CmAgent::Impl final : GsiAgent {
     {
         if (Conn* c = by_peer(d.src.ip, sreq.request_id)) {
             counters.duplicates++;
-            if (c->state == State::SidrRepSent) resend(*c, MadKind::SidrRep);
+            if (c->state == State::SidrRepSent) resend(*c);
             return;
         }
         IpCmHeader ih;
