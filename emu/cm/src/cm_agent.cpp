@@ -37,7 +37,9 @@ uint64_t guid_of(const std::array<uint8_t, 6>& mac)
     return g;
 }
 
-size_t kind(const CmMessage& m) { return m.index(); }  // MadKind numbers the variant's types in order
+// MadKind numbers the message types in CmMessage's order.
+static_assert(static_cast<size_t>(MadKind::Count) == std::variant_size_v<CmMessage>);
+size_t kind(const CmMessage& m) { return m.index(); }
 
 enum class State : uint8_t {
     Idle, Listen, ReqSent, MraRcvd, RepRcvd, ReqRcvd, RepSent, Established, DreqSent, DreqRcvd, Timewait,
@@ -54,7 +56,7 @@ struct CmAgent::Impl final : GsiAgent {
         uint64_t service_id = 0;
         CmId listen_id = kNoId;
         uint32_t remote_id = 0;    // the peer's comm ID (SIDR: its request ID)
-        bool indexed = false;      // in by_remote_ (a REQ or SIDR_REQ we took)
+        bool indexed = false;      // in by_remote (a REQ or SIDR_REQ we took)
         NicAddress peer;
         uint32_t peer_qpn = wire::kGsiQpn;
         uint64_t tid = 0;
