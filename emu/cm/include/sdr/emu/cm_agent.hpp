@@ -88,7 +88,8 @@ struct ConnParams {
     uint32_t path_mtu = 1024;  // bytes: 256 .. 4096
 };
 
-// The protocol's timers and limits (IBTA 12.7.35): a MAD is sent again after the response
+// The protocol's timers and limits (IBTA vol. 1 chapter 12: CM Response Timeout, Max CM
+// Retries, MRA service timeout, time-wait): a MAD is sent again after the response
 // timeout (4.096 us * 2^code, plus the peer's MRA service timeout once it sent one), up to
 // max_retries times; then a REQ or SIDR_REQ is Unreachable, a REP Unreachable on the passive
 // side, a DREQ Disconnected. Small by default (about 0.54 s per try, 4 tries: a dead peer is
