@@ -31,8 +31,8 @@ class VerbsEngine;
 
 namespace cm {
 
-// QP1, the General Services Interface (IBTA vol. 1 chapter 13): every CM MAD goes to and from it, with
-// the well-known GSI Q_Key and the default P_Key.
+// QP1, the General Services Interface (IBTA vol. 1 chapter 13): every CM MAD goes to and from
+// it, with the well-known GSI Q_Key and the default P_Key.
 inline constexpr uint32_t kGsiQpn = 1;
 inline constexpr uint32_t kGsiQkey = 0x80010000u;
 inline constexpr uint16_t kDefaultPkey = 0xFFFF;
