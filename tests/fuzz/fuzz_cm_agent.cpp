@@ -197,7 +197,11 @@ void World::inject(uint32_t to, Reader& in)
         msg = r;
         break;
     }
-    case 1: msg = MraMsg{theirs, ours, static_cast<uint8_t>(in.u8() & 3), static_cast<uint8_t>(in.u8() & 31), {}}; break;
+    case 1: {
+        const uint8_t mraed = in.u8() & 3, timeout = in.u8() & 31;
+        msg = MraMsg{theirs, ours, mraed, timeout, {}};
+        break;
+    }
     case 2: {
         RejMsg r;
         r.local_comm_id = theirs;
@@ -302,7 +306,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
             } else {
                 const int rc = sd.cm->accept(id, p, pd, sizeof pd);
                 check_rc(rc, "accept");
-                if (rc == EINVAL) check_rc(sd.cm->sidr_reply(id, 0x77, 0x1234, SidrStatus::Valid, pd, sizeof pd), "sidr_reply");
+                if (rc == EINVAL)
+                    check_rc(sd.cm->sidr_reply(id, 0x77, 0x1234, SidrStatus::Valid, pd, sizeof pd), "sidr_reply");
             }
             break;
         }
