@@ -421,6 +421,34 @@ TEST(CmSim, DestroyConnectedIdSendsDreq)
     EXPECT_FALSE(t.a.find(EventType::Disconnected));  // no events for a destroyed ID
 }
 
+// Destroying an ID mid-handshake tells the peer, as the kernel's CM does: a pending REQ is
+// withdrawn with REJ "timeout", an accepted REQ's REP with REJ "consumer reject"; the peer's
+// ID reports Rejected.
+TEST(CmSim, DestroyMidHandshakeRejects)
+{
+    CmPair t;
+    const CmId l = t.b.cm->create_id();
+    ASSERT_EQ(t.b.cm->listen(l, kSid), 0);
+    const CmId id = t.a.cm->create_id();
+    ASSERT_EQ(t.a.cm->connect(id, kSid, t.path(), conn_params(100, 1), nullptr, 0), 0);
+    ASSERT_TRUE(t.run_until([&] { return t.b.find(EventType::Request); }));
+    ASSERT_EQ(t.a.cm->destroy_id(id), 0);  // the REQ is withdrawn
+    ASSERT_TRUE(t.run_until([&] { return t.b.find(EventType::Rejected); }));
+    EXPECT_EQ(t.b.find(EventType::Rejected)->id, t.b.find(EventType::Request)->id);
+    EXPECT_EQ(t.b.find(EventType::Rejected)->reject_reason, kRejTimeout);
+    const CmId id2 = t.a.cm->create_id();
+    ASSERT_EQ(t.a.cm->connect(id2, kSid, t.path(), conn_params(101, 1), nullptr, 0), 0);
+    ASSERT_TRUE(t.run_until([&] { return t.b.find(EventType::Request, 1); }));
+    const CmId idb = t.b.find(EventType::Request, 1)->id;
+    ASSERT_EQ(t.b.cm->accept(idb, conn_params(200, 2), nullptr, 0), 0);
+    ASSERT_TRUE(t.run_until([&] { return t.a.find(EventType::RepReceived); }));
+    ASSERT_EQ(t.b.cm->destroy_id(idb), 0);  // the REP is withdrawn before the RTU
+    ASSERT_TRUE(t.run_until([&] { return t.a.find(EventType::Rejected); }));
+    EXPECT_EQ(t.a.find(EventType::Rejected)->id, id2);
+    EXPECT_EQ(t.a.find(EventType::Rejected)->reject_reason, kRejConsumer);
+    EXPECT_EQ(t.a.cm->accept(id2, conn_params(101, 1), nullptr, 0), EINVAL);  // nothing to confirm
+}
+
 TEST(CmSim, SidrResolvesAUdQpAndDataFlows)
 {
     CmPair t;

@@ -80,16 +80,16 @@ struct CmSide {
         a.remote_gid = verbs::gid_from_ipv4(peer_ip);
         a.max_dest_rd_atomic = mine.responder_resources;
         using M = verbs::QpAttr;
-        ASSERT_EQ(v().qp_modify(qp, a, M::kState | M::kPathMtu | M::kDestQpn | M::kRqPsn | M::kAv | M::kMaxDestRdAtomic |
-                                           M::kMinRnrTimer),
-                  0);
+        const uint32_t rtr =
+            M::kState | M::kPathMtu | M::kDestQpn | M::kRqPsn | M::kAv | M::kMaxDestRdAtomic | M::kMinRnrTimer;
+        ASSERT_EQ(v().qp_modify(qp, a, rtr), 0);
         a.state = verbs::QpState::Rts;
         a.sq_psn = mine.starting_psn;
         a.retry_cnt = mine.retry_count;
         a.rnr_retry = peer.rnr_retry_count;
         a.max_rd_atomic = mine.initiator_depth;
-        ASSERT_EQ(v().qp_modify(qp, a, M::kState | M::kSqPsn | M::kTimeout | M::kRetryCnt | M::kRnrRetry | M::kMaxRdAtomic),
-                  0);
+        const uint32_t rts = M::kState | M::kSqPsn | M::kTimeout | M::kRetryCnt | M::kRnrRetry | M::kMaxRdAtomic;
+        ASSERT_EQ(v().qp_modify(qp, a, rts), 0);
     }
 };
 

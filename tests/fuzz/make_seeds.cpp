@@ -368,6 +368,49 @@ void cm_mad()
     put("sidr-rep", srep);
 }
 
+// ---- cm_agent: programs of consumer calls, time and MADs (fuzz_cm_agent.cpp's operations) -----
+
+void cm_agent()
+{
+    const Bytes run = {7, 10, 0};  // 1 ms passes
+    auto cat = [](std::initializer_list<Bytes> parts) {
+        Bytes b;
+        for (const Bytes& p : parts) b.insert(b.end(), p.begin(), p.end());
+        return b;
+    };
+    // a connects to b's TCP service with 5 bytes of private data, QPN 0x1234, MTU 1024
+    const Bytes connect = {0x00, 1, 5, 0x34, 0x12, 0, 0, 2};
+    const Bytes answer_b = {0x82}, answer_a = {0x02};
+    // disconnect: on a, its one ID; on b, each of its three IDs in turn (listeners refuse)
+    const Bytes disc_a = {0x04, 0}, disc_b = {0x84, 0, 0x84, 1, 0x84, 2};
+    write("cm_agent", "connect-accept-disconnect",
+          cat({connect, run, answer_b, run, answer_a, run, disc_a, run, disc_b, {7, 0x20, 0x4E}}));
+    write("cm_agent", "consumer-reject", cat({connect, run, {0x83, 28, 0}, run}));
+    write("cm_agent", "sidr", cat({{0x01, 1, 10, 0x77, 0, 0, 0, 0}, run, answer_b, run}));
+    write("cm_agent", "no-listener", cat({{0x00, 0, 1, 2, 3, 4, 5, 6, 7, 8, 0, 1, 0, 0, 0, 3}, run}));
+    // a connects; the REQ's retries run into b, which never answers: MRA for each, then time
+    write("cm_agent", "slow-consumer", cat({connect, {7, 0x20, 0x4E}, {7, 0x20, 0x4E}, answer_b, run, answer_a, run}));
+    // hostile MADs into b, one of each message, comm IDs of live IDs, a few bytes changed
+    // (op, kind, flags 1: live IDs and the listened services; then each kind's own fields; then
+    // one byte changed: at 60, 0xA5)
+    const Bytes change = {1, 60, 0xA5};
+    const std::vector<Bytes> fields = {
+        {3, 1, 3, 17},      // REQ: MTU code, transport UC, Max CM Retries, response timeout
+        {0, 18},            // MRA of a REQ, service timeout
+        {0, 28, 0},         // REJ of a REQ, consumer reject
+        {0x45, 0x23, 1, 0}, // REP: QPN
+        {},                 // RTU
+        {0x45, 0x23, 1, 0}, // DREQ: remote QPN
+        {},                 // DREP
+        {},                 // SIDR_REQ
+        {0, 0x99, 0, 1, 0}, // SIDR_REP: status, QPN
+    };
+    Bytes hostile = cat({connect, run});
+    for (uint8_t kind = 0; kind < 9; kind++)
+        hostile = cat({hostile, {0x88, kind, 1, 0, 0}, fields[kind], change, run});
+    write("cm_agent", "hostile-mads", hostile);
+}
+
 int main(int argc, char** argv)
 {
     if (argc != 2) {
@@ -382,6 +425,7 @@ int main(int argc, char** argv)
         qp_info();
         oob();
         cm_mad();
+        cm_agent();
     } catch (const std::exception& e) {
         std::cerr << "make_seeds: " << e.what() << "\n";
         return 1;

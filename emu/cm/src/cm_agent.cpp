@@ -37,7 +37,9 @@ uint64_t guid_of(const std::array<uint8_t, 6>& mac)
     return g;
 }
 
-size_t kind(const CmMessage& m) { return m.index(); }  // MadKind numbers the variant's types in order
+// MadKind numbers the message types in CmMessage's order.
+static_assert(static_cast<size_t>(MadKind::Count) == std::variant_size_v<CmMessage>);
+size_t kind(const CmMessage& m) { return m.index(); }
 
 enum class State : uint8_t {
     Idle, Listen, ReqSent, MraRcvd, RepRcvd, ReqRcvd, RepSent, Established, DreqSent, DreqRcvd, Timewait,
@@ -54,12 +56,13 @@ struct CmAgent::Impl final : GsiAgent {
         uint64_t service_id = 0;
         CmId listen_id = kNoId;
         uint32_t remote_id = 0;    // the peer's comm ID (SIDR: its request ID)
-        bool indexed = false;      // in by_remote_ (a REQ or SIDR_REQ we took)
+        bool indexed = false;      // in by_remote (a REQ or SIDR_REQ we took)
         NicAddress peer;
         uint32_t peer_qpn = wire::kGsiQpn;
         uint64_t tid = 0;
         ConnParams local, remote;
         std::array<uint8_t, kMadBytes> last{};  // the MAD a retry or a duplicate gets again
+        MadKind last_kind = MadKind::Req;
         uint64_t deadline = 0;                  // ns, 0: none
         uint64_t try_ns = 0;                    // one try's timeout
         uint8_t retries_left = 0;
@@ -176,18 +179,13 @@ struct CmAgent::Impl final : GsiAgent {
     }
     void send(Conn& c, const CmMessage& msg, bool keep)
     {
+        if (keep) c.last_kind = static_cast<MadKind>(kind(msg));
         send_to(c.peer, c.peer_qpn, CmMad{header(c.tid), msg}, keep ? c.last.data() : nullptr);
     }
-    void resend(Conn& c, MadKind k)
+    void resend(Conn& c)  // the kept MAD again: a retry, or the answer to a duplicate
     {
         if (!eng.gsi_send(c.peer, c.peer_qpn, c.last.data(), kMadBytes)) return;
-        counters.tx[static_cast<size_t>(k)]++;
-    }
-    MadKind last_kind(const Conn& c) const
-    {
-        CmMad m;
-        if (decode_mad(c.last.data(), kMadBytes, &m) != MadVerdict::Ok) return MadKind::Req;
-        return static_cast<MadKind>(kind(m.msg));
+        counters.tx[static_cast<size_t>(c.last_kind)]++;
     }
 
     // ---- timers ----
@@ -228,7 +226,7 @@ struct CmAgent::Impl final : GsiAgent {
             c.retries_left--;
             if (c.state == State::MraRcvd) c.state = State::ReqSent;
             counters.retransmits++;
-            resend(c, last_kind(c));
+            resend(c);
             c.deadline = now + c.try_ns;
             return;
         }
@@ -343,7 +341,7 @@ struct CmAgent::Impl final : GsiAgent {
                 mra.service_timeout = cfg.mra_service_timeout_code;
                 send(*c, mra, false);
             } else if (c->state == State::RepSent) {
-                resend(*c, MadKind::Rep);
+                resend(*c);
             }
             return;
         }
@@ -423,7 +421,7 @@ struct CmAgent::Impl final : GsiAgent {
         if (c->remote_id != rep.local_comm_id) return drop(CmDrop::UnknownCommId);
         if (c->state == State::Established) {  // our RTU was lost: the same RTU again
             counters.duplicates++;
-            return resend(*c, MadKind::Rtu);
+            return resend(*c);
         }
         if (c->state == State::RepRcvd) return void(counters.duplicates++);
         drop(CmDrop::WrongState);
@@ -447,11 +445,19 @@ struct CmAgent::Impl final : GsiAgent {
 
     void on(const RejMsg& rej, const MadHeader&, const GsiDatagram& d)
     {
-        Conn* c = named(rej.remote_comm_id, d);
-        if (!c) return;
-        // A REJ of our REQ names no ID of the peer's (it may have made none).
+        // Remote comm ID 0: the sender withdraws its REQ before it learnt our ID (its ID was
+        // destroyed, reason timeout); we know that REQ by its sender and comm ID.
+        Conn* c = rej.remote_comm_id ? named(rej.remote_comm_id, d) : by_peer(d.src.ip, rej.local_comm_id);
+        if (!c) {
+            if (!rej.remote_comm_id) drop(CmDrop::UnknownCommId);
+            return;
+        }
+        // A REJ of our REQ names no ID of the peer's (it may have made none). Otherwise the
+        // peer refuses our REP, or withdraws its REQ (ReqRcvd) or its REP (RepRcvd), as the
+        // kernel's CM does when its consumer destroys the ID.
         const bool of_req = c->state == State::ReqSent || c->state == State::MraRcvd;
-        if (!of_req && c->state != State::RepSent) return drop(CmDrop::WrongState);
+        const bool later = c->state == State::RepSent || c->state == State::ReqRcvd || c->state == State::RepRcvd;
+        if (!of_req && !later) return drop(CmDrop::WrongState);
         if (!of_req && c->remote_id != rej.local_comm_id) return drop(CmDrop::UnknownCommId);
         Event ev;
         ev.type = EventType::Rejected;
@@ -527,7 +533,7 @@ struct CmAgent::Impl final : GsiAgent {
     {
         if (Conn* c = by_peer(d.src.ip, sreq.request_id)) {
             counters.duplicates++;
-            if (c->state == State::SidrRepSent) resend(*c, MadKind::SidrRep);
+            if (c->state == State::SidrRepSent) resend(*c);
             return;
         }
         IpCmHeader ih;

@@ -65,7 +65,10 @@ bool VerbsEngine::gsi_tx_next(TxPacket* out)
     return true;
 }
 
-void VerbsEngine::gsi_arm_timer(uint64_t deadline_ns) { exec_->arm_timer(nic_, kVerbsTimerWorker, kGsiTimerId, deadline_ns); }
+void VerbsEngine::gsi_arm_timer(uint64_t deadline_ns)
+{
+    exec_->arm_timer(nic_, kVerbsTimerWorker, kGsiTimerId, deadline_ns);
+}
 
 uint64_t VerbsEngine::now_ns() const { return exec_->now_ns(); }
 

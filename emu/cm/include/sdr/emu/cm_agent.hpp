@@ -31,8 +31,8 @@ class VerbsEngine;
 
 namespace cm {
 
-// QP1, the General Services Interface (IBTA vol. 1 13.5): every CM MAD goes to and from it, with
-// the well-known Q_Key (IBTA 13.5.3) and the default P_Key.
+// QP1, the General Services Interface (IBTA vol. 1 chapter 13): every CM MAD goes to and from
+// it, with the well-known GSI Q_Key and the default P_Key.
 inline constexpr uint32_t kGsiQpn = 1;
 inline constexpr uint32_t kGsiQkey = 0x80010000u;
 inline constexpr uint16_t kDefaultPkey = 0xFFFF;
@@ -88,7 +88,8 @@ struct ConnParams {
     uint32_t path_mtu = 1024;  // bytes: 256 .. 4096
 };
 
-// The protocol's timers and limits (IBTA 12.7.35): a MAD is sent again after the response
+// The protocol's timers and limits (IBTA vol. 1 chapter 12: CM Response Timeout, Max CM
+// Retries, MRA service timeout, time-wait): a MAD is sent again after the response
 // timeout (4.096 us * 2^code, plus the peer's MRA service timeout once it sent one), up to
 // max_retries times; then a REQ or SIDR_REQ is Unreachable, a REP Unreachable on the passive
 // side, a DREQ Disconnected. Small by default (about 0.54 s per try, 4 tries: a dead peer is
@@ -178,7 +179,8 @@ struct CmCounters {
 
 class CmAgent {
 public:
-    // Attaches to the engine's QP1: from now on its UD datagrams to QPN 1 come here.
+    // Attaches to the engine's QP1: from now on its UD datagrams to QPN 1 come here (one agent
+    // per engine: a second replaces the first). The engine must outlive the agent.
     explicit CmAgent(VerbsEngine& engine, CmConfig cfg = {});
     ~CmAgent();  // detaches; open connections vanish without a message
     CmAgent(const CmAgent&) = delete;

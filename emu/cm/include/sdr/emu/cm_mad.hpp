@@ -23,13 +23,13 @@ inline constexpr uint8_t kMgmtClassCm = 0x07;
 inline constexpr uint8_t kCmClassVersion = 2;
 inline constexpr uint8_t kMethodSend = 0x03;
 
-// Attribute IDs of the CM class (IBTA vol. 1 table 102 and 12.6).
+// Attribute IDs of the CM class (IBTA vol. 1 12.6).
 enum class Attr : uint16_t {
     ClassPortInfo = 0x0001, Req = 0x0010, Mra = 0x0011, Rej = 0x0012, Rep = 0x0013, Rtu = 0x0014,
     Dreq = 0x0015, Drep = 0x0016, SidrReq = 0x0017, SidrRep = 0x0018, Lap = 0x0019, Apr = 0x001A,
 };
 
-// The common MAD header (IBTA vol. 1 13.4.2).
+// The common MAD header (IBTA vol. 1 13.4).
 struct MadHeader {
     uint8_t base_version = kMadBaseVersion, mgmt_class = kMgmtClassCm, class_version = kCmClassVersion;
     uint8_t method = kMethodSend;  // bit 7: the response bit
@@ -179,7 +179,7 @@ void encode_mad(const CmMad& m, uint8_t* out);
 // The attribute ID of a message type.
 Attr attr_of(const CmMessage& msg);
 
-// Path MTU codes (IBTA vol. 1 table "MTU"): 1 = 256 .. 5 = 4096; 0 for any other size.
+// Path MTU codes (IBTA vol. 1, the MTU encoding): 1 = 256 .. 5 = 4096; 0 for any other size.
 uint8_t mtu_code(uint32_t bytes);
 uint32_t mtu_bytes(uint8_t code);  // 0 for a code outside 1..5
 

@@ -1,7 +1,8 @@
-// QP1, the General Services Interface (IBTA vol. 1 13.5), as the verbs engine offers it to a
-// management agent above the NIC (the Communication Manager, emu/cm): UD datagrams to QPN 1 go
-// to the one agent attached, never to a user's UD QP, and the agent's MADs leave as UD SEND
-// Only packets from QPN 1 with the GSI Q_Key. The engine only carries them: the agent parses.
+// QP1, the General Services Interface (IBTA vol. 1 chapter 13), as the verbs engine offers it
+// to a management agent above the NIC (the Communication Manager, emu/cm): UD datagrams to
+// QPN 1 go to the one agent attached, never to a user's UD QP, and the agent's MADs leave as UD
+// SEND Only packets from QPN 1 with the GSI Q_Key. The engine only carries them: the agent
+// parses.
 #pragma once
 
 #include <sdr/emu/nic_core.hpp>

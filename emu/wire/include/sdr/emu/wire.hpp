@@ -25,7 +25,7 @@ inline constexpr uint16_t kRoceUdpPort = 4791;
 // 224.0.0.0/4, its MGID ::ffff:a.b.c.d, its frames go to the Ethernet address 01:00:5e + the
 // group's low 23 bits (RFC 1112, 6.4) with BTH destination QPN 0xFFFFFF.
 inline constexpr uint32_t kMcastQpn = 0xFFFFFF;
-// QP1, the General Services Interface (IBTA vol. 1 13.5): the Communication Manager's MADs
+// QP1, the General Services Interface (IBTA vol. 1 chapter 13): the Communication Manager's MADs
 // arrive at it as UD SENDs with the well-known GSI Q_Key (no data QPN is ever 1, ids.hpp).
 inline constexpr uint32_t kGsiQpn = 1;
 inline constexpr uint32_t kGsiQkey = 0x80010000u;
