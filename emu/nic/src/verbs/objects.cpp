@@ -131,6 +131,13 @@ int VerbsEngine::root_key_null(uint32_t key, uint32_t slot)
 
 RxDrop VerbsEngine::verbs_write_target(const VerbsQp& q, uint32_t key, uint64_t va, uint64_t write_len, uint8_t** dst)
 {
+    // A WRITE of no bytes names no memory: its R_Key and VA are not checked (IBTA vol. 1
+    // C9-88), only the QP's remote write access. rsockets sends its credit updates so, with
+    // R_Key 0, as a WRITE with immediate.
+    if (write_len == 0) {
+        *dst = nullptr;
+        return (q.access & verbs::kRemoteWrite) ? RxDrop::Count : RxDrop::AccessDenied;
+    }
     const VerbsMr* mr = verbs_mr(key);
     if (!mr) return RxDrop::UnknownKey;
     if (mr->pd != q.pd || !(mr->access & verbs::kRemoteWrite) || !(q.access & verbs::kRemoteWrite))

@@ -263,8 +263,8 @@ private:
         return &vmrs_[i];
     }
     // Where a WRITE of write_len bytes at va through key lands, for QP q: *dst is byte 0 of the
-    // write in host memory, nullptr for a root key's NULL entry (discard). Drop reason, or
-    // RxDrop::Count when the write is allowed.
+    // write in host memory, nullptr for a root key's NULL entry (discard) or a write of zero
+    // bytes (no key checked). Drop reason, or RxDrop::Count when the write is allowed.
     RxDrop verbs_write_target(const VerbsQp& q, uint32_t key, uint64_t va, uint64_t write_len, uint8_t** dst);
     VerbsQp* vqp(uint32_t h) const { return h < vqps_.size() ? vqps_[h].get() : nullptr; }
     // The UDP source port of q's next packet to QP dest_qpn: the pair's (ids.hpp), or sprayed.
