@@ -215,23 +215,37 @@ TEST_P(RdmaCm, RdmaServerClient)
     EXPECT_TRUE(contains(co, "rdma_client: end 0")) << co;
 }
 
-// rsockets: 100 transfers of 4 KiB each way; rstream's line says 800k moved in all.
+// rsockets: 100 transfers of 4 KiB each way (rstream's line: 800k moved in all), and 1000 of
+// 64 bytes (125k), which make rsockets return credits as zero-length RDMA WRITEs with immediate
+// and R_Key 0 (IBTA vol. 1 C9-88: no key to check).
 TEST_P(RdmaCm, RstreamAndRiostream)
 {
-    const std::regex line("custom\\s+4k\\s+100\\s+1\\s+800k\\s");
+    struct Case {
+        const char* args;
+        const char* line;
+    };
+    const Case cases[] = {{" -S 4096 -C 100", "custom\\s+4k\\s+100\\s+1\\s+800k\\s"},
+                          {" -S 64 -C 1000", "custom\\s+64\\s+1k\\s+1\\s+125k\\s"}};
+    int port = 7475;
     for (const char* prog : {"rstream", "riostream"}) {
-        const std::string args = std::string(" -p ") + (prog[1] == 's' ? "7475" : "7476") + " -S 4096 -C 100";
-        auto [so, co] = pair(prog, std::string(prog) + " -b " + ip(1) + args, std::string(prog) + " -s " + ip(1) + args);
-        EXPECT_TRUE(std::regex_search(so, line)) << prog << " server:\n" << so;
-        EXPECT_TRUE(std::regex_search(co, line)) << prog << " client:\n" << co;
+        for (const Case& c : cases) {
+            const std::string args = " -p " + std::to_string(port++) + c.args;
+            auto [so, co] = pair(std::string(prog) + "_" + std::to_string(port), std::string(prog) + " -b " + ip(1) + args,
+                                 std::string(prog) + " -s " + ip(1) + args);
+            const std::regex line(c.line);
+            std::smatch m;
+            EXPECT_TRUE(std::regex_search(so, line)) << prog << args << " server:\n" << so;
+            EXPECT_TRUE(std::regex_search(co, m, line)) << prog << args << " client:\n" << co;
+            if (!m.empty()) std::printf("%s%s over %s: %s\n", prog, args.c_str(), GetParam(), m.str().c_str());
+        }
     }
 }
 
 TEST_P(RdmaCm, PerftestWriteBwRdmaCm)
 {
     if (run("command -v ib_write_bw").status != 0) GTEST_SKIP() << "perftest (ib_write_bw) is not installed";
-    auto [so, co] = pair("ib_write_bw", "ib_write_bw -d " + dev(1) + " -R -x 0 -D 2 -p 7477",
-                         "ib_write_bw -d " + dev(0) + " -R -x 0 -D 2 -p 7477 " + ip(1));
+    auto [so, co] = pair("ib_write_bw", "ib_write_bw -d " + dev(1) + " -R -x 0 -D 2 -p 7487",
+                         "ib_write_bw -d " + dev(0) + " -R -x 0 -D 2 -p 7487 " + ip(1));
     const std::regex result("\\n\\s*65536\\s+([0-9]+)\\s+[0-9.]+\\s+[0-9.]+");
     std::smatch m;
     ASSERT_TRUE(std::regex_search(co, m, result)) << co;
@@ -263,13 +277,13 @@ TEST_P(RdmaCm, MulticastJoinSendReceive)
 // service ID), as the kernel's; librdmacm reports RDMA_CM_EVENT_REJECTED with that status.
 TEST_P(RdmaCm, ConnectToClosedPortIsRejected)
 {
-    auto s = server("rping_open", "rping -s -a " + ip(1) + " -p 7478 -C 1");  // a CM runs over there
-    Result c = run(in(0, "timeout 60 rping -c -a " + ip(1) + " -p 7479 -C 1"));
+    auto s = server("rping_open", "rping -s -a " + ip(1) + " -p 7481 -C 1");  // a CM runs over there
+    Result c = run(in(0, "timeout 60 rping -c -a " + ip(1) + " -p 7482 -C 1"));
     EXPECT_NE(c.status, 0) << c.out;
     EXPECT_TRUE(std::regex_search(c.out, std::regex("sdr rdma_cm: event REJECTED id [0-9]+ status 8\n"))) << c.out;
     EXPECT_TRUE(contains(c.out, "cma event RDMA_CM_EVENT_REJECTED, error 8")) << c.out;
     // The listener still serves the port it has.
-    Result ok = run(in(0, "timeout 60 rping -c -a " + ip(1) + " -p 7478 -C 1 -V"));
+    Result ok = run(in(0, "timeout 60 rping -c -a " + ip(1) + " -p 7481 -C 1 -V"));
     EXPECT_EQ(ok.status, 0) << ok.out;
     int status = -1;
     s->finish(&status);
