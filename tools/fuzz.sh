@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Run one libFuzzer target of tests/fuzz for a bounded time, starting from its seed corpus.
 #   tools/fuzz.sh [--build DIR] TARGET SECONDS [libFuzzer options...]
-# TARGET: nic_rx, verbs_rx, firmware, ctrl_msg, qp_info or oob. DIR (default build-fuzz) is a build
-# configured with -DSDR_FUZZ=ON and clang (tests/fuzz/README.md). New inputs and any crash
-# land in DIR/tests/fuzz/out/TARGET; the committed corpus is only read. SECONDS 0: no limit.
+# TARGET: nic_rx, verbs_rx, firmware, ctrl_msg, qp_info, oob, cm_mad or cm_agent. DIR (default
+# build-fuzz) is a build configured with -DSDR_FUZZ=ON and clang (tests/fuzz/README.md). New
+# inputs and any crash land in DIR/tests/fuzz/out/TARGET; the committed corpus is only read.
+# SECONDS 0: no limit.
 # Extra options go to libFuzzer (e.g. -runs=1000000, or a crash file to replay).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -13,7 +14,7 @@ if [ "${1:-}" = --build ]; then
   shift 2
 fi
 if [ $# -lt 2 ]; then
-  sed -n '2,7p' "$0" >&2
+  sed -n '2,8p' "$0" >&2
   exit 2
 fi
 target=$1 seconds=$2

@@ -3,6 +3,9 @@
 // engine's lock.
 #include "engine.hpp"
 
+#include <sdr/verbs/sdr_ucma.h>
+
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/stat.h>
@@ -175,13 +178,24 @@ int dereg_mr(verbs_mr* vmr)
 
 namespace {
 
+// The interception library's answer for a channel it made (sdr_ucma.h), or -1: found once, in
+// the global scope LD_PRELOAD puts it in.
+int preloaded_channel_writer(int fd)
+{
+    static const auto writer =
+        reinterpret_cast<sdr_rdma_comp_channel_writer_fn>(dlsym(RTLD_DEFAULT, SDR_RDMA_COMP_CHANNEL_WRITER));
+    return writer ? writer(fd) : -1;
+}
+
 // The write end of the pipe behind `channel`, giving the channel that pipe on first use.
 //
 // libibverbs 44 creates a completion channel with a write() to the device node and takes the
-// fd from the kernel's answer; the node here is the null device, which answers nothing, so
-// channel->fd is undefined until a CQ is attached to the channel. The first CQ created on a
-// channel gives it a pipe of the provider's own; the channel keeps it (ibv_destroy_comp_channel
-// closes it), and later CQs on the same channel share it.
+// fd from the kernel's answer. With the interception library (libsdr_rdma_preload.so) that
+// answer is the read end of a pipe of the library's, valid from creation on: its write end is
+// used as is. Without it the node is the null device, which answers nothing, so channel->fd is
+// undefined until a CQ is attached to the channel: the first CQ created on such a channel gives
+// it a pipe of the provider's own; the channel keeps it (ibv_destroy_comp_channel closes it),
+// and later CQs on the same channel share it.
 int channel_write_fd(ContextState* st, ibv_comp_channel* channel)
 {
     std::lock_guard lock(st->mu);
@@ -189,6 +203,7 @@ int channel_write_fd(ContextState* st, ibv_comp_channel* channel)
     for (const ChannelPipe& p : st->channels)
         if (p.channel == channel && channel->fd == p.read_fd && fstat(p.read_fd, &sb) == 0 && sb.st_ino == p.read_ino)
             return fcntl(p.write_fd, F_DUPFD_CLOEXEC, 0);
+    if (int mine = preloaded_channel_writer(channel->fd); mine >= 0) return mine;
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0) return -1;
     if (fstat(fds[0], &sb) != 0) {

@@ -8,6 +8,7 @@
 #include "nic_world.hpp"
 #include "verbs_world.hpp"
 
+#include <sdr/emu/cm_mad.hpp>
 #include <sdr/firmware/fw.h>
 #include <sdr/host/oob_fd.hpp>
 #include <sdr/reliability/ctrl_msg.hpp>
@@ -349,6 +350,114 @@ void oob()
 
 }  // namespace
 
+// ---- cm_mad: one MAD of each CM message, as the agent writes them --------------------------
+
+void cm_mad()
+{
+    using namespace sdr::emu::cm;
+    auto put = [](const std::string& name, const CmMessage& msg) {
+        CmMad m;
+        m.hdr.tid = 0x0000123400000001ull;
+        m.msg = msg;
+        Bytes b(kMadBytes);
+        encode_mad(m, b.data());
+        write("cm_mad", name, b);
+    };
+    ReqMsg req;
+    req.local_comm_id = 0x8FAF7001;
+    req.service_id = 0x0000000001061D2Full;
+    req.local_qpn = 0x84F000;
+    req.responder_resources = req.initiator_depth = 4;
+    req.remote_cm_response_timeout = req.local_cm_response_timeout = 17;
+    req.flow_control = true;
+    req.starting_psn = 0xABCD;
+    req.retry_count = req.rnr_retry_count = 7;
+    req.pkey = 0xFFFF;
+    req.path_mtu = 3;
+    req.max_cm_retries = 3;
+    req.primary.local_lid = req.primary.remote_lid = 0xFFFF;
+    req.primary.local_gid = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF, 10, 0, 0, 1};
+    req.primary.remote_gid = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF, 10, 0, 0, 2};
+    req.primary.hop_limit = 64;
+    req.primary.local_ack_timeout = 14;
+    encode_ip_cm_header(IpCmHeader{0, 4, 50000, ip_cm_addr_v4(0x0A000001), ip_cm_addr_v4(0x0A000002)},
+                        req.private_data.data());
+    put("req", req);
+    put("mra", MraMsg{0x1002, 0x8FAF7001, 0, 18, {}});
+    RejMsg rej;
+    rej.remote_comm_id = 0x8FAF7001;
+    rej.reason = 8;
+    put("rej-invalid-service-id", rej);
+    RepMsg rep;
+    rep.local_comm_id = 0x1002;
+    rep.remote_comm_id = 0x8FAF7001;
+    rep.local_qpn = 0x85A001;
+    rep.starting_psn = 0xBEEF;
+    rep.responder_resources = rep.initiator_depth = 4;
+    rep.flow_control = true;
+    rep.rnr_retry_count = 7;
+    put("rep", rep);
+    put("rtu", RtuMsg{0x8FAF7001, 0x1002, {}});
+    put("dreq", DreqMsg{0x8FAF7001, 0x1002, 0x85A001, {}});
+    put("drep", DrepMsg{0x1002, 0x8FAF7001, {}});
+    SidrReqMsg sreq;
+    sreq.request_id = 0x8FAF7002;
+    sreq.pkey = 0xFFFF;
+    sreq.service_id = 0x0000000001110FA0ull;
+    encode_ip_cm_header(IpCmHeader{0, 4, 40000, ip_cm_addr_v4(0x0A000001), ip_cm_addr_v4(0x0A000002)},
+                        sreq.private_data.data());
+    put("sidr-req", sreq);
+    SidrRepMsg srep;
+    srep.request_id = 0x8FAF7002;
+    srep.qpn = 0x85A002;
+    srep.service_id = 0x0000000001110FA0ull;
+    srep.qkey = 0x01234567;
+    put("sidr-rep", srep);
+}
+
+// ---- cm_agent: programs of consumer calls, time and MADs (fuzz_cm_agent.cpp's operations) -----
+
+void cm_agent()
+{
+    const Bytes run = {7, 10, 0};  // 1 ms passes
+    auto cat = [](std::initializer_list<Bytes> parts) {
+        Bytes b;
+        for (const Bytes& p : parts) b.insert(b.end(), p.begin(), p.end());
+        return b;
+    };
+    // a connects to b's TCP service with 5 bytes of private data, QPN 0x1234, MTU 1024
+    const Bytes connect = {0x00, 1, 5, 0x34, 0x12, 0, 0, 2};
+    const Bytes answer_b = {0x82}, answer_a = {0x02};
+    // disconnect: on a, its one ID; on b, each of its three IDs in turn (listeners refuse)
+    const Bytes disc_a = {0x04, 0}, disc_b = {0x84, 0, 0x84, 1, 0x84, 2};
+    write("cm_agent", "connect-accept-disconnect",
+          cat({connect, run, answer_b, run, answer_a, run, disc_a, run, disc_b, {7, 0x20, 0x4E}}));
+    write("cm_agent", "consumer-reject", cat({connect, run, {0x83, 28, 0}, run}));
+    write("cm_agent", "sidr", cat({{0x01, 1, 10, 0x77, 0, 0, 0, 0}, run, answer_b, run}));
+    write("cm_agent", "no-listener", cat({{0x00, 0, 1, 2, 3, 4, 5, 6, 7, 8, 0, 1, 0, 0, 0, 3}, run}));
+    // a connects; the REQ's retries run into b, which never answers: MRA for each, then time
+    write("cm_agent", "slow-consumer", cat({connect, {7, 0x20, 0x4E}, {7, 0x20, 0x4E}, answer_b, run, answer_a, run}));
+    // hostile MADs into b, one of each message, comm IDs of live IDs, a few bytes changed
+    // (op, kind, flags 1: live IDs and the listened services; then each kind's own fields; then
+    // one byte changed: at 60, 0xA5)
+    const Bytes change = {1, 60, 0xA5};
+    const std::vector<Bytes> fields = {
+        {3, 1, 3, 17},      // REQ: MTU code, transport UC, Max CM Retries, response timeout
+        {0, 18},            // MRA of a REQ, service timeout
+        {0, 28, 0},         // REJ of a REQ, consumer reject
+        {0x45, 0x23, 1, 0}, // REP: QPN
+        {},                 // RTU
+        {0x45, 0x23, 1, 0}, // DREQ: remote QPN
+        {},                 // DREP
+        {},                 // SIDR_REQ
+        {0, 0x99, 0, 1, 0}, // SIDR_REP: status, QPN
+    };
+    Bytes hostile = cat({connect, run});
+    for (uint8_t kind = 0; kind < 9; kind++)
+        hostile = cat({hostile, {0x88, kind, 1, 0, 0}, fields[kind], change, run});
+    write("cm_agent", "hostile-mads", hostile);
+}
+
 int main(int argc, char** argv)
 {
     if (argc != 2) {
@@ -363,6 +472,8 @@ int main(int argc, char** argv)
         qp_info();
         oob();
         verbs_rx();
+        cm_mad();
+        cm_agent();
     } catch (const std::exception& e) {
         std::cerr << "make_seeds: " << e.what() << "\n";
         return 1;

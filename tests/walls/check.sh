@@ -2,7 +2,8 @@
 # The walls between the rooms and floors, checked on the sources (usage: check.sh ROOT). Each
 # emu part may include only its own headers and those of the parts below it; inside the NIC,
 # neither engine includes the other's header; hal/ includes nothing of host/; the firmware
-# includes only the HAL and freestanding C headers, and neither allocates nor throws.
+# includes only the HAL and freestanding C headers, and neither allocates nor throws; the CM's
+# MAD codec includes nothing of the NIC.
 # Prints every breach and exits 1 if there is one.
 set -uo pipefail
 root=${1:?usage: check.sh ROOT}
@@ -10,7 +11,7 @@ breaches=()
 
 # The part whose include/ holds sdr/emu/NAME.
 owner() {
-    for part in wire link nic sim rt; do
+    for part in wire link nic cm sim rt; do
         [ -f "$root/emu/$part/include/sdr/emu/$1" ] && { echo "$part"; return; }
     done
     echo "none"
@@ -23,8 +24,8 @@ includes() { [ $# -gt 0 ] && grep -HoE '^[[:space:]]*#[[:space:]]*include[[:spac
     sed -E 's/:[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]([^>"]+)[>"]$/ \1/'; }
 
 # emu parts: part -> the parts it may include
-declare -A below=([wire]="wire" [link]="link wire" [nic]="nic wire" [sim]="sim nic link wire" [rt]="rt nic link wire")
-for part in wire link nic sim rt; do
+declare -A below=([wire]="wire" [link]="link wire" [nic]="nic wire" [cm]="cm nic wire" [sim]="sim nic link wire" [rt]="rt nic link wire")
+for part in wire link nic cm sim rt; do
     mapfile -t files < <(sources "$root/emu/$part")
     while read -r file header; do
         [ -n "$file" ] || continue
@@ -62,6 +63,15 @@ check_engine() {  # name, forbidden headers (space list), files...
 check_engine "SDR engine" "sdr/emu/verbs_engine.hpp sdr/emu/verbs.hpp" "${sdr_engine[@]}" "${sdr_src[@]}"
 check_engine "verbs engine" "sdr/emu/nic.hpp sdr/emu/worker.hpp" "${verbs_engine[@]}" "${verbs_src[@]}"
 check_engine "NIC core" "sdr/emu/nic.hpp sdr/emu/worker.hpp sdr/emu/verbs_engine.hpp sdr/emu/verbs.hpp" "${core[@]}"
+
+# The CM's MAD codec is pure (a fuzzer links it alone): no header of any emu part but its own.
+while read -r file header; do
+    [ -n "$file" ] || continue
+    case $header in
+    sdr/emu/cm_mad.hpp) ;;
+    sdr/*) breaches+=("$file includes $header: the MAD codec includes nothing of the NIC") ;;
+    esac
+done < <(includes "$root/emu/cm/include/sdr/emu/cm_mad.hpp" "$root/emu/cm/src/cm_mad.cpp")
 
 # hal/ is the contract (and its conformance suite): nothing of host/.
 mapfile -t hal_src < <(sources "$root/hal")

@@ -12,6 +12,8 @@ wire-includes-nic) f=$tmp/emu/wire/src/wire.cpp; line='#include <sdr/emu/nic.hpp
 hal-includes-host) f=$tmp/hal/include/sdr/hal/hal.h; line='#include <sdr/host/device.hpp>'; want='hal/ includes nothing of host/' ;;
 sdr-engine-includes-verbs) f=$tmp/emu/nic/src/sdr/nic_tx.cpp; line='#include <sdr/emu/verbs_engine.hpp>'; want='the SDR engine may not' ;;
 verbs-engine-includes-sdr) f=$tmp/emu/nic/src/verbs/tx.cpp; line='#include <sdr/emu/nic.hpp>'; want='the verbs engine may not' ;;
+nic-includes-cm) f=$tmp/emu/nic/src/verbs/gsi.cpp; line='#include <sdr/emu/cm_agent.hpp>'; want='which emu/nic may not' ;;
+cm-mad-includes-nic) f=$tmp/emu/cm/src/cm_mad.cpp; line='#include <sdr/emu/verbs_engine.hpp>'; want='the MAD codec includes nothing of the NIC' ;;
 firmware-allocates) f=$tmp/firmware/src/rx.c; line='static void *p(void) { return malloc(8); }'; want='neither allocates nor throws' ;;
 *) echo "unknown case $case_"; exit 2 ;;
 esac

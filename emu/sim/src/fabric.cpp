@@ -97,10 +97,12 @@ public:
 private:
     static uint64_t ps_per_byte(double gbps) { return static_cast<uint64_t>(std::llround(8000.0 / gbps * (1 << kFracBits))); }
     // Switches queue control datagrams, ACKs, NAKs and CNPs ahead of data, never marked: every
-    // kind but SDR's and verbs' data, and of verbs' packets the RC acknowledgements.
+    // kind but SDR's and verbs' data, and of verbs' packets the RC acknowledgements and QP1's
+    // management datagrams (the CM's, emu/cm).
     static uint8_t control_class(const TxPacket& p)
     {
-        return (p.kind != TxPacket::Kind::Sdr && p.kind != TxPacket::Kind::Verbs) || p.meta.opcode == wire::kOpRcAck;
+        return (p.kind != TxPacket::Kind::Sdr && p.kind != TxPacket::Kind::Verbs) || p.meta.opcode == wire::kOpRcAck ||
+               (p.kind == TxPacket::Kind::Verbs && p.meta.src_qp == wire::kGsiQpn);
     }
     // PFC from the first switch: a paused port stops taking packets from the send engine.
     void pause(bool on)

@@ -1,5 +1,5 @@
 // The NIC's receive path: frame decode (hostile bytes), dispatch to the control QPs, the verbs
-// QPs (verbs/rx.cpp) or SDR's UC responder (its RC transport QPs: nic_sdr_rc.cpp), whose
+// QPs (verbs/rx.cpp; QP1's datagrams too) or SDR's UC responder (its RC transport QPs: nic_sdr_rc.cpp), whose
 // checks each count a drop and write nothing; then the DMA and the CQE to the channel's DPA
 // worker.
 
@@ -56,6 +56,10 @@ void Nic::rx_frame(const uint8_t* frame, size_t len)
             return engine_->receive(m, p.payload, src, frame + wire::kEthBytes, p.h);
         }
         if (wire::has_deth(m.opcode)) return ctrl_receive(m, p.payload, src);
+    }
+    if (m.dest_qp == wire::kGsiQpn) [[unlikely]] {  // QP1: the verbs engine's management agent (gsi.hpp)
+        if (!engine_) return drop(RxDrop::UnknownQp, nullptr);
+        return engine_->receive(m, p.payload, src, frame + wire::kEthBytes, p.h);
     }
     if (m.opcode == wire::kOpRcAck) [[unlikely]] return sdr_rc_ack(m, p.h.aeth, src);  // to an RC transport QP
     if (m.opcode == wire::kOpCnp) [[unlikely]] return dcqcn_cnp(m, src);  // DCQCN: slow a sending QP

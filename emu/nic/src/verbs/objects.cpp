@@ -153,8 +153,9 @@ int VerbsEngine::root_key_null(uint32_t key, uint32_t slot)
 
 RxDrop VerbsEngine::verbs_write_target(const VerbsQp& q, uint32_t key, uint64_t va, uint64_t write_len, uint8_t** dst)
 {
-    // A zero-length WRITE touches no memory: it needs no R_Key or VA (IBTA vol. 1, C9-88; rxe
-    // skips them too), only a QP that takes remote writes. UCX's rc_verbs flushes with one, rkey 0.
+    // A WRITE of no bytes names no memory: its R_Key and VA are not checked (IBTA vol. 1
+    // C9-88; rxe skips them too), only the QP's remote write access. UCX's rc_verbs flushes a QP
+    // with one to R_Key 0; rsockets sends its credit updates so, as a WRITE with immediate.
     if (write_len == 0) {
         *dst = nullptr;
         return (q.access & verbs::kRemoteWrite) ? RxDrop::Count : RxDrop::AccessDenied;

@@ -277,6 +277,10 @@ void VerbsEngine::rc_ack_received(VerbsQp& q, uint32_t h, uint32_t psn, uint32_t
 // RNR wait.
 void VerbsEngine::timer(uint32_t h)
 {
+    if (h == kGsiTimerId) [[unlikely]] {  // QP1's agent (gsi.hpp)
+        if (gsi_) gsi_->gsi_timer();
+        return core_.note_host_event();
+    }
     VerbsQp* qp = vqp(h);
     if (!qp || qp->type != verbs::QpType::Rc) return;
     qp->timer_set = 0;  // (executors deliver only the timer armed last)

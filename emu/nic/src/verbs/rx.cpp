@@ -1,7 +1,8 @@
 // The verbs QPs' receive dispatch: a frame whose QPN names a verbs QP (nic_core.hpp, kVerbsQpnBit)
 // goes to its QP, which must be ready to receive (RTR or RTS), and to the rules of its
 // transport (verbs/uc.cpp, verbs/ud.cpp, verbs/rc_*.cpp), or a DCQCN CNP to its reaction point
-// (verbs/dcqcn.cpp). SDR's own frames never come here.
+// (verbs/dcqcn.cpp); a datagram to QP1 to the management agent (verbs/gsi.cpp). SDR's own
+// frames never come here.
 
 #include <sdr/emu/verbs_engine.hpp>
 
@@ -17,6 +18,7 @@ void VerbsEngine::receive(const PacketMeta& m, const uint8_t* payload, const Nic
                         const wire::Headers& hd)
 {
     if (m.dest_qp == wire::kMcastQpn) [[unlikely]] return mcast_receive(m, payload, ip_header);
+    if (m.dest_qp == wire::kGsiQpn) [[unlikely]] return gsi_receive(m, payload, src, hd);  // QP1: the CM's
     const uint32_t h = NicIds::qpn_index(m.dest_qp) & (kVerbsQpnBit - 1);
     VerbsQp* q = vqp(h);
     if (!q || !q->live || q->qpn != m.dest_qp || !payload) return verbs_drop(RxDrop::UnknownQp, nullptr);

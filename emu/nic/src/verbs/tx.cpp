@@ -63,8 +63,8 @@ const uint8_t* VerbsEngine::verbs_payload(const verbs::SendWr& w, uint32_t off, 
 // stays valid until the next call: every executor encodes a packet before it asks for another.
 bool VerbsEngine::tx_next(TxPacket* out)
 {
-    const bool sent = next_packet(out);
-    core_.engine_tx_ = !verbs_active_.empty();  // the NIC asks again only while QPs wait
+    const bool sent = gsi_out_.empty() ? next_packet(out) : gsi_tx_next(out);  // QP1's MADs first
+    core_.engine_tx_ = !verbs_active_.empty() || !gsi_out_.empty();  // the NIC asks again only while work waits
     return sent;
 }
 

@@ -9,6 +9,7 @@
 
 #include <sdr/emu/dcqcn.hpp>
 #include <sdr/emu/fifo_ring.hpp>
+#include <sdr/emu/gsi.hpp>
 #include <sdr/emu/nic_core.hpp>
 #include <sdr/emu/verbs.hpp>
 #include <sdr/emu/wire.hpp>
@@ -16,6 +17,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <vector>
 
@@ -132,6 +134,21 @@ public:
     const std::vector<uint32_t>* mcast_qps(uint32_t group_ip) const;
     // IPv4-mapped GID -> the peer's MAC and IP, through the executor's resolve_mac.
     bool resolve_gid(const verbs::Gid& gid, NicAddress* out) const;
+
+    // QP1 (gsi.hpp, src/verbs/gsi.cpp): one management agent (the CM) takes the datagrams to
+    // QPN 1 and sends MADs from it; without one, they are `unknown_qp` drops as before.
+    // gsi_attach(nullptr) detaches (what was queued still leaves). gsi_send queues one MAD (at
+    // most 256 bytes) to QP dest_qpn at dst, ahead of the verbs QPs' packets; false: more than
+    // kGsiQueueDepth wait, or too long. gsi_arm_timer: GsiAgent::gsi_timer at deadline_ns
+    // (one timer: re-arming replaces). All under the executor's lock.
+    static constexpr uint32_t kGsiQueueDepth = 256;
+    static constexpr uint32_t kGsiMadBytes = 256;
+    static constexpr uint32_t kGsiTimerId = kMaxVerbsQps;  // beside the QP handles' timer ids
+    void gsi_attach(GsiAgent* agent) { gsi_ = agent; }
+    [[nodiscard]] bool gsi_send(const NicAddress& dst, uint32_t dest_qpn, const uint8_t* mad, uint32_t len);
+    void gsi_arm_timer(uint64_t deadline_ns);
+    uint64_t now_ns() const;
+    const NicAddress& address() const { return addr_; }
 
     // NicEngine: what the NIC hands this engine. hd: the decoded headers: the RETH's DMA length
     // (a WRITE FIRST's is the message's, a READ request's the READ's; m.dma_len is the
@@ -278,8 +295,8 @@ private:
         return &vmrs_[i];
     }
     // Where a WRITE of write_len bytes at va through key lands, for QP q: *dst is byte 0 of the
-    // write in host memory, nullptr for a root key's NULL entry (discard). Drop reason, or
-    // RxDrop::Count when the write is allowed.
+    // write in host memory, nullptr for a root key's NULL entry (discard) or a write of zero
+    // bytes (no key checked). Drop reason, or RxDrop::Count when the write is allowed.
     RxDrop verbs_write_target(const VerbsQp& q, uint32_t key, uint64_t va, uint64_t write_len, uint8_t** dst);
     VerbsQp* vqp(uint32_t h) const { return h < vqps_.size() ? vqps_[h].get() : nullptr; }
     // The UDP source port of q's next packet to QP dest_qpn: the pair's (ids.hpp), or sprayed.
@@ -320,6 +337,14 @@ private:
     };
     McastGroup* mcast_group(uint32_t ip);
     void verbs_drop(RxDrop d, VerbsQp* q);
+    // ---- QP1 (verbs/gsi.cpp) ----
+    struct GsiOut {
+        NicAddress dst;
+        uint32_t dest_qpn = 0, len = 0;
+        std::array<uint8_t, kGsiMadBytes> mad{};
+    };
+    void gsi_receive(const PacketMeta& m, const uint8_t* payload, const NicAddress& src, const wire::Headers& hd);
+    bool gsi_tx_next(TxPacket* out);
     // ---- DCQCN (verbs/dcqcn.cpp; the rules: dcqcn.hpp) ----
     // NP: a CE-marked packet for q from its sender, QP sender_qpn at `from`.
     [[gnu::cold, gnu::noinline]] void dcqcn_notify(VerbsQp& q, uint32_t sender_qpn, const NicAddress& from);
@@ -373,6 +398,10 @@ private:
     uint64_t verbs_cq_errors_ = 0;
     std::vector<McastGroup> mcast_;  // groups with a member on this NIC (few: a linear scan)
     uint32_t mcast_attached_ = 0;    // attachments over all groups
+    GsiAgent* gsi_ = nullptr;
+    std::deque<GsiOut> gsi_out_;                    // MADs waiting for the port
+    std::array<uint8_t, kGsiMadBytes> gsi_tx_{};    // the one handed out, until the next tx_next
+    uint32_t gsi_psn_ = 0;
 };
 
 }  // namespace sdr::emu

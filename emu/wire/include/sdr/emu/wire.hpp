@@ -26,6 +26,10 @@ inline constexpr uint16_t kRoceUdpPort = 4791;
 // 224.0.0.0/4, its MGID ::ffff:a.b.c.d, its frames go to the Ethernet address 01:00:5e + the
 // group's low 23 bits (RFC 1112, 6.4) with BTH destination QPN 0xFFFFFF.
 inline constexpr uint32_t kMcastQpn = 0xFFFFFF;
+// QP1, the General Services Interface (IBTA vol. 1 chapter 13): the Communication Manager's MADs
+// arrive at it as UD SENDs with the well-known GSI Q_Key (no data QPN is ever 1, ids.hpp).
+inline constexpr uint32_t kGsiQpn = 1;
+inline constexpr uint32_t kGsiQkey = 0x80010000u;
 inline constexpr bool is_ipv4_multicast(uint32_t ip) { return (ip >> 28) == 0xE; }  // host order
 inline constexpr std::array<uint8_t, 6> ipv4_multicast_mac(uint32_t ip)
 {

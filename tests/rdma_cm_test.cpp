@@ -1,0 +1,326 @@
+// rdma_cm on SDR's verbs device (emu/verbs/README.md, "rdma_cm and completion channels"): with
+// the interception library in LD_PRELOAD, Debian's unmodified librdmacm programs run between two
+// namespaces joined by a veth, over raw: (AF_PACKET) and xdp: (AF_XDP), their connections made by
+// the NICs' CM agents on the wire: rping (100 pings, validated), ucmatose (RC, and its IDs migrated
+// to another event channel), udaddy (UD through SIDR), rdma_server/rdma_client (rdma_create_ep),
+// rstream and riostream (rsockets), perftest's ib_write_bw -R, and multicast through rdma_cm
+// (tests/rdma_cm_mcast.c). A connect to a port nobody listens on is REJECTED with the kernel's reason 8
+// (invalid service ID); a peer killed mid-transfer fails the survivor's transfer in bounded time.
+// tests/verbs_comp_channel.c checks that a completion channel's fd is valid from its creation,
+// tests/rdma_cm_abi.c the commands' errors.
+//
+// The namespaces are made once for the suite; each test adds the two devices of its port kind
+// and removes them after. A server is ready when its SDR_RDMA_CM_TRACE line says it listens.
+#include "child_util.hpp"
+#include "netns_util.hpp"
+
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <regex>
+#include <sstream>
+#include <string>
+
+namespace {
+
+using sdr::test::Child;
+
+struct Result {
+    std::string out;
+    int status;
+};
+
+Result run(const std::string& cmd)
+{
+    Child c(cmd);
+    Result r;
+    r.out = c.finish(&r.status);
+    return r;
+}
+
+bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
+
+uint64_t mono_ms()
+{
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return uint64_t(ts.tv_sec) * 1000 + uint64_t(ts.tv_nsec) / 1'000'000;
+}
+
+std::string slurp(const std::string& path)
+{
+    std::ifstream f(path);
+    std::stringstream s;
+    s << f.rdbuf();
+    return s.str();
+}
+
+// Waits (bounded) until the file holds `what`.
+bool wait_for(const std::string& path, const std::string& what, uint64_t ms = 30'000)
+{
+    for (uint64_t deadline = mono_ms() + ms; mono_ms() < deadline;) {
+        if (contains(slurp(path), what)) return true;
+        usleep(10'000);  // polling a file for a condition, not waiting out a race
+    }
+    return false;
+}
+
+class RdmaCm : public ::testing::TestWithParam<const char*> {
+protected:
+    static void SetUpTestSuite()
+    {
+        if (!sdr::test::netns_unavailable().empty()) return;
+        char tmpl[] = "/tmp/sdr-rdma-cm-XXXXXX";
+        if (!mkdtemp(tmpl)) return;
+        dir_ = new std::string(tmpl);
+        bed_ = new sdr::test::Testbed("rcm");
+    }
+    static void TearDownTestSuite()
+    {
+        delete bed_;
+        bed_ = nullptr;
+        if (dir_) run("rm -rf " + *dir_);
+        delete dir_;
+        dir_ = nullptr;
+    }
+    void SetUp() override
+    {
+        if (std::string why = sdr::test::netns_unavailable(); !why.empty()) GTEST_SKIP() << why;
+        if (run("command -v rping ucmatose udaddy rdma_server rstream riostream").status != 0)
+            GTEST_SKIP() << "rdmacm-utils (rping, ucmatose, udaddy, rdma_server, rstream, riostream) is not installed";
+        ASSERT_NE(dir_, nullptr) << "mkdtemp";
+        ASSERT_TRUE(bed_->ok()) << "tools/sdr-netns could not build the testbed";  // as root: a failure
+        for (int side = 0; side < 2; side++) {
+            Result add = run(in(side, std::string(SDR_RDMA) + " link add " + dev(side) + " netdev " + bed_->ns(side) +
+                                          " " + GetParam()));
+            ASSERT_EQ(add.status, 0) << add.out;
+        }
+        added_ = true;
+    }
+    void TearDown() override
+    {
+        if (!added_) return;
+        for (int side = 0; side < 2; side++)
+            run("SDR_RDMA_DIR=" + *dir_ + " " + SDR_RDMA + " link del " + dev(side));
+    }
+    static std::string dev(int side) { return side == 0 ? "sdrcm0" : "sdrcm1"; }
+    static std::string ip(int side) { return sdr::test::Testbed::ip(side); }
+    // A file of this test's own (a later test or port kind never reads an earlier one's).
+    std::string log(const std::string& name) const { return *dir_ + "/" + name + "-" + GetParam() + ".log"; }
+    // A command in namespace `side` with the device, the provider and the interception library.
+    std::string in(int side, const std::string& cmd) const
+    {
+        return "ip netns exec " + bed_->ns(side) + " env SDR_RDMA_DIR=" + *dir_ + " SYSFS_PATH=" + *dir_ +
+               " RDMAV_DRIVERS=" + SDR_VERBS_PROVIDER + " LD_PRELOAD=" + SDR_RDMA_PRELOAD +
+               " SDR_RDMA_CM_TRACE=1 " + cmd;
+    }
+    // A server in namespace b writing to log(name), started and ready: its trace shows `ready`
+    // (by default: it listens).
+    std::unique_ptr<Child> server(const std::string& name, const std::string& cmd,
+                                  const std::string& ready = ": LISTEN id ")
+    {
+        auto c = std::make_unique<Child>(in(1, "timeout 120 " + cmd + " > " + log(name) + " 2>&1"));
+        EXPECT_TRUE(wait_for(log(name), ready)) << name << " never got ready:\n" << slurp(log(name));
+        return c;
+    }
+    // Server in b, client in a; both must exit 0. Returns {server output, client output}.
+    std::pair<std::string, std::string> pair(const std::string& name, const std::string& server_cmd,
+                                             const std::string& client_cmd)
+    {
+        auto s = server(name, server_cmd);
+        Result c = run(in(0, "timeout 120 " + client_cmd));
+        int status = -1;
+        s->finish(&status);
+        const std::string so = slurp(log(name));
+        EXPECT_EQ(c.status, 0) << client_cmd << ":\n" << c.out;
+        EXPECT_EQ(status, 0) << server_cmd << ":\n" << so;
+        return {so, c.out};
+    }
+
+    static inline sdr::test::Testbed* bed_ = nullptr;
+    static inline std::string* dir_ = nullptr;
+    bool added_ = false;
+};
+
+TEST_P(RdmaCm, CompChannelFdValidAtCreation)
+{
+    Result r = run(in(0, std::string("timeout 60 ") + SDR_VERBS_COMP_CHANNEL + " " + dev(0)));
+    EXPECT_EQ(r.status, 0) << r.out;
+    for (const char* line : {"channel fd valid nonblock=1 poll=0 read=EAGAIN ok\n", "event cq=ok bytes=64 ok\n",
+                             "verbs_comp_channel: ok\n"})
+        EXPECT_TRUE(contains(r.out, line)) << line << "\n" << r.out;
+}
+
+// The commands' errors, written raw as librdmacm writes them (tests/rdma_cm_abi.c); 10.77.0.9
+// is on the link and nobody has it.
+TEST_P(RdmaCm, CommandErrorsAsTheKernel)
+{
+    Result r = run(in(0, std::string("timeout 60 ") + SDR_RDMA_CM_ABI + " " + ip(0) + " " + ip(1) + " 10.77.0.9"));
+    EXPECT_EQ(r.status, 0) << r.out;
+    for (const char* line :
+         {"header short=EINVAL unknown=EINVAL in_too_big=EINVAL ok\n",
+          "ids enospc=ENOSPC bad_ps=EINVAL unknown=ENOENT foreign=EINVAL route_first=EINVAL get_option=ENOSYS ok\n",
+          "bind nobody=EADDRNOTAVAIL loopback=ENODEV in_use=EADDRINUSE ok\n",
+          "events empty=EAGAIN poll=readable addr_resolved=ok nobody=ADDR_ERROR(", "rdma_cm_abi: ok\n"})
+        EXPECT_TRUE(contains(r.out, line)) << line << "\n" << r.out;
+}
+
+// rping: 100 round trips of SEND, RDMA READ and RDMA WRITE, each ping's data validated (-V).
+TEST_P(RdmaCm, Rping)
+{
+    auto [so, co] = pair("rping", "rping -s -a " + ip(1) + " -p 7471 -C 100 -V",
+                         "rping -c -a " + ip(1) + " -p 7471 -C 100 -v -V");
+    for (int i = 0; i < 100; i++)
+        EXPECT_TRUE(contains(co, "ping data: rdma-ping-" + std::to_string(i) + ": ")) << i << "\n" << co;
+    EXPECT_TRUE(contains(so, "event DISCONNECTED")) << so;
+    std::printf("rping over %s: %s", GetParam(), co.substr(co.rfind("ping data: rdma-ping-99")).c_str());
+}
+
+// Two RC connections, 20 messages each way; then again with -m: after the transfers each side
+// moves its IDs to a new event channel (MIGRATE_ID) and disconnects from there.
+TEST_P(RdmaCm, Ucmatose)
+{
+    for (const std::string m : {"", " -m"}) {
+        auto [so, co] = pair(m.empty() ? "ucmatose" : "ucmatose_m", "ucmatose -p 7472 -c 2 -C 20" + m,
+                             "ucmatose -s " + ip(1) + " -p 7472 -c 2 -C 20" + m);
+        for (const std::string* out : {&so, &co}) {
+            EXPECT_TRUE(contains(*out, "data transfers complete")) << *out;
+            EXPECT_TRUE(contains(*out, "return status 0")) << *out;
+        }
+        if (!m.empty()) {
+            EXPECT_TRUE(contains(co, "migrating to new event channel")) << co;
+        }
+    }
+}
+
+TEST_P(RdmaCm, UdaddyThroughSidr)
+{
+    auto [so, co] = pair("udaddy", "udaddy -c 2 -C 20", "udaddy -s " + ip(1) + " -c 2 -C 20");  // port 7174
+    for (const std::string* out : {&so, &co}) {
+        EXPECT_TRUE(contains(*out, "data transfers complete")) << *out;
+        EXPECT_TRUE(contains(*out, "return status 0")) << *out;
+    }
+}
+
+TEST_P(RdmaCm, RdmaServerClient)
+{
+    auto [so, co] = pair("rdma_server", "rdma_server -p 7474", "rdma_client -s " + ip(1) + " -p 7474");
+    EXPECT_TRUE(contains(so, "rdma_server: end 0")) << so;
+    EXPECT_TRUE(contains(co, "rdma_client: end 0")) << co;
+}
+
+// rsockets: 100 transfers of 4 KiB each way (rstream's line: 800k moved in all), and 1000 of
+// 64 bytes (125k), which make rsockets return credits as zero-length RDMA WRITEs with immediate
+// and R_Key 0 (IBTA vol. 1 C9-88: no key to check).
+TEST_P(RdmaCm, RstreamAndRiostream)
+{
+    struct Case {
+        const char* args;
+        const char* line;
+    };
+    const Case cases[] = {{" -S 4096 -C 100", "custom\\s+4k\\s+100\\s+1\\s+800k\\s"},
+                          {" -S 64 -C 1000", "custom\\s+64\\s+1k\\s+1\\s+125k\\s"}};
+    int port = 7475;
+    for (const char* prog : {"rstream", "riostream"}) {
+        for (const Case& c : cases) {
+            const std::string args = " -p " + std::to_string(port++) + c.args;
+            auto [so, co] = pair(std::string(prog) + "_" + std::to_string(port), std::string(prog) + " -b " + ip(1) + args,
+                                 std::string(prog) + " -s " + ip(1) + args);
+            const std::regex line(c.line);
+            std::smatch m;
+            EXPECT_TRUE(std::regex_search(so, line)) << prog << args << " server:\n" << so;
+            EXPECT_TRUE(std::regex_search(co, m, line)) << prog << args << " client:\n" << co;
+            if (!m.empty()) std::printf("%s%s over %s: %s\n", prog, args.c_str(), GetParam(), m.str().c_str());
+        }
+    }
+}
+
+TEST_P(RdmaCm, PerftestWriteBwRdmaCm)
+{
+    if (run("command -v ib_write_bw").status != 0) GTEST_SKIP() << "perftest (ib_write_bw) is not installed";
+    auto [so, co] = pair("ib_write_bw", "ib_write_bw -d " + dev(1) + " -R -x 0 -D 2 -p 7487",
+                         "ib_write_bw -d " + dev(0) + " -R -x 0 -D 2 -p 7487 " + ip(1));
+    const std::regex result("\\n\\s*65536\\s+([0-9]+)\\s+[0-9.]+\\s+[0-9.]+");
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(co, m, result)) << co;
+    EXPECT_GT(std::stoul(m[1].str()), 0u) << co;
+}
+
+// Multicast through rdma_cm (tests/rdma_cm_mcast.c): the receiver joins 239.1.1.7 and waits;
+// the sender joins as a send-only member and sends 50 numbered datagrams to the AH of its join
+// event; the receiver gets every one, in order.
+TEST_P(RdmaCm, MulticastJoinSendReceive)
+{
+    const std::string prog = SDR_RDMA_CM_MCAST;
+    auto r = server("mcast", prog + " recv " + ip(1) + " 239.1.1.7 50", "event MULTICAST_JOIN");
+    Result s = run(in(0, "timeout 60 " + prog + " send " + ip(0) + " 239.1.1.7 50"));
+    int status = -1;
+    r->finish(&status);
+    const std::string ro = slurp(log("mcast"));
+    EXPECT_EQ(s.status, 0) << s.out;
+    EXPECT_EQ(status, 0) << ro;
+    for (const std::string* out : {static_cast<const std::string*>(&s.out), &ro}) {
+        EXPECT_TRUE(contains(*out, "joined mgid ::ffff:239.1.1.7 qpn 0xffffff qkey 0x1234567\n")) << *out;
+        EXPECT_TRUE(contains(*out, "rdma_cm_mcast: ok\n")) << *out;
+    }
+    EXPECT_TRUE(contains(s.out, "sent 50 ok\n")) << s.out;
+    EXPECT_TRUE(contains(ro, "received 50 in order ok\n")) << ro;
+}
+
+// No listener on the port: the peer's CM agent answers the REQ with a REJ, reason 8 (invalid
+// service ID), as the kernel's; librdmacm reports RDMA_CM_EVENT_REJECTED with that status.
+TEST_P(RdmaCm, ConnectToClosedPortIsRejected)
+{
+    auto s = server("rping_open", "rping -s -a " + ip(1) + " -p 7481 -C 1");  // a CM runs over there
+    Result c = run(in(0, "timeout 60 rping -c -a " + ip(1) + " -p 7482 -C 1"));
+    EXPECT_NE(c.status, 0) << c.out;
+    EXPECT_TRUE(std::regex_search(c.out, std::regex("sdr rdma_cm: event REJECTED id [0-9]+ status 8\n"))) << c.out;
+    EXPECT_TRUE(contains(c.out, "cma event RDMA_CM_EVENT_REJECTED, error 8")) << c.out;
+    // The listener still serves the port it has.
+    Result ok = run(in(0, "timeout 60 rping -c -a " + ip(1) + " -p 7481 -C 1 -V"));
+    EXPECT_EQ(ok.status, 0) << ok.out;
+    int status = -1;
+    s->finish(&status);
+    EXPECT_EQ(status, 0) << slurp(log("rping_open"));
+}
+
+// The server dies (SIGKILL: no DREQ can leave it) while the client writes: the client's RC
+// WRITEs go unacknowledged, its QP runs out of retries (7 of the CM's ~1 s ACK timeout) and
+// ib_write_bw fails, within its timeout instead of hanging.
+TEST_P(RdmaCm, PeerKilledMidTransferFailsInBoundedTime)
+{
+    if (run("command -v ib_write_bw").status != 0) GTEST_SKIP() << "perftest (ib_write_bw) is not installed";
+    const std::string pidfile = log("server_pid");
+    auto s = std::make_unique<Child>(in(1, "timeout -s KILL 120 sh -c 'echo $$ > " + pidfile + "; exec ib_write_bw -d " +
+                                               dev(1) + " -R -x 0 -D 60 -p 7480' > " + log("killed") + " 2>&1"));
+    ASSERT_TRUE(wait_for(log("killed"), ": LISTEN id ")) << slurp(log("killed"));
+    const std::string clog = log("killed_client");
+    // Line-buffered, so that its column header (printed as the measurement starts) shows at once.
+    Child c(in(0, "timeout 100 stdbuf -oL ib_write_bw -d " + dev(0) + " -R -x 0 -D 60 -p 7480 " + ip(1) + " > " + clog +
+                      " 2>&1"));
+    ASSERT_TRUE(wait_for(clog, "#bytes")) << slurp(clog);  // the measurement runs
+    const pid_t pid = static_cast<pid_t>(std::stol(slurp(pidfile)));
+    ASSERT_GT(pid, 1);
+    const uint64_t killed_at = mono_ms();
+    ASSERT_EQ(kill(pid, SIGKILL), 0);
+    int status = -1;
+    c.finish(&status);
+    const std::string co = slurp(clog);
+    EXPECT_NE(status, 0) << co;
+    EXPECT_NE(status, 124) << "the client hung until its timeout:\n" << co;  // timeout(1)'s status
+    EXPECT_TRUE(contains(co, "Completion with error")) << co;
+    s->finish();
+    std::printf("client over %s failed %.1f s after the server was killed\n", GetParam(),
+                (mono_ms() - killed_at) / 1000.0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Port, RdmaCm, ::testing::Values("raw", "xdp"),
+                         [](const ::testing::TestParamInfo<const char*>& i) { return std::string(i.param); });
+
+}  // namespace
