@@ -24,15 +24,18 @@ inline std::string netns_unavailable()
 }
 
 // tools/sdr-netns up/down with a prefix of its own; down on destruction. bridge: a third
-// host on a Linux bridge with the two (sdr-netns --bridge). The prefix gets this process's
+// host on a Linux bridge with the two (sdr-netns --bridge); hosts > 2: that many on the bridge,
+// all learning (sdr-netns --hosts). The prefix gets this process's
 // id (3 base-36 digits), so two suites run at once (two build trees, or ctest -j in each)
 // never tear down each other's namespaces; names stay within sdr-netns' 12 characters.
 class Testbed {
 public:
-    explicit Testbed(const std::string& prefix, unsigned mtu = 4200, bool bridge = false) : prefix_(prefix + pid_tag())
+    explicit Testbed(const std::string& prefix, unsigned mtu = 4200, bool bridge = false, unsigned hosts = 2)
+        : prefix_(prefix + pid_tag())
     {
         std::string cmd = std::string(SDR_SOURCE_DIR) + "/tools/sdr-netns up --prefix " + prefix_ +
-                          " --mtu " + std::to_string(mtu) + (bridge ? " --bridge" : "") + " >/dev/null 2>&1";
+                          " --mtu " + std::to_string(mtu) + (bridge ? " --bridge" : "") +
+                          (hosts > 2 ? " --hosts " + std::to_string(hosts) : "") + " >/dev/null 2>&1";
         ok_ = std::system(cmd.c_str()) == 0;
     }
     ~Testbed()
@@ -44,7 +47,7 @@ public:
     Testbed& operator=(const Testbed&) = delete;
     bool ok() const { return ok_; }
     // Side 0 = PREFIX-a (10.77.0.1), side 1 = PREFIX-b (10.77.0.2), side 2 = PREFIX-c
-    // (10.77.0.3, bridge only); the interface has the namespace's name.
+    // (10.77.0.3, bridge only), and on (hosts); the interface has the namespace's name.
     std::string ns(int side) const { return prefix_ + "-" + static_cast<char>('a' + side); }
     static std::string ip(int side) { return "10.77.0." + std::to_string(side + 1); }
 

@@ -1,0 +1,126 @@
+// MPI on the verbs device (emu/verbs), unmodified: Debian's Open MPI 4.1 (pml ucx) and MPICH 4
+// (ch4:ucx) run tests/mpi_check.c, an Allreduce and an 8 MiB Sendrecv around the ring compared
+// byte for byte, with 2 and 4 ranks, one per network namespace (tools/sdr-netns --hosts 4: four
+// hosts on a bridge), over UCX's rc_verbs (UD as UCP's wireup transport) on raw: and xdp: ports.
+// Each namespace's device is sdr0, in a state directory of its own; the launcher starts each
+// rank's daemon through an rsh agent that enters the rank's namespace and `sdr-rdma exec`, so
+// the ranks see the device as a kernel one and get the interception library.
+#include "child_util.hpp"
+#include "netns_util.hpp"
+
+#include <gtest/gtest.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+
+namespace {
+
+using sdr::test::Child;
+
+struct Result {
+    std::string out;
+    int status;
+};
+
+Result run(const std::string& cmd)
+{
+    Child c(cmd);
+    Result r;
+    r.out = c.finish(&r.status);
+    return r;
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+constexpr unsigned kHosts = 4;
+constexpr const char* kUcx = "UCX_TLS=self,rc_verbs,ud_verbs:aux UCX_NET_DEVICES=sdr0:1";
+
+class Mpi : public ::testing::TestWithParam<const char*> {
+protected:
+    void SetUp() override
+    {
+        if (std::string why = sdr::test::netns_unavailable(); !why.empty()) GTEST_SKIP() << why;
+        const std::string provider = SDR_VERBS_PROVIDER;
+        if (access((provider.substr(0, provider.rfind('/')) + "/libsdr_rdma_preload.so").c_str(), R_OK) != 0)
+            GTEST_SKIP() << "the interception library is not built";
+        char tmpl[] = "/tmp/sdr-mpi-test-XXXXXX";
+        ASSERT_NE(mkdtemp(tmpl), nullptr);
+        dir_ = tmpl;
+        bed_ = std::make_unique<sdr::test::Testbed>("mpi", 4200, false, kHosts);
+        ASSERT_TRUE(bed_->ok()) << "tools/sdr-netns could not build the testbed";  // as root: a failure
+        for (unsigned h = 0; h < kHosts; h++) {
+            Result add = run("ip netns exec " + bed_->ns(static_cast<int>(h)) + " env SDR_RDMA_DIR=" + dir_ + "/" +
+                             bed_->ns(static_cast<int>(h)) + " " + SDR_RDMA + " link add sdr0 netdev " +
+                             bed_->ns(static_cast<int>(h)) + " " + GetParam());
+            ASSERT_EQ(add.status, 0) << add.out;
+        }
+        // The rsh agent both launchers use: [ssh options] HOST COMMAND..., HOST a namespace.
+        agent_ = dir_ + "/agent";
+        std::ofstream a(agent_);
+        a << "#!/bin/sh\nwhile [ \"${1#-}\" != \"$1\" ]; do shift; done\nhost=$1; shift\n"
+          << "exec ip netns exec \"$host\" env SDR_RDMA_DIR=" << dir_ << "/\"$host\" SDR_RDMA_PROVIDER=" << provider
+          << " " << SDR_RDMA << " exec -- sh -c \"$*\"\n";
+        a.close();
+        ASSERT_EQ(chmod(agent_.c_str(), 0755), 0);
+    }
+    void TearDown() override
+    {
+        if (dir_.empty()) return;
+        for (unsigned h = 0; bed_ && h < kHosts; h++)
+            run("SDR_RDMA_DIR=" + dir_ + "/" + bed_->ns(static_cast<int>(h)) + " " + SDR_RDMA + " link del sdr0");
+        run("rm -rf " + dir_);
+    }
+    std::string hosts(unsigned ranks, const char* suffix) const
+    {
+        std::string h;
+        for (unsigned r = 0; r < ranks; r++) h += (r ? "," : "") + bed_->ns(static_cast<int>(r)) + suffix;
+        return h;
+    }
+    // The job's output; it must say every rank agreed.
+    void expect_exact(const Result& r, unsigned ranks) const
+    {
+        EXPECT_EQ(r.status, 0) << r.out;
+        EXPECT_TRUE(contains(r.out, "mpi_check: " + std::to_string(ranks) +
+                                        " ranks: allreduce of 4096 elements and sendrecv of 8388608 bytes exact"))
+            << r.out;
+        std::printf("over %s: %s", GetParam(), r.out.c_str());
+    }
+    void open_mpi(unsigned ranks)
+    {
+        if (run("command -v mpirun.openmpi").status != 0) GTEST_SKIP() << "Open MPI (openmpi-bin) is not installed";
+        // All namespaces share one hostname: direct routing and the OOB subnet keep the daemons apart.
+        const std::string cmd = "ip netns exec " + bed_->ns(0) + " env OMPI_ALLOW_RUN_AS_ROOT=1 " +
+                                "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 180 mpirun.openmpi -np " +
+                                std::to_string(ranks) + " --host " + hosts(ranks, ":1") + " --mca plm_rsh_agent " +
+                                agent_ + " --mca routed direct --mca oob_tcp_if_include 10.77.0.0/24 --mca pml ucx " +
+                                "--mca pml_ucx_devices any --mca btl ^vader,tcp,openib,uct -x UCX_TLS=self,rc_verbs," +
+                                "ud_verbs:aux -x UCX_NET_DEVICES=sdr0:1 " + SDR_MPI_CHECK_OMPI;
+        expect_exact(run(cmd), ranks);
+    }
+    void mpich(unsigned ranks)
+    {
+        if (run("command -v mpiexec.mpich").status != 0) GTEST_SKIP() << "MPICH (mpich) is not installed";
+        // Hydra's proxies call back to the launcher's address on the testbed's interface.
+        const std::string cmd = "ip netns exec " + bed_->ns(0) + " timeout 180 mpiexec.mpich -launcher ssh " +
+                                "-launcher-exec " + agent_ + " -iface " + bed_->ns(0) + " -hosts " + hosts(ranks, "") +
+                                " -n " + std::to_string(ranks) + " -ppn 1 env " + kUcx + " " + SDR_MPI_CHECK_MPICH;
+        expect_exact(run(cmd), ranks);
+    }
+
+    std::unique_ptr<sdr::test::Testbed> bed_;
+    std::string dir_, agent_;
+};
+
+TEST_P(Mpi, OpenMpiTwoRanks) { open_mpi(2); }
+TEST_P(Mpi, OpenMpiFourRanks) { open_mpi(4); }
+TEST_P(Mpi, MpichTwoRanks) { mpich(2); }
+TEST_P(Mpi, MpichFourRanks) { mpich(4); }
+
+INSTANTIATE_TEST_SUITE_P(Port, Mpi, ::testing::Values("raw", "xdp"), [](const auto& i) { return std::string(i.param); });
+
+}  // namespace
