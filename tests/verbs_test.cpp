@@ -239,25 +239,37 @@ TEST_F(VerbsDevice, ExecShowsDevicesAsKernelOnes)
     Result bad = run(exec + " --dev sdrt7 -- true");
     EXPECT_EQ(bad.status, 2) << bad.out;
 
-    // Unprivileged: only where user nobody can reach the build tree and make a user namespace.
+    // Unprivileged, as user nobody. The build tree may be out of nobody's reach (a CI clone in a
+    // private temporary directory), so what nobody runs is copied to a directory anyone can read:
+    // sdr-rdma, the provider with the interception library beside it, our test program.
     fs::permissions(dir_.path, fs::perms::others_read | fs::perms::others_exec, fs::perm_options::add);
-    if (run("su nobody -s /bin/sh -c 'test -x " + sdr_rdma() + " && unshare -Ur true'").status != 0)
-        GTEST_SKIP() << "user nobody cannot run " << sdr_rdma() << " or create a user namespace";
-    Result nobody = run("ip netns exec " + a + " su nobody -s /bin/sh -c \"" + dir_.env() + sdr_rdma() +
+    if (run("su nobody -s /bin/sh -c 'unshare -Ur true'").status != 0)
+        GTEST_SKIP() << "user nobody cannot create a user namespace (kernel.unprivileged_userns_clone?)";
+    char tmpl[] = "/tmp/sdr-exec-nobody-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    const std::string pub = tmpl;
+    const std::string provider = SDR_VERBS_PROVIDER, libdir = provider.substr(0, provider.rfind('/'));
+    ASSERT_EQ(run("chmod 755 " + pub + " && cp " + sdr_rdma() + " " + pub + "/sdr-rdma && cp " + provider +
+                  "-rdmav34.so " + libdir + "/libsdr_rdma_preload.so " + SDR_VERBS_COMPAT + " " + pub + "/")
+                  .status,
+              0);
+    const std::string user_rdma = "SDR_RDMA_PROVIDER=" + pub + provider.substr(provider.rfind('/')) + " " + pub + "/sdr-rdma";
+    const std::string user_compat = pub + "/" + fs::path(SDR_VERBS_COMPAT).filename().string();
+    Result nobody = run("ip netns exec " + a + " su nobody -s /bin/sh -c \"" + dir_.env() + user_rdma +
                         " exec --dev sdrt0 -- sh -c 'id -u; ibv_devinfo -d sdrt0'\"");
     EXPECT_EQ(nobody.status, 0) << nobody.out;
     EXPECT_TRUE(contains(nobody.out, "65534\nhca_id:\tsdrt0\n")) << nobody.out;
 
-    const std::string script = dir_.path + "/urnm.sh";
+    const std::string script = pub + "/urnm.sh";
     {
         std::ofstream f(script);
         f << "ip link add v0 type veth peer name v1 && ip addr add 10.9.0.1/24 dev v0 &&\n"
              "ip addr add 10.9.0.2/24 dev v1 && ip link set v0 up && ip link set v1 up || exit 3\n"
              "export SDR_RDMA_DIR=$(mktemp -d)\n"
-          << sdr_rdma() << " link add sdru netdev v0 raw >/dev/null || exit 4\n"
-          << sdr_rdma() << " link add sdrx netdev v1 xdp >/dev/null || exit 5\n"
-          << sdr_rdma() << " exec --dev sdru -- " << SDR_VERBS_COMPAT << " sdru | tail -n 1\n"
-          << sdr_rdma() << " exec --dev sdrx -- " << SDR_VERBS_COMPAT << " sdrx 2>&1 | grep XSKMAP\n"
+          << user_rdma << " link add sdru netdev v0 raw >/dev/null || exit 4\n"
+          << user_rdma << " link add sdrx netdev v1 xdp >/dev/null || exit 5\n"
+          << user_rdma << " exec --dev sdru -- " << user_compat << " sdru | tail -n 1\n"
+          << user_rdma << " exec --dev sdrx -- " << user_compat << " sdrx 2>&1 | grep XSKMAP\n"
           << "rm -rf \"$SDR_RDMA_DIR\"\n";
     }
     Result urnm = run("su nobody -s /bin/sh -c 'unshare -Urnm sh " + script + "'");
@@ -265,6 +277,7 @@ TEST_F(VerbsDevice, ExecShowsDevicesAsKernelOnes)
     EXPECT_TRUE(contains(urnm.out, "verbs_compat: ok\n")) << urnm.out;
     EXPECT_TRUE(contains(urnm.out, "creating the XSKMAP: Operation not permitted")) << urnm.out;
     for (const char* d : {"sdrt0", "sdrt2"}) run(dir_.env() + sdr_rdma() + " link del " + d);
+    run("rm -rf " + pub);
 }
 
 }  // namespace
