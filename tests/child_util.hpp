@@ -36,6 +36,20 @@ private:
     FILE* p_;
 };
 
+// A shell command run to its end: its output (stdout and stderr) and exit code (-1 if none).
+struct Result {
+    std::string out;
+    int status = -1;
+};
+
+inline Result run(const std::string& cmd)
+{
+    Child c(cmd);
+    Result r;
+    r.out = c.finish(&r.status);
+    return r;
+}
+
 // A number field of a one-line JSON object; NaN if it is absent.
 inline double json_number(const std::string& json, const std::string& key)
 {

@@ -25,18 +25,8 @@ using sdr::test::Child;
 using sdr::test::json_number;
 using sdr::test::json_of;
 
-struct Result {
-    std::string out;
-    int status = -1;
-};
-
-Result run(const std::string& cmd)
-{
-    Child c(cmd);
-    Result r;
-    r.out = c.finish(&r.status);
-    return r;
-}
+using sdr::test::Result;
+using sdr::test::run;
 
 class HalVerbs : public ::testing::Test {
 protected:

@@ -20,18 +20,8 @@ namespace {
 
 using sdr::test::Child;
 
-struct Result {
-    std::string out;
-    int status;
-};
-
-Result run(const std::string& cmd)
-{
-    Child c(cmd);
-    Result r;
-    r.out = c.finish(&r.status);
-    return r;
-}
+using sdr::test::Result;
+using sdr::test::run;
 
 constexpr const char* kTests = "/usr/share/doc/rdma-core/tests";
 constexpr const char* kPython = "/usr/bin/python3";  // the interpreter python3-pyverbs is built for

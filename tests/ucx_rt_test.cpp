@@ -23,18 +23,8 @@ namespace {
 
 using sdr::test::Child;
 
-struct Result {
-    std::string out;
-    int status;
-};
-
-Result run(const std::string& cmd)
-{
-    Child c(cmd);
-    Result r;
-    r.out = c.finish(&r.status);
-    return r;
-}
+using sdr::test::Result;
+using sdr::test::run;
 
 uint64_t mono_ms()
 {

@@ -34,18 +34,8 @@ namespace {
 
 using sdr::test::Child;
 
-struct Result {
-    std::string out;
-    int status;
-};
-
-Result run(const std::string& cmd)
-{
-    Child c(cmd);
-    Result r;
-    r.out = c.finish(&r.status);
-    return r;
-}
+using sdr::test::Result;
+using sdr::test::run;
 
 bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
 
