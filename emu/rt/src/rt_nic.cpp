@@ -231,7 +231,7 @@ bool RtNic::share_port(std::string* err)
     if (share_) return true;
     if (!port_->can_tx_local()) {
         *err = port_->info().kind + ":" + port_->info().ifname +
-               ": this port takes one process (an AF_XDP queue binds one socket; raw: takes several)";
+               ": an xdp: port takes one process (its queue binds one AF_XDP socket); raw: takes several";
         return false;
     }
     share_ = std::make_unique<ProcessShare>(if_nametoindex(port_->info().ifname.c_str()));
