@@ -11,7 +11,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <cstring>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -167,6 +169,54 @@ TEST(CmSim, NoListenerGetsRejInvalidServiceId)
     ASSERT_EQ(t.b.cm->listen(l, service_id(PortSpace::Tcp, 9)), 0);
     ASSERT_EQ(t.a.cm->connect(id, service_id(PortSpace::Tcp, 9), t.path(), conn_params(t.a.qpn(), 1), nullptr, 0), 0);
     EXPECT_TRUE(t.run_until([&] { return t.b.find(EventType::Request); }));
+}
+
+// The other processes on a port that several share (port_share.hpp), as this model sees them.
+struct FakeShare final : PortShare {
+    std::set<uint64_t> elsewhere;  // services another process listens to
+    bool answerer = false;
+    std::set<uint32_t> claimed;
+    int refusals = 0;  // QPN claims to refuse first (taken by others)
+    bool claim_qpn(uint32_t q) override { return refusals-- > 0 ? false : claimed.insert(q).second; }
+    void release_qpn(uint32_t q) override { claimed.erase(q); }
+    int claim_service(uint64_t s) override { return elsewhere.count(s) ? EADDRINUSE : 0; }
+    void release_service(uint64_t) override {}
+    bool listened_elsewhere(uint64_t s) override { return elsewhere.count(s) > 0; }
+    bool answers_for_port() override { return answerer; }
+};
+
+// A REQ that no ID of b listens to is answered by the process that listens, or by the one that
+// answers for the port: b sends no REJ of its own unless it is that one. A listener another
+// process has is EADDRINUSE; b's QPNs are the ones it claimed.
+TEST(CmSim, SharedPortLeavesRequestsToOtherProcesses)
+{
+    CmPair t;
+    FakeShare share;
+    share.refusals = 3;
+    t.b.v().set_port_share(&share);
+    t.b.make_qp(verbs::QpType::Rc);
+    EXPECT_EQ(share.claimed, std::set<uint32_t>{t.b.qpn()});
+    t.a.make_qp(verbs::QpType::Rc);
+    const uint64_t listened = service_id(PortSpace::Tcp, 9), nobody = service_id(PortSpace::Tcp, 10);
+    share.elsewhere.insert(listened);
+    share.answerer = true;
+    EXPECT_EQ(t.b.cm->listen(t.b.cm->create_id(), listened), EADDRINUSE);
+    for (uint64_t sid : {listened, nobody}) {
+        if (sid == nobody) share.answerer = false;
+        const CmId id = t.a.cm->create_id();
+        ASSERT_EQ(t.a.cm->connect(id, sid, t.path(), conn_params(t.a.qpn(), 1), nullptr, 0), 0);
+        t.run_for(100'000'000);
+        EXPECT_EQ(t.b.cm->counters().sent(MadKind::Rej), 0u) << sid;
+        EXPECT_EQ(t.a.find(EventType::Rejected), nullptr) << sid;
+    }
+    EXPECT_EQ(t.b.cm->counters().left_to_others, 2u);
+    share.answerer = true;  // nobody listens, and b answers for the port
+    const CmId id = t.a.cm->create_id();
+    ASSERT_EQ(t.a.cm->connect(id, service_id(PortSpace::Tcp, 11), t.path(), conn_params(t.a.qpn(), 1), nullptr, 0), 0);
+    ASSERT_TRUE(t.run_until([&] { return t.a.find(EventType::Rejected); }));
+    EXPECT_EQ(t.a.find(EventType::Rejected)->reject_reason, kRejInvalidServiceId);
+    ASSERT_EQ(t.b.v().qp_destroy(t.b.qp), 0);
+    EXPECT_TRUE(share.claimed.empty());
 }
 
 TEST(CmSim, ConsumerRejectCarriesPrivateData)

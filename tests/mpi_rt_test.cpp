@@ -1,7 +1,8 @@
 // MPI on the verbs device (emu/verbs), unmodified: Debian's Open MPI 4.1 (pml ucx) and MPICH 4
 // (ch4:ucx) run tests/mpi_check.c, an Allreduce and an 8 MiB Sendrecv around the ring compared
 // byte for byte, with 2 and 4 ranks, one per network namespace (tools/sdr-netns --hosts 4: four
-// hosts on a bridge), over UCX's rc_verbs (UD as UCP's wireup transport) on raw: and xdp: ports.
+// hosts on a bridge), over UCX's rc_verbs (UD as UCP's wireup transport) on raw: and xdp: ports;
+// and 4 ranks two per namespace, where the ranks of a host share its raw: device.
 // Each namespace's device is sdr0, in a state directory of its own; the launcher starts each
 // rank's daemon through an rsh agent that enters the rank's namespace and `sdr-rdma exec`, so
 // the ranks see the device as a kernel one and get the interception library.
@@ -65,10 +66,11 @@ protected:
             run("SDR_RDMA_DIR=" + dir_ + "/" + bed_->ns(static_cast<int>(h)) + " " + SDR_RDMA + " link del sdr0");
         run("rm -rf " + dir_);
     }
-    std::string hosts(unsigned ranks, const char* suffix) const
+    // The first ranks / per_host namespaces, each with `suffix` (Open MPI's slot count).
+    std::string hosts(unsigned ranks, const std::string& suffix, unsigned per_host = 1) const
     {
         std::string h;
-        for (unsigned r = 0; r < ranks; r++) h += (r ? "," : "") + bed_->ns(static_cast<int>(r)) + suffix;
+        for (unsigned r = 0; r < ranks / per_host; r++) h += (r ? "," : "") + bed_->ns(static_cast<int>(r)) + suffix;
         return h;
     }
     // The job's output; it must say every rank agreed.
@@ -80,13 +82,15 @@ protected:
             << r.out;
         std::printf("over %s: %s", GetParam(), r.out.c_str());
     }
-    void open_mpi(unsigned ranks)
+    // per_host ranks in each namespace share its device (raw: only, emu/verbs/README.md).
+    void open_mpi(unsigned ranks, unsigned per_host = 1)
     {
         if (run("command -v mpirun.openmpi").status != 0) GTEST_SKIP() << "Open MPI (openmpi-bin) is not installed";
         // All namespaces share one hostname: direct routing and the OOB subnet keep the daemons apart.
         const std::string cmd = "ip netns exec " + bed_->ns(0) + " env OMPI_ALLOW_RUN_AS_ROOT=1 " +
                                 "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 180 mpirun.openmpi -np " +
-                                std::to_string(ranks) + " --host " + hosts(ranks, ":1") + " --mca plm_rsh_agent " +
+                                std::to_string(ranks) + " --host " + hosts(ranks, ":" + std::to_string(per_host), per_host) +
+                                " --mca plm_rsh_agent " +
                                 agent_ + " --mca routed direct --mca oob_tcp_if_include 10.77.0.0/24 --mca pml ucx " +
                                 "--mca pml_ucx_devices any --mca btl ^vader,tcp,openib,uct -x UCX_TLS=self,rc_verbs," +
                                 "ud_verbs:aux -x UCX_NET_DEVICES=sdr0:1 " + SDR_MPI_CHECK_OMPI;
@@ -108,6 +112,12 @@ protected:
 
 TEST_P(Mpi, OpenMpiTwoRanks) { open_mpi(2); }
 TEST_P(Mpi, OpenMpiFourRanks) { open_mpi(4); }
+// Two ranks per namespace: the ranks of one host reach each other through their shared device.
+TEST_P(Mpi, OpenMpiTwoRanksPerHost)
+{
+    if (std::string(GetParam()) == "xdp") GTEST_SKIP() << "an xdp: device takes one process";
+    open_mpi(4, 2);
+}
 TEST_P(Mpi, MpichTwoRanks) { mpich(2); }
 TEST_P(Mpi, MpichFourRanks) { mpich(4); }
 

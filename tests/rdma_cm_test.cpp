@@ -310,6 +310,40 @@ TEST_P(RdmaCm, PeerKilledMidTransferFailsInBoundedTime)
                 (mono_ms() - killed_at) / 1000.0);
 }
 
+// Two processes on one device (raw:), as two processes on one kernel device: rping's server and
+// client both in namespace b, connected through b's own address; each runs its own NIC model on
+// the interface (emu/verbs/README.md, "Several processes on one device"). A connect to a port
+// nobody there listens on is still REJECTED once (the device's answerer), and the listener
+// keeps its port against a second process (EADDRINUSE). xdp: takes one process per device.
+TEST_P(RdmaCm, TwoProcessesShareOneDevice)
+{
+    if (std::string(GetParam()) == "xdp") {
+        auto s = server("xdp_first", "rping -s -a " + ip(1) + " -p 7491 -C 1");
+        Result second = run(in(1, "timeout 60 rping -c -a " + ip(1) + " -p 7491 -C 1"));
+        EXPECT_NE(second.status, 0) << second.out;
+        EXPECT_TRUE(contains(second.out, "an xdp: port takes one process")) << second.out;
+        Result c = run(in(0, "timeout 60 rping -c -a " + ip(1) + " -p 7491 -C 1 -V"));  // from a: it serves on
+        EXPECT_EQ(c.status, 0) << c.out;
+        int status = -1;
+        s->finish(&status);
+        EXPECT_EQ(status, 0) << slurp(log("xdp_first"));
+        return;
+    }
+    auto s = server("rping_local", "rping -s -a " + ip(1) + " -p 7492 -C 100 -V");
+    Result busy = run(in(1, "timeout 60 rping -s -a " + ip(1) + " -p 7492 -C 1"));
+    EXPECT_NE(busy.status, 0) << busy.out;
+    EXPECT_TRUE(contains(busy.out, "Address already in use")) << busy.out;
+    Result closed = run(in(1, "timeout 60 rping -c -a " + ip(1) + " -p 7493 -C 1"));
+    EXPECT_TRUE(contains(closed.out, "cma event RDMA_CM_EVENT_REJECTED, error 8")) << closed.out;
+    Result c = run(in(1, "timeout 120 rping -c -a " + ip(1) + " -p 7492 -C 100 -v -V"));
+    EXPECT_EQ(c.status, 0) << c.out;
+    for (int i = 0; i < 100; i++)
+        EXPECT_TRUE(contains(c.out, "ping data: rdma-ping-" + std::to_string(i) + ": ")) << i << "\n" << c.out;
+    int status = -1;
+    s->finish(&status);
+    EXPECT_EQ(status, 0) << slurp(log("rping_local"));
+}
+
 INSTANTIATE_TEST_SUITE_P(Port, RdmaCm, ::testing::Values("raw", "xdp"),
                          [](const ::testing::TestParamInfo<const char*>& i) { return std::string(i.param); });
 

@@ -64,6 +64,11 @@ Engine* Engine::acquire(const PortInfo& port)
     e->refs_ = 1;
     std::lock_guard l(e->lock());
     e->verbs_ = &e->rt_->nic().verbs();  // attached under the lock: the polling thread reads it
+    // Other processes may open the device too, each with its own NIC model on the interface,
+    // as processes share one kernel device (README.md, "Several processes on one device").
+    // AF_XDP cannot: its queue takes this process alone.
+    if (e->rt_->port_info().kind == "raw" && !e->rt_->share_port(&err))
+        std::fprintf(stderr, "sdr verbs %s: %s\n", port.ibdev.c_str(), err.c_str());
     e->rt_->set_verbs_cq_listener([e](uint32_t cq, bool solicited) { e->on_completion(cq, solicited); });
     e->rt_->set_verbs_async_listener([e](mv::AsyncEvent ev, uint32_t h) { e->on_async(ev, h); });
     return e;

@@ -133,7 +133,10 @@ struct CmAgent::Impl final : GsiAgent {
     void release(Conn& c)
     {
         unindex(c);
-        if (c.state == State::Listen) listeners.erase(c.service_id);
+        if (c.state == State::Listen) {
+            listeners.erase(c.service_id);
+            if (PortShare* share = eng.port_share()) share->release_service(c.service_id);
+        }
         const uint32_t i = c.id & (kMaxIds - 1);
         prev_ids[i] = c.id;
         c = Conn{};
@@ -328,6 +331,15 @@ struct CmAgent::Impl final : GsiAgent {
         auto it = listeners.find(sid);
         return it == listeners.end() ? nullptr : find(it->second);
     }
+    // A request none of our IDs listens to, on a port other processes share: the one that
+    // listens answers it, or, if none does, the one that answers for the port.
+    bool answered_elsewhere(uint64_t sid)
+    {
+        PortShare* share = eng.port_share();
+        if (!share || (!share->listened_elsewhere(sid) && share->answers_for_port())) return false;
+        counters.left_to_others++;
+        return true;
+    }
 
     void on(const ReqMsg& req, const MadHeader& h, const GsiDatagram& d)
     {
@@ -351,6 +363,7 @@ struct CmAgent::Impl final : GsiAgent {
             !ip_header(req.private_data.data(), &ih, &src_ip, &dst_ip))
             return drop(CmDrop::BadField);
         Conn* l = listener(req.service_id);
+        if (!l && answered_elsewhere(req.service_id)) return;
         Conn* c = l ? accept_request(*l, req.service_id, req.local_comm_id, h, d) : nullptr;
         if (!c) {  // nobody listens (the kernel's answer: invalid service ID), or no ID left
             RejMsg rej;
@@ -540,6 +553,7 @@ struct CmAgent::Impl final : GsiAgent {
         uint32_t src_ip, dst_ip;
         if (!ip_header(sreq.private_data.data(), &ih, &src_ip, &dst_ip)) return drop(CmDrop::BadField);
         Conn* l = listener(sreq.service_id);
+        if (!l && answered_elsewhere(sreq.service_id)) return;
         Conn* c = l ? accept_request(*l, sreq.service_id, sreq.request_id, h, d) : nullptr;
         if (!c) {
             SidrRepMsg rep;
@@ -691,6 +705,8 @@ int CmAgent::listen(CmId id, uint64_t service_id)
     Impl::Conn* c = m.find(id);
     if (!c || !c->user || c->state != State::Idle) return EINVAL;
     if (m.listeners.count(service_id)) return EADDRINUSE;
+    if (PortShare* share = m.eng.port_share())
+        if (int err = share->claim_service(service_id)) return err;  // another process listens
     m.listeners[service_id] = id;
     c->state = State::Listen;
     c->service_id = service_id;

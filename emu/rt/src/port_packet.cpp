@@ -1,5 +1,6 @@
 // AF_PACKET port: a TPACKET_V3 receive ring (blocks of frames handed over in one go) and
-// batched transmit with sendmmsg, on one interface. A classic BPF filter admits only RoCEv2
+// batched transmit with sendmmsg, on one interface; frames for the other processes on the
+// interface through its packet taps (tx_local). A classic BPF filter admits only RoCEv2
 // (IPv4/UDP to port 4791 and our address), and a silent UDP socket on 4791 keeps the kernel's
 // own stack from answering every RoCE frame with ICMP port-unreachable.
 #include <sdr/emu/port.hpp>
@@ -15,6 +16,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <vector>
@@ -33,8 +35,9 @@ std::string errno_text(const std::string& what)
 
 // Accept IPv4, not a fragment, UDP, destination port 4791, destination address `ip` or a
 // multicast group (224.0.0.0/4: the NIC model keeps the groups it joined and counts the rest,
-// mcast_no_member). Jump offsets count from the next instruction; every "no" lands on the
-// final drop.
+// mcast_no_member). Frames leaving the interface pass it too: the main socket bypasses the
+// taps, so those are tx_local's (Port::tx_local). Jump offsets count from the next instruction;
+// every "no" lands on the final drop.
 std::vector<sock_filter> roce_filter(uint32_t ip)
 {
     return {
@@ -73,7 +76,6 @@ public:
         sock_fprog prog{static_cast<unsigned short>(filter.size()), filter.data()};
         int one = 1, v3 = TPACKET_V3;
         if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof prog) ||
-            setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof one) ||  // not our own frames
             setsockopt(fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof one) ||
             setsockopt(fd, SOL_PACKET, PACKET_VERSION, &v3, sizeof v3))
             return *err = errno_text("raw:" + ifname + ": setsockopt"), false;
@@ -106,6 +108,10 @@ public:
         if (bind(fd, reinterpret_cast<sockaddr*>(&sll), sizeof sll))
             return *err = errno_text("raw:" + ifname + ": bind"), false;
         if (!open_sink(err)) return false;
+        // tx_local's socket: it goes through the interface's queueing, where the taps are (the
+        // main socket bypasses both).
+        local_fd_ = Fd(socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+        if (local_fd_.get() < 0) return *err = errno_text("raw:" + ifname + ": socket(AF_PACKET) for local frames"), false;
         tx_buf_.resize(size_t{kTxBatch} * info_.max_frame);
         info_.mode = "AF_PACKET TPACKET_V3 RX ring " + std::to_string(ring_bytes >> 20) + " MiB (" +
                      std::to_string(size_t{per_block} * req.tp_block_nr) + " frames), sendmmsg TX";
@@ -140,6 +146,25 @@ public:
                    : 0;
     }
     bool tx_backlog() const override { return tx_n_ != 0; }
+
+    bool can_tx_local() const override { return true; }
+    bool tx_local(const uint8_t* frame, size_t len) override
+    {
+        if (len < wire::kIcrcBytes) return false;
+        sockaddr_ll to{};
+        to.sll_family = AF_PACKET;
+        to.sll_ifindex = static_cast<int>(ifindex_);
+        to.sll_halen = 6;
+        std::memcpy(to.sll_addr, frame, 6);
+        if (sendto(local_fd_.get(), frame, len, MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&to), sizeof to) !=
+            static_cast<ssize_t>(len)) {
+            stats_.tx_errors++;
+            return false;
+        }
+        own_local_[own_next_++ % kOwnLocal] = OwnCopy{static_cast<uint32_t>(len), icrc_of(frame, len)};
+        stats_.tx_local++;
+        return true;
+    }
 
     void tx_flush() override
     {
@@ -194,6 +219,13 @@ protected:
             if (pkt_ == 0) hdr_ = reinterpret_cast<uint8_t*>(bd) + bd->hdr.bh1.offset_to_first_pkt;
             while (pkt_ < bd->hdr.bh1.num_pkts && n < max) {
                 auto* h = reinterpret_cast<tpacket3_hdr*>(hdr_);
+                const auto* sll = reinterpret_cast<const sockaddr_ll*>(hdr_ + TPACKET_ALIGN(sizeof(tpacket3_hdr)));
+                if (sll->sll_pkttype == PACKET_OUTGOING && own_copy(hdr_ + h->tp_mac, h->tp_snaplen)) {
+                    stats_.rx_own_local++;
+                    pkt_++;
+                    hdr_ += h->tp_next_offset;
+                    continue;
+                }
                 // tpacket_rcv stamps every frame it puts in the ring from CLOCK_REALTIME (the
                 // skb's software stamp or the time it copies the frame), in ns with TPACKET_V3.
                 sink(ctx, hdr_ + h->tp_mac, h->tp_snaplen, uint64_t{h->tp_sec} * 1'000'000'000u + h->tp_nsec);
@@ -230,7 +262,38 @@ private:
         return true;
     }
 
+    static uint32_t icrc_of(const uint8_t* f, size_t len)
+    {
+        uint32_t v;
+        std::memcpy(&v, f + len - wire::kIcrcBytes, sizeof v);
+        return v;
+    }
+    // One of the frames we sent by tx_local, back from the tap: it and the older ones leave
+    // the list (the tap hands our frames back in the order we sent them; one the queue dropped
+    // never comes). Length and ICRC (a CRC over the frame's invariant bytes) tell it apart.
+    bool own_copy(const uint8_t* f, size_t len)
+    {
+        if (len < wire::kIcrcBytes) return false;
+        const OwnCopy c{static_cast<uint32_t>(len), icrc_of(f, len)};
+        if (own_next_ - own_seen_ > kOwnLocal) own_seen_ = own_next_ - kOwnLocal;  // overwritten
+        for (uint32_t i = own_seen_; i != own_next_; i++) {
+            if (own_local_[i % kOwnLocal] == c) {
+                own_seen_ = i + 1;
+                return true;
+            }
+        }
+        return false;
+    }
+
     static constexpr uint32_t kTxBatch = 64;
+    struct OwnCopy {
+        uint32_t len = 0, icrc = 0;
+        bool operator==(const OwnCopy&) const = default;
+    };
+    static constexpr uint32_t kOwnLocal = 64;  // frames sent by tx_local whose copy may still come
+    std::array<OwnCopy, kOwnLocal> own_local_{};
+    uint32_t own_next_ = 0, own_seen_ = 0;
+    Fd local_fd_;
     PortInfo info_;
     unsigned ifindex_ = 0;
     // Released in reverse: the UDP sink, the ring's mapping, then the socket it maps.

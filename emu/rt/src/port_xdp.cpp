@@ -344,8 +344,9 @@ bool XdpPort::attach(std::string* err)
     }
     std::string hint;
     if (last == EBUSY || last == EEXIST)
-        hint = "another XDP program is attached: another xdp: port on this interface, or one left by a tool "
-               "(ip link set dev " + ifname_ + " xdp off removes that)";
+        hint = "another XDP program is attached: another xdp: port on this interface (an xdp: port takes one "
+               "process; raw: takes several), or one left by a tool (ip link set dev " + ifname_ +
+               " xdp off removes that)";
     else if (last == EPERM || last == EACCES)
         hint = "needs root (CAP_NET_ADMIN, CAP_BPF)";
     else if (opt_.xdp_mode == "native" && !sg_ && info_.mtu > kVethSingleBufferMtu)

@@ -1,10 +1,12 @@
 #include <sdr/emu/neighbour.hpp>
 #include <sdr/emu/rt_nic.hpp>
 #include <sdr/emu/capture_notes.hpp>
+#include <sdr/emu/verbs_engine.hpp>
 #include <sdr/emu/wire.hpp>
 
 #include <sdr/emu/env_parse.hpp>
 
+#include <net/if.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sys/eventfd.h>
@@ -224,6 +226,19 @@ ShaperCounters RtNic::shaper_counters()
     return shaper_.counters();
 }
 
+bool RtNic::share_port(std::string* err)
+{
+    if (share_) return true;
+    if (!port_->can_tx_local()) {
+        *err = port_->info().kind + ":" + port_->info().ifname +
+               ": an xdp: port takes one process (its queue binds one AF_XDP socket); raw: takes several";
+        return false;
+    }
+    share_ = std::make_unique<ProcessShare>(if_nametoindex(port_->info().ifname.c_str()));
+    nic_->verbs().set_port_share(share_.get());
+    return true;
+}
+
 RtCounters RtNic::counters()
 {
     std::lock_guard<std::mutex> g(mu_);
@@ -321,7 +336,15 @@ bool RtNic::transmit(uint64_t now)
         capture_note::append_link(&note, note_bits);
         capture_ng(0, f, len, true, pcapng::kFlagOutbound, note);
     };
+    // A multicast frame on a shared port goes by tx_local: the group's members in the other
+    // processes get it from the tap, the link once.
+    auto to_group_here = [&](const uint8_t* f) { return share_ && (f[0] & 1); };
     auto to_port = [&](const uint8_t* f, size_t len, uint8_t note_bits) {
+        if (to_group_here(f)) {
+            tx_capture(f, len, note_bits);
+            (void)port_->tx_local(f, len);  // a refusal is the kernel's drop (tx_errors)
+            return true;
+        }
         uint8_t* b = port_->tx_alloc();
         if (!b) return false;
         std::memcpy(b, f, len);
@@ -341,9 +364,19 @@ bool RtNic::transmit(uint64_t now)
             // To ourselves (two QPs of this NIC): the kernel would not hand the frame back, so
             // it goes straight to our receive path once it has "left" (tx_done first, as on
             // the wire), uncommitted: the next tx_alloc reuses the buffer. No impairment: it
-            // never crosses the link.
+            // never crosses the link. On a shared port, QP1's frames also go to the other
+            // processes, and a frame for a verbs QP of theirs only to them.
+            bool ours = true;
+            if (share_) {
+                constexpr size_t kBth = wire::kEthBytes + wire::kIpv4Bytes + wire::kUdpBytes;
+                const uint32_t qpn = len > kBth + 8 ? uint32_t{buf[kBth + 5]} << 16 | buf[kBth + 6] << 8 | buf[kBth + 7] : 0;
+                const bool gsi = qpn == wire::kGsiQpn;
+                ours = gsi || !VerbsEngine::is_verbs_qpn(qpn) || nic_->verbs().owns_qpn(qpn);
+                if ((gsi || !ours) && port_->tx_local(buf, len)) c_.to_other_processes++;
+            }
             tx_capture(buf, len, 0);  // recorded once, as it left
             nic_->tx_done(pk);
+            if (!ours) continue;
             c_.looped++;
             nic_->rx_frame(buf, len);
             continue;
@@ -355,7 +388,8 @@ bool RtNic::transmit(uint64_t now)
                 // A committed buffer belongs to the port: keep the duplicate's bytes first.
                 if (v.copies == 2) dup_.assign(buf, buf + len);
                 tx_capture(buf, len, v.copies == 2 ? capture_note::kBitDuplicated : 0);
-                port_->tx_commit(len);
+                if (to_group_here(buf)) (void)port_->tx_local(buf, len);  // the buffer stays ours
+                else port_->tx_commit(len);
                 if (v.copies == 2) to_port(dup_.data(), len, capture_note::kBitCopy);
             } else if (v.copies) {
                 shaper_.hold(now, buf, len, v);

@@ -35,7 +35,13 @@ uint32_t VerbsEngine::qp_create(QpType type, uint32_t pd, uint32_t send_cq, uint
     auto q = std::make_unique<VerbsQp>(sq_depth, rq_depth);
     q->queued = vqps_[h] && vqps_[h]->queued;  // the handle may still wait in verbs_active_
     q->type = type;
-    q->qpn = ids_.ctrl_qpn(kVerbsQpnBit | static_cast<uint32_t>(h), previous);
+    // On a shared port the QPN must be ours alone: frames find their QP by it in every model.
+    // 1023 tags per entry: a full draw fails only when other models hold them all.
+    uint32_t tries = 0;
+    do {
+        q->qpn = ids_.ctrl_qpn(kVerbsQpnBit | static_cast<uint32_t>(h), previous);
+    } while (share_ && !share_->claim_qpn(q->qpn) && ++tries < 4096);
+    if (tries == 4096) return kNoHandle;
     q->pd = pd;
     q->send_cq = send_cq;
     q->recv_cq = recv_cq;
@@ -59,11 +65,19 @@ int VerbsEngine::qp_destroy(uint32_t h)
     if (!q || !q->live) return EINVAL;
     if (q->mcast_groups) return EBUSY;  // as the kernel's uverbs: detach from every group first
     q->live = false;  // the entry keeps its QPN so that the next QP in it draws another
+    if (share_) share_->release_qpn(q->qpn);
     vpds_[q->pd].users--;
     vcqs_[q->send_cq]->users--;
     vcqs_[q->recv_cq]->users--;
     if (q->srq != kNoHandle) vsrqs_[q->srq]->users--;
     return 0;
+}
+
+bool VerbsEngine::owns_qpn(uint32_t qpn) const
+{
+    if (!is_verbs_qpn(qpn)) return false;
+    const VerbsQp* q = vqp(NicIds::qpn_index(qpn) & (kVerbsQpnBit - 1));
+    return q && q->live && q->qpn == qpn;
 }
 
 uint32_t VerbsEngine::qpn(uint32_t h) const

@@ -172,6 +172,9 @@ struct CmCounters {
     std::array<uint64_t, static_cast<size_t>(CmDrop::Count)> drops{};
     uint64_t retransmits = 0;  // MADs sent again after a timeout
     uint64_t duplicates = 0;   // a retried REQ, REP or DREQ answered again, not taken as new
+    // REQs and SIDR_REQs for a service another process on the port listens to, or that
+    // another one answers for the port (VerbsEngine::port_share)
+    uint64_t left_to_others = 0;
     uint64_t sent(MadKind k) const { return tx[static_cast<size_t>(k)]; }
     uint64_t received(MadKind k) const { return rx[static_cast<size_t>(k)]; }
     uint64_t drop(CmDrop d) const { return drops[static_cast<size_t>(d)]; }

@@ -11,6 +11,7 @@
 #include <sdr/emu/fifo_ring.hpp>
 #include <sdr/emu/gsi.hpp>
 #include <sdr/emu/nic_core.hpp>
+#include <sdr/emu/port_share.hpp>
 #include <sdr/emu/verbs.hpp>
 #include <sdr/emu/wire.hpp>
 
@@ -149,6 +150,18 @@ public:
     void gsi_arm_timer(uint64_t deadline_ns);
     uint64_t now_ns() const;
     const NicAddress& address() const { return addr_; }
+
+    // Other NIC models on this port (port_share.hpp): set by an executor whose port several
+    // processes open, before any QP exists; nullptr (the default): this model is alone. QPNs
+    // are then claimed from it, and the CM agent asks it who listens.
+    void set_port_share(PortShare* share) { share_ = share; }
+    PortShare* port_share() const { return share_; }
+    // `qpn` names a live verbs QP of this model; is_verbs_qpn: of any model's verbs QPs.
+    bool owns_qpn(uint32_t qpn) const;
+    static bool is_verbs_qpn(uint32_t qpn)
+    {
+        return (qpn & NicIds::kCtrlQpnBit) && (NicIds::qpn_index(qpn) & kVerbsQpnBit) && qpn != wire::kMcastQpn;
+    }
 
     // NicEngine: what the NIC hands this engine. hd: the decoded headers: the RETH's DMA length
     // (a WRITE FIRST's is the message's, a READ request's the READ's; m.dma_len is the
@@ -399,6 +412,7 @@ private:
     std::vector<McastGroup> mcast_;  // groups with a member on this NIC (few: a linear scan)
     uint32_t mcast_attached_ = 0;    // attachments over all groups
     GsiAgent* gsi_ = nullptr;
+    PortShare* share_ = nullptr;
     std::deque<GsiOut> gsi_out_;                    // MADs waiting for the port
     std::array<uint8_t, kGsiMadBytes> gsi_tx_{};    // the one handed out, until the next tx_next
     uint32_t gsi_psn_ = 0;

@@ -57,6 +57,8 @@ struct PortStats {
     uint64_t rx_dropped_kernel = 0;  // frames lost before the NIC model saw them: the sum of the frame counts above
     uint64_t tx_full = 0;            // tx_alloc found the TX ring full
     uint64_t tx_errors = 0;          // frames the kernel refused for good (EMSGSIZE, link down, invalid descriptors)
+    uint64_t tx_local = 0;           // frames sent by tx_local (to the other processes on the interface)
+    uint64_t rx_own_local = 0;       // tx_local's copies back to us, skipped (AF_PACKET)
 };
 
 class Port {
@@ -93,6 +95,21 @@ public:
     // the copy-mode budget. Whoever flushes must come back for them (RtNic does not sleep on
     // them: an RC sender that then waits for ACKs stalled until its retransmission timer).
     virtual bool tx_backlog() const = 0;
+
+    // Several processes on one interface, each with its own NIC model (RtNic::share_port): a
+    // frame the other processes must see (to our own address for a QP of theirs or QP1, or to
+    // a multicast group) leaves through the kernel's packet taps, which hand a copy to every
+    // packet socket on the interface, ours included; ours drops its own copy, so each process
+    // sees the frame once. It also crosses the link, once (a peer drops one to our MAC).
+    // false: this port cannot (AF_XDP: its transmit passes no tap, and a queue takes one
+    // socket).
+    [[nodiscard]] virtual bool tx_local(const uint8_t* frame, size_t len)
+    {
+        (void)frame;
+        (void)len;
+        return false;
+    }
+    virtual bool can_tx_local() const { return false; }
 
     // Let the frames to Ethernet multicast address `mac` (a group's: wire::ipv4_multicast_mac)
     // through the interface's address filter (join), or no longer (leave): AF_PACKET

@@ -3,7 +3,8 @@
 // receive handlers run inline or on dedicated worker threads (RtWorkers), fires firmware
 // timers, and moves the send engine's packets through the impairment stage to the port; a
 // frame to our own MAC never reaches the port: it is looped into our receive path, as an RDMA
-// NIC loops traffic between its own QPs. Host calls take the NIC lock; the host reads bitmaps
+// NIC loops traffic between its own QPs (on a port shared with other processes, share_port, a
+// frame for their QPs goes to them instead). Host calls take the NIC lock; the host reads bitmaps
 // and immediates from its memory window without it (the firmware writes them with release
 // stores).
 #pragma once
@@ -11,6 +12,7 @@
 #include <sdr/emu/nic.hpp>
 #include <sdr/emu/pcap_writer.hpp>
 #include <sdr/emu/port.hpp>
+#include <sdr/emu/process_share.hpp>
 #include <sdr/emu/rt_workers.hpp>
 #include <sdr/emu/shaper.hpp>
 
@@ -44,6 +46,7 @@ struct RtParams {
 struct RtCounters {
     uint64_t polls = 0, idle_sleeps = 0, tx_too_big = 0;
     uint64_t looped = 0;  // frames to our own MAC, handed to our own receive path (no wire)
+    uint64_t to_other_processes = 0;  // frames to our own MAC for the other processes on the port (share_port)
     uint64_t mcast_filter_errors = 0;  // group joins/leaves the port's address filter refused
 };
 
@@ -93,6 +96,12 @@ public:
     }
     // Who hears of verbs asynchronous events: set under the lock, called under it.
     void set_verbs_async_listener(std::function<void(verbs::AsyncEvent, uint32_t)> f) { async_listener_ = std::move(f); }
+    // Share the port with the NIC models other processes run on the same interface
+    // (port_share.hpp), for the verbs engine: its QPNs and CM listeners are claimed among them
+    // (process_share.hpp), and a frame to our own MAC for QP1 (every model's CM) or for a verbs
+    // QP another model owns reaches them through Port::tx_local. Lock held, before the first
+    // verbs QP. false + *err: the port cannot (AF_XDP).
+    [[nodiscard]] bool share_port(std::string* err);
     uint32_t worker_threads() const { return workers_ ? workers_->threads() : 0; }
     // Lock held (so the polling thread posts nothing new): wait for the worker threads to empty
     // their rings.
@@ -119,6 +128,7 @@ private:
 
     RtParams p_;
     std::unique_ptr<Port> port_;
+    std::unique_ptr<ProcessShare> share_;  // outlives nic_, whose verbs engine points to it
     std::unique_ptr<Nic> nic_;
     Shaper shaper_;
     PcapWriter pcap_;
