@@ -18,8 +18,7 @@ trap '"$netns" down --prefix "$prefix" >/dev/null 2>&1; rm -rf "$state"' EXIT
 
 # Polls (bounded) until the command succeeds: a server is ready.
 until_ready() {
-    local i
-    for i in $(seq 300); do "$@" && return 0; sleep 0.1; done
+    for _ in $(seq 300); do "$@" && return 0; sleep 0.1; done
     echo "never ready: $*"
     return 1
 }
@@ -51,7 +50,7 @@ SDR_RDMA_DIR=$state/urnm unshare -Urnm bash -c '
     on b "$rdma" link add sdrub netdev "$prefix-b" raw >/dev/null || exit 4
     on b timeout 60 env SDR_RDMA_CM_TRACE=1 "$rdma" exec --dev sdrub -- rping -s -a 10.77.0.2 -C 10 -V >"$log" 2>&1 &
     server=$!
-    for i in $(seq 300); do grep -q ": LISTEN id " "$log" && break; sleep 0.1; done
+    for _ in $(seq 300); do grep -q ": LISTEN id " "$log" && break; sleep 0.1; done
     on a timeout 60 "$rdma" exec --dev sdrua -- rping -c -a 10.77.0.2 -C 10 -V -v 2>&1
     client=$?
     wait "$server"
