@@ -3,14 +3,17 @@
 // namespaces joined by a veth, over raw: (AF_PACKET) and xdp: (AF_XDP), their connections made by
 // the NICs' CM agents on the wire: rping (100 pings, validated), ucmatose (RC, and its IDs migrated
 // to another event channel), udaddy (UD through SIDR), rdma_server/rdma_client (rdma_create_ep),
-// rstream and riostream (rsockets), perftest's ib_write_bw -R, and multicast through rdma_cm
-// (tests/rdma_cm_mcast.c). A connect to a port nobody listens on is REJECTED with the kernel's reason 8
+// rstream and riostream (rsockets), perftest's ib_write_bw -R and ib_send_lat -R, qperf's RC
+// tests with -cm1, libfabric's fi_pingpong over the verbs provider (msg and rdm endpoints), and
+// multicast through rdma_cm (tests/rdma_cm_mcast.c). A connect to a port nobody listens on is REJECTED with the kernel's reason 8
 // (invalid service ID); a peer killed mid-transfer fails the survivor's transfer in bounded time.
 // tests/verbs_comp_channel.c checks that a completion channel's fd is valid from its creation,
 // tests/rdma_cm_abi.c the commands' errors.
 //
 // The namespaces are made once for the suite; each test adds the two devices of its port kind
-// and removes them after. A server is ready when its SDR_RDMA_CM_TRACE line says it listens.
+// and removes them after. A server is ready when its SDR_RDMA_CM_TRACE line says it listens
+// (qperf's client waits for its server itself; fi_pingpong's server is ready when its TCP control
+// port listens).
 #include "child_util.hpp"
 #include "netns_util.hpp"
 
