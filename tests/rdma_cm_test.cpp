@@ -259,7 +259,7 @@ TEST_P(RdmaCm, PerftestSendLatRdmaCm)
     const std::regex rejected("sdr rdma_cm: event REJECTED id [0-9]+ status 8\n");
     std::string co;
     for (int attempt = 0; attempt < 5; attempt++) {
-        const std::string port = std::to_string(7490 + attempt), name = "ib_send_lat_" + port;
+        const std::string port = std::to_string(7510 + attempt), name = "ib_send_lat_" + port;
         const std::string pidfile = log(name + "_pid");
         auto s = server(name, "sh -c 'echo $$ > " + pidfile + "; exec ib_send_lat -d " + dev(1) + " -R -x 0 -p " +
                                   port + "'");
