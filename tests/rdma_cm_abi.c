@@ -3,7 +3,8 @@
  * and a header claiming more than was written are EINVAL; a reply buffer too small ENOSPC; an
  * unknown ID ENOENT, another channel's ID EINVAL; a bad port space EINVAL; GET_OPTION ENOSYS;
  * RESOLVE_ROUTE before an address EINVAL; a bind to an address no interface has EADDRNOTAVAIL,
- * to the loopback (no SDR device) ENODEV, to a bound port EADDRINUSE. The fd is a character
+ * to a bound port EADDRINUSE; the loopback binds as the wildcard does (no device; its port is
+ * every address's). The fd is a character
  * device to fstat, GET_EVENT on an empty O_NONBLOCK channel is EAGAIN, poll() turns readable
  * when an event waits (ADDR_RESOLVED), and an unreachable peer gives ADDR_ERROR. Exit 0 after
  * "rdma_cm_abi: ok".
@@ -117,14 +118,17 @@ int main(int argc, char** argv)
 
     /* Binding. */
     EXPECT_ERR(bind_ip(fd, id, "192.0.2.55", 0), EADDRNOTAVAIL, "bind to an address nobody has");
-    EXPECT_ERR(bind_ip(fd, id, "127.0.0.1", 0), ENODEV, "bind to the loopback (no SDR device)");
+    /* The loopback binds as the wildcard (the kernel's cma_any_addr), and so shares no port. */
+    const uint32_t lo = create_id(fd, RDMA_PS_TCP);
+    CHECK(bind_ip(fd, lo, "127.0.0.1", 7498) > 0, "bind to the loopback");
+    EXPECT_ERR(bind_ip(fd, id, argv[1], 7498), EADDRINUSE, "a device's address on the loopback's port");
     CHECK(bind_ip(fd, id, argv[1], 7499) > 0, "bind to %s:7499", argv[1]);
     const uint32_t id2 = create_id(fd, RDMA_PS_TCP);
     EXPECT_ERR(bind_ip(fd, id2, argv[1], 7499), EADDRINUSE, "a second bind to the port");
     CHECK(bind_ip(fd, id2, argv[1], 7499 + 1) > 0, "the next port is free");
     const uint32_t udp = create_id(fd, RDMA_PS_UDP);
     CHECK(bind_ip(fd, udp, argv[1], 7499) > 0, "another port space has its own ports");
-    printf("bind nobody=EADDRNOTAVAIL loopback=ENODEV in_use=EADDRINUSE ok\n");
+    printf("bind nobody=EADDRNOTAVAIL loopback=wildcard in_use=EADDRINUSE ok\n");
 
     /* Events. */
     struct rdma_ucm_event_resp e;

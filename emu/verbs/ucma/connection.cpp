@@ -130,11 +130,13 @@ int init_qp_attr(const Channel& ch, const void* p, size_t in, size_t out)
             r.qkey = kUdpQkey;
         } else {
             // Before a connection the QP gets no remote access; the CM's INIT grants WRITE, and
-            // READ when this side takes READs (the kernel's cm_init_qp_init_attr, less atomics).
+            // READ and atomics when this side takes them (the kernel's cm_init_qp_init_attr).
             r.qp_attr_mask |= IBV_QP_ACCESS_FLAGS;
             if (connected)
-                r.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | ((id->local.responder_resources || !id->active)
-                                                                   ? uint32_t{IBV_ACCESS_REMOTE_READ} : 0u);
+                r.qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
+                                    ((id->local.responder_resources || !id->active)
+                                         ? uint32_t{IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC}
+                                         : 0u);
         }
         break;
     case IBV_QPS_RTR:

@@ -148,10 +148,18 @@ uint16_t sin_port(const sockaddr_storage& s)
     return 0;
 }
 
+// The kernel's cma_any_addr: the loopback binds as the wildcard does (no device), which is what
+// libfabric's verbs provider relies on when it binds "localhost" to find its passive address.
 bool is_any(const sockaddr_storage& s)
 {
-    if (s.ss_family == AF_INET) return reinterpret_cast<const sockaddr_in&>(s).sin_addr.s_addr == INADDR_ANY;
-    if (s.ss_family == AF_INET6) return IN6_IS_ADDR_UNSPECIFIED(&reinterpret_cast<const sockaddr_in6&>(s).sin6_addr);
+    if (s.ss_family == AF_INET) {
+        const uint32_t ip = ntohl(reinterpret_cast<const sockaddr_in&>(s).sin_addr.s_addr);
+        return ip == INADDR_ANY || (ip >> 24) == IN_LOOPBACKNET;
+    }
+    if (s.ss_family == AF_INET6) {
+        const in6_addr& a = reinterpret_cast<const sockaddr_in6&>(s).sin6_addr;
+        return IN6_IS_ADDR_UNSPECIFIED(&a) || IN6_IS_ADDR_LOOPBACK(&a);
+    }
     return true;
 }
 

@@ -159,7 +159,7 @@ void trace_event(const rdma_ucm_event_resp& resp);
 // Helpers shared by the commands and the events.
 uint32_t sin_addr(const sockaddr_storage& s);  // host order; 0 for anything but AF_INET
 uint16_t sin_port(const sockaddr_storage& s);  // host order
-bool is_any(const sockaddr_storage& s);
+bool is_any(const sockaddr_storage& s);  // the wildcard or the loopback (cma_any_addr)
 emu::verbs::Gid gid_of(uint32_t ip);
 uint32_t random_psn();
 
