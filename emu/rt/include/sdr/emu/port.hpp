@@ -46,8 +46,6 @@ struct PortStats {
     uint64_t rx_frames = 0, rx_bytes = 0, tx_frames = 0, tx_bytes = 0;
     // AF_PACKET (PACKET_STATISTICS): frames the kernel could not put into the RX ring (full).
     uint64_t rx_kernel_ring_full = 0;
-    // AF_PACKET: times the ring froze (every block in our hands; tp_freeze_q_cnt). Not frames.
-    uint64_t rx_kernel_ring_freezes = 0;
     // AF_XDP (XDP_STATISTICS): rx_dropped (no buffer, or another reason the kernel had),
     // rx_ring_full (the RX ring had no room) and rx_invalid_descs (frames); and
     // rx_fill_ring_empty_descs (times the kernel found the fill ring empty: not frames, and in
