@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <new>
@@ -23,6 +24,17 @@ std::mutex g_mu;
 std::map<std::string, Engine*> g_engines;  // by device name
 
 }  // namespace
+
+// SDR_STATS_AT_EXIT: the engines still running when the process exits print their counters
+// (registered after g_engines was built, so this runs before it is destroyed). An exit while
+// another thread holds g_mu prints nothing rather than wait.
+void Engine::print_running_at_exit()
+{
+    std::unique_lock g(g_mu, std::try_to_lock);
+    if (!g.owns_lock()) return;
+    for (const auto& [name, e] : g_engines)
+        if (e->stats_at_exit_) e->print_stats(stderr);
+}
 
 Engine* Engine::acquire(const PortInfo& port)
 {
@@ -62,6 +74,11 @@ Engine* Engine::acquire(const PortInfo& port)
     }
     e->rt_ = std::move(rt);
     e->refs_ = 1;
+    if (const char* v = std::getenv("SDR_STATS_AT_EXIT"); v && std::string(v) == "1") {
+        e->stats_at_exit_ = true;
+        static std::once_flag registered;
+        std::call_once(registered, [] { std::atexit(print_running_at_exit); });
+    }
     std::lock_guard l(e->lock());
     e->verbs_ = &e->rt_->nic().verbs();  // attached under the lock: the polling thread reads it
     // Other processes may open the device too, each with its own NIC model on the interface,
@@ -79,6 +96,7 @@ void Engine::release(Engine* e)
     std::lock_guard g(g_mu);
     if (--e->refs_ > 0) return;
     g_engines.erase(e->ibdev_);
+    if (e->stats_at_exit_) e->print_stats(stderr);
     e->rt_.reset();  // stops the polling thread, closes the port
     delete e;
 }

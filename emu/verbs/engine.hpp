@@ -10,6 +10,7 @@
 #include <sdr/emu/rt_nic.hpp>
 
 #include <atomic>
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
@@ -47,13 +48,20 @@ public:
     uint32_t completion_seq() const { return completion_seq_.load(); }
     void wait_completion(uint32_t seen, uint64_t timeout_ns);
 
+    // The NIC's counters as "name value" lines under "# sdr-stats device=NAME" (stats.cpp);
+    // takes the lock. Printed to stderr when the engine stops or the process exits, if the
+    // process started it with SDR_STATS_AT_EXIT=1.
+    void print_stats(FILE* out);
+
 private:
     explicit Engine(std::string ibdev) : ibdev_(std::move(ibdev)) {}
+    static void print_running_at_exit();  // engine.cpp
     void on_completion(uint32_t cq, bool solicited);
     void on_async(mv::AsyncEvent ev, uint32_t h);  // async.cpp
 
     std::string ibdev_;
     int refs_ = 0;
+    bool stats_at_exit_ = false;  // SDR_STATS_AT_EXIT=1 when it started
     std::unique_ptr<emu::RtNic> rt_;
     emu::VerbsEngine* verbs_ = nullptr;
     std::vector<Cq*> cqs_;

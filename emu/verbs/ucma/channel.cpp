@@ -107,9 +107,21 @@ ssize_t get_event(Channel* ch, const rdma_ucm_get_event& cmd, size_t out, std::u
 {
     if (out < sizeof(rdma_ucm_event_resp)) return -ENOSPC;
     const int fd = ch->fd;
+    const auto ino = ch->ino;
     for (;;) {
         auto it = channels().find(fd);
-        if (it == channels().end()) return -EBADF;  // closed while we waited
+        if (it == channels().end() || it->second.ino != ino) {
+            // Closed while we waited (channel_write found it; a channel opened since may have
+            // its number). The kernel's file lives until a write in progress returns, and no
+            // event reaches it once its IDs went with the close, so that write sleeps until a
+            // signal: a thread blocked in rdma_get_cm_event while another closes the channel and
+            // returns from main (rping's event thread) never sees an error. Closing the eventfd
+            // woke our poll instead.
+            lock.unlock();
+            pause();
+            lock.lock();
+            return -EINTR;
+        }
         ch = &it->second;
         if (!ch->events.empty()) break;
         const int fl = fcntl(fd, F_GETFL);
