@@ -12,7 +12,6 @@
 #include <cerrno>
 #include <climits>
 #include <cstdio>
-#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <new>
@@ -25,15 +24,14 @@ std::map<std::string, Engine*> g_engines;  // by device name
 
 }  // namespace
 
-// SDR_STATS_AT_EXIT: the engines still running when the process exits print their counters
-// (registered after g_engines was built, so this runs before it is destroyed). An exit while
-// another thread holds g_mu prints nothing rather than wait.
-void Engine::print_running_at_exit()
+// SDR_STATS_AT_EXIT / SDR_STATS_FILE: the engines still running when the process exits report
+// their counters (registered after g_engines was built, so this runs before it is destroyed).
+// An exit while another thread holds g_mu reports nothing rather than wait.
+void Engine::report_running_at_exit()
 {
     std::unique_lock g(g_mu, std::try_to_lock);
     if (!g.owns_lock()) return;
-    for (const auto& [name, e] : g_engines)
-        if (e->stats_at_exit_) e->print_stats(stderr);
+    for (const auto& [name, e] : g_engines) e->report_stats(false);
 }
 
 Engine* Engine::acquire(const PortInfo& port)
@@ -74,10 +72,10 @@ Engine* Engine::acquire(const PortInfo& port)
     }
     e->rt_ = std::move(rt);
     e->refs_ = 1;
-    if (const char* v = std::getenv("SDR_STATS_AT_EXIT"); v && std::string(v) == "1") {
-        e->stats_at_exit_ = true;
+    e->stats_from_env();
+    if (e->stats_wanted()) {
         static std::once_flag registered;
-        std::call_once(registered, [] { std::atexit(print_running_at_exit); });
+        std::call_once(registered, [] { std::atexit(report_running_at_exit); });
     }
     std::lock_guard l(e->lock());
     e->verbs_ = &e->rt_->nic().verbs();  // attached under the lock: the polling thread reads it
@@ -96,7 +94,7 @@ void Engine::release(Engine* e)
     std::lock_guard g(g_mu);
     if (--e->refs_ > 0) return;
     g_engines.erase(e->ibdev_);
-    if (e->stats_at_exit_) e->print_stats(stderr);
+    e->report_stats(true);
     e->rt_.reset();  // stops the polling thread, closes the port
     delete e;
 }

@@ -10,7 +10,6 @@
 #include <sdr/emu/rt_nic.hpp>
 
 #include <atomic>
-#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
@@ -49,19 +48,24 @@ public:
     void wait_completion(uint32_t seen, uint64_t timeout_ns);
 
     // The NIC's counters as "name value" lines under "# sdr-stats device=NAME" (stats.cpp);
-    // takes the lock. Printed to stderr when the engine stops or the process exits, if the
-    // process started it with SDR_STATS_AT_EXIT=1.
-    void print_stats(FILE* out);
+    // takes the lock.
+    std::string stats_text();
 
 private:
     explicit Engine(std::string ibdev) : ibdev_(std::move(ibdev)) {}
-    static void print_running_at_exit();  // engine.cpp
+    static void report_running_at_exit();  // engine.cpp
+    // SDR_STATS_AT_EXIT and SDR_STATS_FILE (stats.cpp): read when the engine starts; the report
+    // when it stops or the process exits (under g_mu).
+    void stats_from_env();
+    bool stats_wanted() const { return stats_at_exit_ || !stats_file_.empty(); }
+    void report_stats(bool stopping);
     void on_completion(uint32_t cq, bool solicited);
     void on_async(mv::AsyncEvent ev, uint32_t h);  // async.cpp
 
     std::string ibdev_;
     int refs_ = 0;
     bool stats_at_exit_ = false;  // SDR_STATS_AT_EXIT=1 when it started
+    std::string stats_file_;      // SDR_STATS_FILE, %p replaced
     std::unique_ptr<emu::RtNic> rt_;
     emu::VerbsEngine* verbs_ = nullptr;
     std::vector<Cq*> cqs_;

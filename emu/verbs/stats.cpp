@@ -1,19 +1,65 @@
-// SDR_STATS_AT_EXIT=1 on a verbs device (README.md, "Counters"): the NIC's counters on stderr
-// when its engine stops (the last context and rdma_cm user of the device in the process let
-// go) or when the process exits with it running (librdmacm and MPI jobs often never close their
-// devices). An unmodified program has no other way to show what its NIC lost and sent again.
-// Counters that are the same as libsdr's (sdr_stats.h) have its names (kernel.*, shaper.*,
-// port.*); verbs.* are the device's QPs summed, destroyed ones included.
+// SDR_STATS_AT_EXIT=1 and SDR_STATS_FILE=PATH on a verbs device (README.md, "Counters"): the
+// NIC's counters on stderr, or in PATH in the format sdr-stat reads, when its engine stops (the
+// last context and rdma_cm user of the device in the process let go) or when the process exits
+// with it running (librdmacm and MPI jobs often never close their devices). An unmodified
+// program has no other way to show what its NIC lost and sent again. Counters that are the same
+// as libsdr's (sdr_stats.h) have its names (kernel.*, shaper.*, port.*); verbs.* are the
+// device's QPs summed, destroyed ones included.
 #include "engine.hpp"
 
 #include <sdr/emu/rx_drop.hpp>
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 namespace sdr::verbs {
+namespace {
 
-void Engine::print_stats(FILE* out)
+std::string g_file_text;  // every report of this process so far, for SDR_STATS_FILE (under g_mu)
+
+// Replaced whole (write, then rename): a reader never sees half of it. Best effort: a report
+// never fails the program.
+void write_file(const std::string& path)
+{
+    const std::string tmp = path + ".tmp";
+    FILE* f = std::fopen(tmp.c_str(), "w");
+    if (!f) return;
+    std::fprintf(f, "# sdr-stats pid=%d\n", static_cast<int>(getpid()));
+    std::fputs(g_file_text.c_str(), f);
+    if (std::fclose(f) == 0) std::rename(tmp.c_str(), path.c_str());
+}
+
+}  // namespace
+
+void Engine::stats_from_env()
+{
+    const char* v = std::getenv("SDR_STATS_AT_EXIT");
+    stats_at_exit_ = v && std::string(v) == "1";
+    const char* p = std::getenv("SDR_STATS_FILE");
+    stats_file_ = p ? p : "";
+    for (size_t at; (at = stats_file_.find("%p")) != std::string::npos;)
+        stats_file_.replace(at, 2, std::to_string(getpid()));
+}
+
+void Engine::report_stats(bool stopping)
+{
+    if (!stats_at_exit_ && stats_file_.empty()) return;
+    const std::string s = stats_text();
+    if (stats_at_exit_) {
+        std::fputs(s.c_str(), stderr);
+        std::fflush(stderr);
+    }
+    if (!stats_file_.empty()) {
+        // sdr-stat marks a device whose counters will not change any more.
+        g_file_text += stopping ? s.substr(0, s.find('\n') + 1) + "# closed\n" + s.substr(s.find('\n') + 1) : s;
+        write_file(stats_file_);
+    }
+}
+
+std::string Engine::stats_text()
 {
     std::string s = "# sdr-stats device=" + ibdev_ + "\n";
     auto add = [&s](const std::string& name, uint64_t v) { s += name + " " + std::to_string(v) + "\n"; };
@@ -59,8 +105,7 @@ void Engine::print_stats(FILE* out)
     add("verbs.atomics", q.atomics);
     add("verbs.atomic_replays", q.atomic_replays);
     add("verbs.cq_errors", cq_errors);
-    std::fputs(s.c_str(), out);
-    std::fflush(out);
+    return s;
 }
 
 }  // namespace sdr::verbs
