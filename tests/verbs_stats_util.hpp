@@ -1,6 +1,6 @@
 // Test helper: a counter of the reports an SDR verbs device writes to SDR_STATS_FILE (or prints
-// with SDR_STATS_AT_EXIT; emu/verbs/README.md, "Counters"), summed over every device report in
-// the text (one process may report several devices, or one device started twice).
+// with SDR_STATS_AT_EXIT; emu/verbs/README.md, "The engine in the process"), summed over every
+// device report in the text (one process may report several devices, or one device twice).
 #pragma once
 
 #include <cstdint>

@@ -66,6 +66,7 @@ private:
     int refs_ = 0;
     bool stats_at_exit_ = false;  // SDR_STATS_AT_EXIT=1 when it started
     std::string stats_file_;      // SDR_STATS_FILE, %p replaced
+    int stats_pid_ = 0;           // the process that started it
     std::unique_ptr<emu::RtNic> rt_;
     emu::VerbsEngine* verbs_ = nullptr;
     std::vector<Cq*> cqs_;

@@ -1,10 +1,10 @@
-// SDR_STATS_AT_EXIT=1 and SDR_STATS_FILE=PATH on a verbs device (README.md, "Counters"): the
-// NIC's counters on stderr, or in PATH in the format sdr-stat reads, when its engine stops (the
-// last context and rdma_cm user of the device in the process let go) or when the process exits
-// with it running (librdmacm and MPI jobs often never close their devices). An unmodified
-// program has no other way to show what its NIC lost and sent again. Counters that are the same
-// as libsdr's (sdr_stats.h) have its names (kernel.*, shaper.*, port.*); verbs.* are the
-// device's QPs summed, destroyed ones included.
+// SDR_STATS_AT_EXIT=1 and SDR_STATS_FILE=PATH on a verbs device (README.md, "The engine in the
+// process"): the NIC's counters on stderr, or in PATH in the format sdr-stat reads, when its
+// engine stops (the last context and rdma_cm user of the device in the process let go) or when
+// the process exits with it running (librdmacm and MPI jobs often never close their devices).
+// An unmodified program has no other way to show what its NIC lost and sent again. Counters
+// that are the same as libsdr's (sdr_stats.h) have its names (kernel.*, shaper.*, port.*);
+// verbs.* are the device's QPs summed, destroyed ones included.
 #include "engine.hpp"
 
 #include <sdr/emu/rx_drop.hpp>
@@ -36,6 +36,7 @@ void write_file(const std::string& path)
 
 void Engine::stats_from_env()
 {
+    stats_pid_ = getpid();
     const char* v = std::getenv("SDR_STATS_AT_EXIT");
     stats_at_exit_ = v && std::string(v) == "1";
     const char* p = std::getenv("SDR_STATS_FILE");
@@ -46,7 +47,9 @@ void Engine::stats_from_env()
 
 void Engine::report_stats(bool stopping)
 {
-    if (!stats_at_exit_ && stats_file_.empty()) return;
+    // A child forked from this process has the engine's memory but not its threads (whose NIC
+    // lock a fork may have copied held): it reports nothing.
+    if ((!stats_at_exit_ && stats_file_.empty()) || getpid() != stats_pid_) return;
     const std::string s = stats_text();
     if (stats_at_exit_) {
         std::fputs(s.c_str(), stderr);
