@@ -60,12 +60,16 @@ protected:
                              bed_->ns(static_cast<int>(h)) + " " + GetParam());
             ASSERT_EQ(add.status, 0) << add.out;
         }
-        // The rsh agent both launchers use: [ssh options] HOST COMMAND..., HOST a namespace.
+        // The rsh agent both launchers use: [ssh options] HOST COMMAND..., HOST a namespace. Each
+        // host gets a TMPDIR of its own: the namespaces share /tmp and one hostname, so Open MPI's
+        // daemons would make the same session directory (/tmp/ompi.HOSTNAME.UID/jf.N/...) and
+        // write its hwloc topology file at once (mkdir "File exists", a segfault in hwloc).
         agent_ = dir_ + "/agent";
         std::ofstream a(agent_);
         a << "#!/bin/sh\nwhile [ \"${1#-}\" != \"$1\" ]; do shift; done\nhost=$1; shift\n"
-          << "exec ip netns exec \"$host\" env SDR_RDMA_DIR=" << dir_ << "/\"$host\" SDR_RDMA_PROVIDER=" << provider
-          << " " << SDR_RDMA << " exec -- sh -c \"$*\"\n";
+          << "mkdir -p " << dir_ << "/\"$host.tmp\"\n"
+          << "exec ip netns exec \"$host\" env SDR_RDMA_DIR=" << dir_ << "/\"$host\" TMPDIR=" << dir_
+          << "/\"$host.tmp\" SDR_RDMA_PROVIDER=" << provider << " " << SDR_RDMA << " exec -- sh -c \"$*\"\n";
         a.close();
         ASSERT_EQ(chmod(agent_.c_str(), 0755), 0);
     }
