@@ -6,7 +6,8 @@
  * to a bound port EADDRINUSE; the loopback binds as the wildcard does (no device; its port is
  * every address's). The fd is a character
  * device to fstat, GET_EVENT on an empty O_NONBLOCK channel is EAGAIN, poll() turns readable
- * when an event waits (ADDR_RESOLVED), and an unreachable peer gives ADDR_ERROR. Exit 0 after
+ * when an event waits (ADDR_RESOLVED), and an unreachable peer gives ADDR_ERROR. A GET_EVENT
+ * blocked while another thread closes its channel sleeps on until a signal (EINTR). Exit 0 after
  * "rdma_cm_abi: ok".
  *
  *   rdma_cm_abi LOCAL_IPV4 PEER_IPV4 NOBODY_IPV4
@@ -18,10 +19,16 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define VERBS_PROG "rdma_cm_abi"
@@ -80,6 +87,48 @@ static struct rdma_ucm_event_resp get_event(int fd)
     struct rdma_ucm_get_event g = {.response = (uintptr_t)&e};
     CHECK(cmd(fd, RDMA_USER_CM_CMD_GET_EVENT, &g, sizeof g, sizeof e) > 0, "GET_EVENT");
     return e;
+}
+
+static void on_signal(int sig) { (void)sig; }
+
+struct waiter {
+    int fd;
+    atomic_int tid;       /* the waiting thread's, once it runs */
+    atomic_bool returned; /* its GET_EVENT returned */
+    ssize_t result;
+    int err;
+};
+
+static void* wait_event(void* arg)
+{
+    struct waiter* w = arg;
+    struct rdma_ucm_event_resp e;
+    struct rdma_ucm_get_event g = {.response = (uintptr_t)&e};
+    atomic_store(&w->tid, (int)syscall(SYS_gettid));
+    w->result = cmd(w->fd, RDMA_USER_CM_CMD_GET_EVENT, &g, sizeof g, sizeof e);
+    w->err = errno;
+    atomic_store(&w->returned, true);
+    return NULL;
+}
+
+/* True once the waiter sleeps in a system call (/proc/self/task/TID/syscall: a number, not
+ * "running"): write on the kernel's rdma_cm, poll inside SDR's. Polls a condition, bounded. */
+static bool wait_blocked(struct waiter* w)
+{
+    for (int i = 0; i < 5000; i++) {
+        const int tid = atomic_load(&w->tid);
+        char path[64], buf[64] = "";
+        snprintf(path, sizeof path, "/proc/self/task/%d/syscall", tid);
+        FILE* f = tid ? fopen(path, "r") : NULL;
+        if (f) {
+            const bool got = fgets(buf, sizeof buf, f) != NULL;
+            fclose(f);
+            const long nr = got ? strtol(buf, NULL, 10) : -1;
+            if (got && (nr == SYS_write || nr == SYS_poll || nr == SYS_ppoll)) return true;
+        }
+        usleep(1000);
+    }
+    return false;
 }
 
 int main(int argc, char** argv)
@@ -155,7 +204,21 @@ int main(int argc, char** argv)
     d.id = a;
     CHECK(cmd(fd, RDMA_USER_CM_CMD_DESTROY_ID, &d, sizeof d, sizeof dr) > 0 && dr.events_reported == 1,
           "DESTROY_ID reports the ID's one event (%u)", dr.events_reported);
-    CHECK(close(other) == 0 && close(fd) == 0, "close");  /* the rest go with the channel */
+
+    /* A GET_EVENT blocked in one thread while another closes the channel sleeps on (the kernel's
+     * write holds its file) until a signal: EINTR, never an early EBADF. */
+    struct sigaction sa = {.sa_handler = on_signal};  /* no SA_RESTART */
+    CHECK(sigaction(SIGUSR1, &sa, NULL) == 0, "sigaction");
+    struct waiter w = {.fd = other};
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, wait_event, &w) == 0, "pthread_create");
+    CHECK(wait_blocked(&w), "the waiter blocks in GET_EVENT");
+    CHECK(close(other) == 0, "close the waited-on channel");
+    CHECK(!atomic_load(&w.returned), "the waiter still sleeps after the close");
+    CHECK(pthread_kill(t, SIGUSR1) == 0 && pthread_join(t, NULL) == 0, "signal and join the waiter");
+    CHECK(w.result == -1 && w.err == EINTR, "GET_EVENT after close and a signal: %zd, %s", w.result, strerror(w.err));
+    printf("close_under_get_event=sleeps signal=EINTR ok\n");
+    CHECK(close(fd) == 0, "close");  /* the rest go with the channel */
     printf("rdma_cm_abi: ok\n");
     return 0;
 }

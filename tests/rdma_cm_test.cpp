@@ -1,12 +1,14 @@
 // rdma_cm on SDR's verbs device (emu/verbs/README.md, "rdma_cm and completion channels"): with
 // the interception library in LD_PRELOAD, Debian's unmodified librdmacm programs run between two
 // namespaces joined by a veth, over raw: (AF_PACKET) and xdp: (AF_XDP), their connections made by
-// the NICs' CM agents on the wire: rping (100 pings, validated), ucmatose (RC, and its IDs migrated
-// to another event channel), udaddy (UD through SIDR), rdma_server/rdma_client (rdma_create_ep),
-// rstream and riostream (rsockets), perftest's ib_write_bw -R and ib_send_lat -R, qperf's RC
-// tests with -cm1, libfabric's fi_pingpong over the verbs provider (msg and rdm endpoints), and
-// multicast through rdma_cm (tests/rdma_cm_mcast.c). A connect to a port nobody listens on is REJECTED with the kernel's reason 8
-// (invalid service ID); a peer killed mid-transfer fails the survivor's transfer in bounded time.
+// the NICs' CM agents on the wire: rping (100 pings, validated; also at 1 % loss both ways),
+// ucmatose (RC, and its IDs migrated to another event channel), udaddy (UD through SIDR),
+// rdma_server/rdma_client (rdma_create_ep), rstream and riostream (rsockets), perftest's
+// ib_write_bw -R and ib_send_lat -R, qperf's RC tests with -cm1, libfabric's fi_pingpong over
+// the verbs provider (msg and rdm endpoints), and multicast through rdma_cm
+// (tests/rdma_cm_mcast.c). A connect to a port nobody listens on is REJECTED with the kernel's
+// reason 8 (invalid service ID); a peer killed mid-transfer fails the survivor's transfer in
+// bounded time.
 // tests/verbs_comp_channel.c checks that a completion channel's fd is valid from its creation,
 // tests/rdma_cm_abi.c the commands' errors.
 //
@@ -16,6 +18,7 @@
 // port listens).
 #include "child_util.hpp"
 #include "netns_util.hpp"
+#include "verbs_stats_util.hpp"
 
 #include <gtest/gtest.h>
 
@@ -160,7 +163,8 @@ TEST_P(RdmaCm, CommandErrorsAsTheKernel)
          {"header short=EINVAL unknown=EINVAL in_too_big=EINVAL ok\n",
           "ids enospc=ENOSPC bad_ps=EINVAL unknown=ENOENT foreign=EINVAL route_first=EINVAL get_option=ENOSYS ok\n",
           "bind nobody=EADDRNOTAVAIL loopback=wildcard in_use=EADDRINUSE ok\n",
-          "events empty=EAGAIN poll=readable addr_resolved=ok nobody=ADDR_ERROR(", "rdma_cm_abi: ok\n"})
+          "events empty=EAGAIN poll=readable addr_resolved=ok nobody=ADDR_ERROR(",
+          "close_under_get_event=sleeps signal=EINTR ok\n", "rdma_cm_abi: ok\n"})
         EXPECT_TRUE(contains(r.out, line)) << line << "\n" << r.out;
 }
 
@@ -173,6 +177,33 @@ TEST_P(RdmaCm, Rping)
         EXPECT_TRUE(contains(co, "ping data: rdma-ping-" + std::to_string(i) + ": ")) << i << "\n" << co;
     EXPECT_TRUE(contains(so, "event DISCONNECTED")) << so;
     std::printf("rping over %s: %s", GetParam(), co.substr(co.rfind("ping data: rdma-ping-99")).c_str());
+}
+
+// rping at 1 % loss both ways (SDR_RT_LOSS, which each side's NIC reads when it starts): RC
+// recovers every dropped frame (go-back-N, or its retransmission timeout: about 1 s at
+// rdma_cm's default, for a ping's lost last packet or ACK), so all 100 pings arrive validated
+// and both sides exit 0. Their SDR_STATS_FILE reports show the link dropped frames and RC
+// sent packets again.
+TEST_P(RdmaCm, RpingAtOnePercentLoss)
+{
+    const std::string sstats = log("rping_loss_server_stats"), cstats = log("rping_loss_client_stats");
+    const std::string lossy = "env SDR_RT_LOSS=0.01 SDR_STATS_FILE=";
+    const uint64_t t0 = mono_ms();
+    auto [so, co] = pair("rping_loss", lossy + sstats + " rping -s -a " + ip(1) + " -p 7490 -C 100 -V",
+                         lossy + cstats + " rping -c -a " + ip(1) + " -p 7490 -C 100 -v -V");
+    const uint64_t ms = mono_ms() - t0;
+    for (int i = 0; i < 100; i++)
+        EXPECT_TRUE(contains(co, "ping data: rdma-ping-" + std::to_string(i) + ": ")) << i << "\n" << co;
+    EXPECT_TRUE(contains(so, "event DISCONNECTED")) << so;
+    const std::string stats = slurp(sstats) + slurp(cstats);
+    const uint64_t dropped = sdr::test::verbs_counter(stats, "shaper.dropped");
+    const uint64_t resent = sdr::test::verbs_counter(stats, "verbs.retransmits");
+    EXPECT_GT(dropped, 0u) << stats;
+    EXPECT_GT(resent, 0u) << stats;
+    std::printf("rping at 1 %% loss over %s: %.1f s, %llu frames dropped, %llu packets resent, %llu timeouts\n",
+                GetParam(), ms / 1000.0, static_cast<unsigned long long>(dropped),
+                static_cast<unsigned long long>(resent),
+                static_cast<unsigned long long>(sdr::test::verbs_counter(stats, "verbs.timeouts")));
 }
 
 // Two RC connections, 20 messages each way; then again with -m: after the transfers each side

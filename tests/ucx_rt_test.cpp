@@ -5,8 +5,10 @@
 // tag_lat), UCT put and active messages (put_bw, am_bw) over rc_verbs (UD as UCP's auxiliary
 // wireup transport) and ud_verbs (whose UCT has no put: UCP's put, ucp_put_bw). Each run must
 // end with status 0 on both sides and report all its iterations; ucx_perftest checks no data.
+// RC also runs at 1 % loss both ways (SDR_RT_LOSS), the drops and resends counted.
 #include "child_util.hpp"
 #include "netns_util.hpp"
+#include "verbs_stats_util.hpp"
 
 #include <gtest/gtest.h>
 
@@ -14,6 +16,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <fstream>
 #include <memory>
 #include <regex>
 #include <sstream>
@@ -31,6 +34,14 @@ uint64_t mono_ms()
     timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return uint64_t(ts.tv_sec) * 1000 + uint64_t(ts.tv_nsec) / 1'000'000;
+}
+
+std::string slurp(const std::string& path)
+{
+    std::ifstream f(path);
+    std::stringstream s;
+    s << f.rdbuf();
+    return s.str();
 }
 
 constexpr unsigned kIters = 1000;
@@ -84,23 +95,36 @@ protected:
         }
         return false;
     }
-    // One ucx_perftest run: server in b, client in a; `args` the client's test options.
-    void perftest(const char* tls, const std::string& args, unsigned port)
+    // One ucx_perftest run: server in b, client in a; `args` the client's test options, `iters`
+    // its iterations. `loss`: both NICs drop that share of their frames (SDR_RT_LOSS) and
+    // report their counters (SDR_STATS_FILE), whose text (both sides') it returns.
+    std::string perftest(const char* tls, const std::string& args, unsigned port, unsigned iters = kIters,
+                         const char* loss = nullptr)
     {
-        const std::string ucx = std::string("UCX_TLS=") + tls + " UCX_NET_DEVICES=sdr0:1";
+        std::string ucx[2], stats[2];
+        for (int side = 0; side < 2; side++) {
+            ucx[side] = std::string("UCX_TLS=") + tls + " UCX_NET_DEVICES=sdr0:1";
+            stats[side] = dir_[side] + "/stats." + std::to_string(port);
+            if (loss) ucx[side] += std::string(" SDR_RT_LOSS=") + loss + " SDR_STATS_FILE=" + stats[side];
+        }
         const std::string exec = std::string(SDR_RDMA) + " exec -- timeout 60 ucx_perftest -p " + std::to_string(port);
-        Child server(in(1, ucx, exec));
-        ASSERT_TRUE(listening(1, port)) << "ucx_perftest server did not start listening";
-        Result client = run(in(0, ucx, exec + " " + sdr::test::Testbed::ip(1) + " -n " + std::to_string(kIters) + " " + args));
+        Child server(in(1, ucx[1], exec));
+        EXPECT_TRUE(listening(1, port)) << "ucx_perftest server did not start listening";
+        const uint64_t t0 = mono_ms();
+        Result client = run(in(0, ucx[0], exec + " " + sdr::test::Testbed::ip(1) + " -n " + std::to_string(iters) + " " + args));
         int server_status = -1;
         const std::string server_out = server.finish(&server_status);
+        const uint64_t ms = mono_ms() - t0;
         EXPECT_EQ(client.status, 0) << client.out;
         EXPECT_EQ(server_status, 0) << server_out;
         // "Final:  <iterations>  <latency 50%, avg, overall>  <MB/s avg, overall>  <msg/s avg, overall>"
         std::smatch m;
-        ASSERT_TRUE(std::regex_search(client.out, m, std::regex("Final:\\s+([0-9]+)\\s+[0-9.]+.*"))) << client.out;
-        EXPECT_EQ(std::stoul(m[1].str()), kIters) << client.out;
-        std::printf("ucx_perftest %s over %s (UCX_TLS=%s): %s\n", args.c_str(), GetParam(), tls, m[0].str().c_str());
+        EXPECT_TRUE(std::regex_search(client.out, m, std::regex("Final:\\s+([0-9]+)\\s+[0-9.]+.*"))) << client.out;
+        if (m.empty()) return {};
+        EXPECT_EQ(std::stoul(m[1].str()), iters) << client.out;
+        std::printf("ucx_perftest %s over %s (UCX_TLS=%s%s%s), %.1f s: %s\n", args.c_str(), GetParam(), tls,
+                    loss ? ", SDR_RT_LOSS=" : "", loss ? loss : "", ms / 1000.0, m[0].str().c_str());
+        return loss ? slurp(stats[0]) + slurp(stats[1]) : std::string();
     }
 
     std::unique_ptr<sdr::test::Testbed> bed_;
@@ -113,6 +137,24 @@ TEST_P(Ucx, RcPutBw) { perftest(kRcTls, "-t put_bw -d sdr0:1 -x rc_verbs", 18703
 TEST_P(Ucx, RcAmBw) { perftest(kRcTls, "-t am_bw -d sdr0:1 -x rc_verbs", 18704); }
 // Large messages: UCP's rendezvous moves them with RDMA READ (zero copy).
 TEST_P(Ucx, RcTagBwRendezvous) { perftest(kRcTls, "-t tag_bw -s 262144", 18705); }
+// RC at 1 % loss both ways: eager tag messages, UCT puts, and rendezvous (256 KiB, zero copy)
+// complete with every iteration; what the link dropped RC sent again (go-back-N after a NAK, or
+// UCX's retransmission timeout, about 1 s, for a lost last packet). ucx_perftest checks no
+// data: tests/mpi_rt_test.cpp checks the bytes at this loss.
+TEST_P(Ucx, RcAtOnePercentLoss)
+{
+    std::string stats = perftest(kRcTls, "-t tag_bw", 18721, kIters, "0.01");
+    stats += perftest(kRcTls, "-t put_bw -d sdr0:1 -x rc_verbs", 18722, kIters, "0.01");
+    stats += perftest(kRcTls, "-t tag_bw -s 262144", 18723, 100, "0.01");
+    const uint64_t dropped = sdr::test::verbs_counter(stats, "shaper.dropped");
+    const uint64_t resent = sdr::test::verbs_counter(stats, "verbs.retransmits");
+    EXPECT_GT(dropped, 0u) << stats;
+    EXPECT_GT(resent, 0u) << stats;
+    std::printf("over %s: %llu frames dropped, %llu packets resent, %llu NAKs, %llu timeouts\n", GetParam(),
+                static_cast<unsigned long long>(dropped), static_cast<unsigned long long>(resent),
+                static_cast<unsigned long long>(sdr::test::verbs_counter(stats, "verbs.rx_naks")),
+                static_cast<unsigned long long>(sdr::test::verbs_counter(stats, "verbs.timeouts")));
+}
 TEST_P(Ucx, UdTagBw) { perftest(kUdTls, "-t tag_bw", 18711); }
 TEST_P(Ucx, UdTagLat) { perftest(kUdTls, "-t tag_lat", 18712); }
 TEST_P(Ucx, UdPutBw) { perftest(kUdTls, "-t ucp_put_bw", 18713); }

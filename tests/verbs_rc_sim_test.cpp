@@ -340,6 +340,32 @@ TEST(VerbsRc, OnePercentLossDeliversEveryByte)
     EXPECT_GT(t.a.c().retransmits, 0u);
 }
 
+// qp_counters_total (what the provider's SDR_STATS_AT_EXIT / SDR_STATS_FILE report): every
+// QP's counters since the NIC started, a destroyed QP's kept after a new QP takes its entry.
+TEST(VerbsRc, CountersTotalKeepsDestroyedQps)
+{
+    FabricParams p = params();
+    p.link.impairment.loss = 0.01;
+    p.seed = 21;
+    RcPair t(false, {}, p);
+    Bulk b;
+    b.run(t);
+    const QpCountersVerbs was = t.a.c();
+    ASSERT_GT(was.retransmits, 0u);
+    VerbsEngine& v = t.a.nic->verbs();
+    EXPECT_EQ(v.qp_counters_total().retransmits, was.retransmits);
+    ASSERT_EQ(v.qp_destroy(t.a.qp), 0);
+    const uint32_t again = v.qp_create(QpType::Rc, t.a.pd, t.a.scq, t.a.rcq, 16, 16);
+    ASSERT_EQ(again, t.a.qp);  // the destroyed QP's entry
+    EXPECT_EQ(v.qp_counters(again)->tx_packets, 0u);
+    const QpCountersVerbs total = v.qp_counters_total();
+    EXPECT_EQ(total.tx_packets, was.tx_packets);
+    EXPECT_EQ(total.retransmits, was.retransmits);
+    EXPECT_EQ(total.timeouts, was.timeouts);
+    EXPECT_EQ(total.rx_acks, was.rx_acks);
+    EXPECT_EQ(total.rx_naks, was.rx_naks);
+}
+
 TEST(VerbsRc, TenPercentLossDeliversEveryByte)
 {
     FabricParams p = params();

@@ -1,4 +1,5 @@
-// sdr-stat: prints the counters a libsdr process dumps (SDR_STATS_FILE, sdr_stats.h) in the
+// sdr-stat: prints the counters a libsdr process (sdr_stats.h) or a program on SDR's verbs
+// device (emu/verbs/README.md, "The engine in the process") dumps with SDR_STATS_FILE, in the
 // style of `rdma statistic`: one line per device and group, "name value" pairs. With -i it
 // prints again every interval, each value followed by its rate since the previous print.
 #include "common/counters.hpp"

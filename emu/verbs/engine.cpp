@@ -24,6 +24,16 @@ std::map<std::string, Engine*> g_engines;  // by device name
 
 }  // namespace
 
+// SDR_STATS_AT_EXIT / SDR_STATS_FILE: the engines still running when the process exits report
+// their counters (registered after g_engines was built, so this runs before it is destroyed).
+// An exit while another thread holds g_mu reports nothing rather than wait.
+void Engine::report_running_at_exit()
+{
+    std::unique_lock g(g_mu, std::try_to_lock);
+    if (!g.owns_lock()) return;
+    for (const auto& [name, e] : g_engines) e->report_stats(false);
+}
+
 Engine* Engine::acquire(const PortInfo& port)
 {
     std::lock_guard g(g_mu);
@@ -62,6 +72,11 @@ Engine* Engine::acquire(const PortInfo& port)
     }
     e->rt_ = std::move(rt);
     e->refs_ = 1;
+    e->stats_from_env();
+    if (e->stats_wanted()) {
+        static std::once_flag registered;
+        std::call_once(registered, [] { std::atexit(report_running_at_exit); });
+    }
     std::lock_guard l(e->lock());
     e->verbs_ = &e->rt_->nic().verbs();  // attached under the lock: the polling thread reads it
     // Other processes may open the device too, each with its own NIC model on the interface,
@@ -79,6 +94,7 @@ void Engine::release(Engine* e)
     std::lock_guard g(g_mu);
     if (--e->refs_ > 0) return;
     g_engines.erase(e->ibdev_);
+    e->report_stats(true);
     e->rt_.reset();  // stops the polling thread, closes the port
     delete e;
 }

@@ -47,13 +47,26 @@ public:
     uint32_t completion_seq() const { return completion_seq_.load(); }
     void wait_completion(uint32_t seen, uint64_t timeout_ns);
 
+    // The NIC's counters as "name value" lines under "# sdr-stats device=NAME" (stats.cpp);
+    // takes the lock.
+    std::string stats_text();
+
 private:
     explicit Engine(std::string ibdev) : ibdev_(std::move(ibdev)) {}
+    static void report_running_at_exit();  // engine.cpp
+    // SDR_STATS_AT_EXIT and SDR_STATS_FILE (stats.cpp): read when the engine starts; the report
+    // when it stops or the process exits (under g_mu).
+    void stats_from_env();
+    bool stats_wanted() const { return stats_at_exit_ || !stats_file_.empty(); }
+    void report_stats(bool stopping);
     void on_completion(uint32_t cq, bool solicited);
     void on_async(mv::AsyncEvent ev, uint32_t h);  // async.cpp
 
     std::string ibdev_;
     int refs_ = 0;
+    bool stats_at_exit_ = false;  // SDR_STATS_AT_EXIT=1 when it started
+    std::string stats_file_;      // SDR_STATS_FILE, %p replaced
+    int stats_pid_ = 0;           // the process that started it
     std::unique_ptr<emu::RtNic> rt_;
     emu::VerbsEngine* verbs_ = nullptr;
     std::vector<Cq*> cqs_;

@@ -102,24 +102,43 @@ std::vector<uint32_t> drop_events(uint32_t handle)
     return requests;
 }
 
-// GET_EVENT: the oldest event, waiting for one unless the fd is non-blocking.
+// GET_EVENT: the oldest event, waiting for one unless the fd is non-blocking. The wait holds
+// a reference of its own to the eventfd, as the kernel's write holds its file: a close() by
+// another thread then wakes nothing (closing an eventfd would wake its pollers), the channel and
+// its IDs go, and the write sleeps on until a signal (EINTR), as the kernel's does. So rping's
+// event thread, blocked here while its main thread closes the channel and returns, never sees
+// an error.
 ssize_t get_event(Channel* ch, const rdma_ucm_get_event& cmd, size_t out, std::unique_lock<std::mutex>& lock)
 {
     if (out < sizeof(rdma_ucm_event_resp)) return -ENOSPC;
     const int fd = ch->fd;
+    const auto ino = ch->ino;
+    struct Held {  // our reference to the eventfd while we wait
+        int fd = -1;
+        ~Held()
+        {
+            if (fd >= 0) close(fd);
+        }
+    } held;
+    bool interrupted = false;
     for (;;) {
         auto it = channels().find(fd);
-        if (it == channels().end()) return -EBADF;  // closed while we waited
+        // Closed while we waited (channel_write found it; a channel opened since may have its
+        // number): a signal ended the wait, or an event had arrived just before the close.
+        if (it == channels().end() || it->second.ino != ino) return interrupted ? -EINTR : -EBADF;
         ch = &it->second;
         if (!ch->events.empty()) break;
         const int fl = fcntl(fd, F_GETFL);
         if (fl < 0) return -errno;
         if (fl & O_NONBLOCK) return -EAGAIN;
+        if (held.fd < 0 && (held.fd = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0) return -errno;
         lock.unlock();
-        pollfd p{fd, POLLIN, 0};
+        pollfd p{held.fd, POLLIN, 0};
         const int r = poll(&p, 1, -1);
+        const int err = errno;
         lock.lock();
-        if (r < 0 && errno != EINTR) return -errno;  // a signal: wait again, as the kernel restarts
+        interrupted = r < 0 && err == EINTR;  // on a live channel: wait again, as the kernel restarts
+        if (r < 0 && err != EINTR) return -err;
     }
     Event ev = ch->events.front();
     ch->events.pop_front();

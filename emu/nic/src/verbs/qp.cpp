@@ -32,6 +32,7 @@ uint32_t VerbsEngine::qp_create(QpType type, uint32_t pd, uint32_t send_cq, uint
     if (h >= kMaxVerbsQps) return kNoHandle;
     if (h == vqps_.size()) vqps_.emplace_back();
     uint32_t previous = vqps_[h] ? vqps_[h]->qpn : 0;
+    if (vqps_[h]) retired_.add(vqps_[h]->counters);
     auto q = std::make_unique<VerbsQp>(sq_depth, rq_depth);
     q->queued = vqps_[h] && vqps_[h]->queued;  // the handle may still wait in verbs_active_
     q->type = type;
@@ -104,6 +105,14 @@ const verbs::QpCountersVerbs* VerbsEngine::qp_counters(uint32_t h) const
 {
     const VerbsQp* q = vqp(h);
     return q ? &q->counters : nullptr;
+}
+
+verbs::QpCountersVerbs VerbsEngine::qp_counters_total() const
+{
+    verbs::QpCountersVerbs t = retired_;
+    for (const auto& q : vqps_)
+        if (q) t.add(q->counters);
+    return t;
 }
 
 static bool valid_mtu(uint32_t mtu) { return mtu >= 256 && mtu <= 4096 && (mtu & (mtu - 1)) == 0; }

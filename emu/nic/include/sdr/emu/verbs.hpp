@@ -135,6 +135,16 @@ struct QpCountersVerbs {
     // RC responder: atomics executed, and duplicate atomics answered from the result cache
     // (executed once, answered again)
     uint64_t atomics = 0, atomic_replays = 0;
+    // Adds o's counts (every field above: a new field belongs here too).
+    void add(const QpCountersVerbs& o)
+    {
+        rx_packets += o.rx_packets; rx_drops += o.rx_drops; rx_messages += o.rx_messages; rx_aborted += o.rx_aborted;
+        tx_packets += o.tx_packets; tx_messages += o.tx_messages;
+        tx_acks += o.tx_acks; tx_naks += o.tx_naks; rx_acks += o.rx_acks; rx_naks += o.rx_naks;
+        tx_rnr_naks += o.tx_rnr_naks; rx_rnr_naks += o.rx_rnr_naks;
+        timeouts += o.timeouts; retransmits += o.retransmits; tx_read_responses += o.tx_read_responses;
+        atomics += o.atomics; atomic_replays += o.atomic_replays;
+    }
 };
 
 // A bounded single-producer/single-consumer ring: one thread pushes (head), one consumes (tail).

@@ -107,6 +107,9 @@ public:
     [[nodiscard]] int post_send(uint32_t qp, const verbs::SendWr& wr);  // ENOMEM: send queue full
     [[nodiscard]] int post_recv(uint32_t qp, const verbs::RecvWr& wr);  // ENOMEM: receive queue full
     const verbs::QpCountersVerbs* qp_counters(uint32_t qp) const;
+    // Every verbs QP's counters summed since the engine started, destroyed QPs' included: what
+    // a device-wide report (the provider's SDR_STATS_AT_EXIT) shows after the QPs are gone.
+    verbs::QpCountersVerbs qp_counters_total() const;
     // Shared receive queues (srq.cpp): receive WQEs of `pd` that any QP attached to
     // the SRQ consumes, one per message, bound to that QP at the message's first packet. The
     // limit, when armed (non-zero), raises SrqLimitReached once when a QP takes a WQE and fewer
@@ -409,6 +412,7 @@ private:
     FifoRing<uint32_t> verbs_active_{16};  // verbs QP handles with send work, in turn
     std::array<uint8_t, 4096> verbs_gather_{};  // a packet spanning SGEs, until it is encoded
     uint64_t verbs_cq_errors_ = 0;
+    verbs::QpCountersVerbs retired_;  // the counters of QPs whose entry a newer QP took
     std::vector<McastGroup> mcast_;  // groups with a member on this NIC (few: a linear scan)
     uint32_t mcast_attached_ = 0;    // attachments over all groups
     GsiAgent* gsi_ = nullptr;
