@@ -340,7 +340,7 @@ TEST(VerbsRc, OnePercentLossDeliversEveryByte)
     EXPECT_GT(t.a.c().retransmits, 0u);
 }
 
-// qp_counters_total (what the provider's SDR_STATS_AT_EXIT / SDR_STATS_FILE report): every
+// qp_counters_total (what the provider's SDR_VERBS_STATS_AT_EXIT / SDR_VERBS_STATS_FILE report): every
 // QP's counters since the NIC started, a destroyed QP's kept after a new QP takes its entry.
 TEST(VerbsRc, CountersTotalKeepsDestroyedQps)
 {

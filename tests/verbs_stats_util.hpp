@@ -1,5 +1,5 @@
-// Test helper: a counter of the reports an SDR verbs device writes to SDR_STATS_FILE (or prints
-// with SDR_STATS_AT_EXIT; emu/verbs/README.md, "The engine in the process"), summed over every
+// Test helper: a counter of the reports an SDR verbs device writes to SDR_VERBS_STATS_FILE (or prints
+// with SDR_VERBS_STATS_AT_EXIT; emu/verbs/README.md, "The engine in the process"), summed over every
 // device report in the text (one process may report several devices, or one device twice).
 #pragma once
 

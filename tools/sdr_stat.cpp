@@ -1,7 +1,8 @@
-// sdr-stat: prints the counters a libsdr process (sdr_stats.h) or a program on SDR's verbs
-// device (emu/verbs/README.md, "The engine in the process") dumps with SDR_STATS_FILE, in the
-// style of `rdma statistic`: one line per device and group, "name value" pairs. With -i it
-// prints again every interval, each value followed by its rate since the previous print.
+// sdr-stat: prints the counters a libsdr process (sdr_stats.h) dumps with SDR_STATS_FILE, or a
+// program on SDR's verbs device (emu/verbs/README.md, "The engine in the process") with
+// SDR_VERBS_STATS_FILE, in the style of `rdma statistic`: one line per device and group, "name
+// value" pairs. With -i it prints again every interval, each value followed by its rate since
+// the previous print.
 #include "common/counters.hpp"
 #include "common/options.hpp"
 

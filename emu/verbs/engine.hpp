@@ -54,7 +54,7 @@ public:
 private:
     explicit Engine(std::string ibdev) : ibdev_(std::move(ibdev)) {}
     static void report_running_at_exit();  // engine.cpp
-    // SDR_STATS_AT_EXIT and SDR_STATS_FILE (stats.cpp): read when the engine starts; the report
+    // SDR_VERBS_STATS_AT_EXIT and SDR_VERBS_STATS_FILE (stats.cpp): read when the engine starts; the report
     // when it stops or the process exits (under g_mu).
     void stats_from_env();
     bool stats_wanted() const { return stats_at_exit_ || !stats_file_.empty(); }
@@ -64,8 +64,8 @@ private:
 
     std::string ibdev_;
     int refs_ = 0;
-    bool stats_at_exit_ = false;  // SDR_STATS_AT_EXIT=1 when it started
-    std::string stats_file_;      // SDR_STATS_FILE, %p replaced
+    bool stats_at_exit_ = false;  // SDR_VERBS_STATS_AT_EXIT=1 when it started
+    std::string stats_file_;      // SDR_VERBS_STATS_FILE, %p replaced
     int stats_pid_ = 0;           // the process that started it
     std::unique_ptr<emu::RtNic> rt_;
     emu::VerbsEngine* verbs_ = nullptr;

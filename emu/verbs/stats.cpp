@@ -1,4 +1,4 @@
-// SDR_STATS_AT_EXIT=1 and SDR_STATS_FILE=PATH on a verbs device (README.md, "The engine in the
+// SDR_VERBS_STATS_AT_EXIT=1 and SDR_VERBS_STATS_FILE=PATH on a verbs device (README.md, "The engine in the
 // process"): the NIC's counters on stderr, or in PATH in the format sdr-stat reads, when its
 // engine stops (the last context and rdma_cm user of the device in the process let go) or when
 // the process exits with it running (librdmacm and MPI jobs often never close their devices).
@@ -18,7 +18,7 @@
 namespace sdr::verbs {
 namespace {
 
-std::string g_file_text;  // every report of this process so far, for SDR_STATS_FILE (under g_mu)
+std::string g_file_text;  // every report of this process so far, for SDR_VERBS_STATS_FILE (under g_mu)
 
 // Replaced whole (write, then rename): a reader never sees half of it. Best effort: a report
 // never fails the program.
@@ -37,9 +37,9 @@ void write_file(const std::string& path)
 void Engine::stats_from_env()
 {
     stats_pid_ = getpid();
-    const char* v = std::getenv("SDR_STATS_AT_EXIT");
+    const char* v = std::getenv("SDR_VERBS_STATS_AT_EXIT");
     stats_at_exit_ = v && std::string(v) == "1";
-    const char* p = std::getenv("SDR_STATS_FILE");
+    const char* p = std::getenv("SDR_VERBS_STATS_FILE");
     stats_file_ = p ? p : "";
     for (size_t at; (at = stats_file_.find("%p")) != std::string::npos;)
         stats_file_.replace(at, 2, std::to_string(getpid()));

@@ -108,7 +108,7 @@ public:
     [[nodiscard]] int post_recv(uint32_t qp, const verbs::RecvWr& wr);  // ENOMEM: receive queue full
     const verbs::QpCountersVerbs* qp_counters(uint32_t qp) const;
     // Every verbs QP's counters summed since the engine started, destroyed QPs' included: what
-    // a device-wide report (the provider's SDR_STATS_AT_EXIT) shows after the QPs are gone.
+    // a device-wide report (the provider's SDR_VERBS_STATS_AT_EXIT) shows after the QPs are gone.
     verbs::QpCountersVerbs qp_counters_total() const;
     // Shared receive queues (srq.cpp): receive WQEs of `pd` that any QP attached to
     // the SRQ consumes, one per message, bound to that QP at the message's first packet. The

@@ -12,141 +12,25 @@
 // tests/verbs_comp_channel.c checks that a completion channel's fd is valid from its creation,
 // tests/rdma_cm_abi.c the commands' errors.
 //
-// The namespaces are made once for the suite; each test adds the two devices of its port kind
-// and removes them after. A server is ready when its SDR_RDMA_CM_TRACE line says it listens
+// The fixture (rdma_apps.hpp) makes the namespaces and devices once. A server is ready when its
+// SDR_RDMA_CM_TRACE line says it listens
 // (qperf's client waits for its server itself; fi_pingpong's server is ready when its TCP control
 // port listens).
-#include "child_util.hpp"
-#include "netns_util.hpp"
+#include "rdma_apps.hpp"
 #include "verbs_stats_util.hpp"
 
-#include <gtest/gtest.h>
-
 #include <signal.h>
-#include <time.h>
-#include <unistd.h>
 
 #include <cstdio>
-#include <fstream>
-#include <memory>
 #include <regex>
-#include <sstream>
 #include <string>
 
+namespace sdr::test {
 namespace {
 
-using sdr::test::Child;
-
-using sdr::test::Result;
-using sdr::test::run;
-
-bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
-
-uint64_t mono_ms()
+TEST_P(RdmaApps, CompChannelFdValidAtCreation)
 {
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return uint64_t(ts.tv_sec) * 1000 + uint64_t(ts.tv_nsec) / 1'000'000;
-}
-
-std::string slurp(const std::string& path)
-{
-    std::ifstream f(path);
-    std::stringstream s;
-    s << f.rdbuf();
-    return s.str();
-}
-
-// Waits (bounded) until the file holds `what`.
-bool wait_for(const std::string& path, const std::string& what, uint64_t ms = 30'000)
-{
-    for (uint64_t deadline = mono_ms() + ms; mono_ms() < deadline;) {
-        if (contains(slurp(path), what)) return true;
-        usleep(10'000);  // polling a file for a condition, not waiting out a race
-    }
-    return false;
-}
-
-class RdmaCm : public ::testing::TestWithParam<const char*> {
-protected:
-    static void SetUpTestSuite()
-    {
-        if (!sdr::test::netns_unavailable().empty()) return;
-        char tmpl[] = "/tmp/sdr-rdma-cm-XXXXXX";
-        if (!mkdtemp(tmpl)) return;
-        dir_ = new std::string(tmpl);
-        bed_ = new sdr::test::Testbed("rcm");
-    }
-    static void TearDownTestSuite()
-    {
-        delete bed_;
-        bed_ = nullptr;
-        if (dir_) run("rm -rf " + *dir_);
-        delete dir_;
-        dir_ = nullptr;
-    }
-    void SetUp() override
-    {
-        if (std::string why = sdr::test::netns_unavailable(); !why.empty()) GTEST_SKIP() << why;
-        if (run("command -v rping ucmatose udaddy rdma_server rstream riostream").status != 0)
-            GTEST_SKIP() << "rdmacm-utils (rping, ucmatose, udaddy, rdma_server, rstream, riostream) is not installed";
-        ASSERT_NE(dir_, nullptr) << "mkdtemp";
-        ASSERT_TRUE(bed_->ok()) << "tools/sdr-netns could not build the testbed";  // as root: a failure
-        for (int side = 0; side < 2; side++) {
-            Result add = run(in(side, std::string(SDR_RDMA) + " link add " + dev(side) + " netdev " + bed_->ns(side) +
-                                          " " + GetParam()));
-            ASSERT_EQ(add.status, 0) << add.out;
-        }
-        added_ = true;
-    }
-    void TearDown() override
-    {
-        if (!added_) return;
-        for (int side = 0; side < 2; side++)
-            run("SDR_RDMA_DIR=" + *dir_ + " " + SDR_RDMA + " link del " + dev(side));
-    }
-    static std::string dev(int side) { return side == 0 ? "sdrcm0" : "sdrcm1"; }
-    static std::string ip(int side) { return sdr::test::Testbed::ip(side); }
-    // A file of this test's own (a later test or port kind never reads an earlier one's).
-    std::string log(const std::string& name) const { return *dir_ + "/" + name + "-" + GetParam() + ".log"; }
-    // A command in namespace `side` with the device, the provider and the interception library.
-    std::string in(int side, const std::string& cmd) const
-    {
-        return "ip netns exec " + bed_->ns(side) + " env SDR_RDMA_DIR=" + *dir_ + " SYSFS_PATH=" + *dir_ +
-               " RDMAV_DRIVERS=" + SDR_VERBS_PROVIDER + " LD_PRELOAD=" + SDR_RDMA_PRELOAD +
-               " SDR_RDMA_CM_TRACE=1 " + cmd;
-    }
-    // A server in namespace b writing to log(name), started and ready: its trace shows `ready`
-    // (by default: it listens).
-    std::unique_ptr<Child> server(const std::string& name, const std::string& cmd,
-                                  const std::string& ready = ": LISTEN id ")
-    {
-        auto c = std::make_unique<Child>(in(1, "timeout 120 " + cmd + " > " + log(name) + " 2>&1"));
-        EXPECT_TRUE(wait_for(log(name), ready)) << name << " never got ready:\n" << slurp(log(name));
-        return c;
-    }
-    // Server in b, client in a; both must exit 0. Returns {server output, client output}.
-    std::pair<std::string, std::string> pair(const std::string& name, const std::string& server_cmd,
-                                             const std::string& client_cmd)
-    {
-        auto s = server(name, server_cmd);
-        Result c = run(in(0, "timeout 120 " + client_cmd));
-        int status = -1;
-        s->finish(&status);
-        const std::string so = slurp(log(name));
-        EXPECT_EQ(c.status, 0) << client_cmd << ":\n" << c.out;
-        EXPECT_EQ(status, 0) << server_cmd << ":\n" << so;
-        return {so, c.out};
-    }
-
-    static inline sdr::test::Testbed* bed_ = nullptr;
-    static inline std::string* dir_ = nullptr;
-    bool added_ = false;
-};
-
-TEST_P(RdmaCm, CompChannelFdValidAtCreation)
-{
-    Result r = run(in(0, std::string("timeout 60 ") + SDR_VERBS_COMP_CHANNEL + " " + dev(0)));
+    Result r = run(in(0, std::string("timeout 60 ") + SDR_VERBS_COMP_CHANNEL + " sdr0"));
     EXPECT_EQ(r.status, 0) << r.out;
     for (const char* line : {"channel fd valid nonblock=1 poll=0 read=EAGAIN ok\n", "event cq=ok bytes=64 ok\n",
                              "verbs_comp_channel: ok\n"})
@@ -155,7 +39,7 @@ TEST_P(RdmaCm, CompChannelFdValidAtCreation)
 
 // The commands' errors, written raw as librdmacm writes them (tests/rdma_cm_abi.c); 10.77.0.9
 // is on the link and nobody has it.
-TEST_P(RdmaCm, CommandErrorsAsTheKernel)
+TEST_P(RdmaApps, CommandErrorsAsTheKernel)
 {
     Result r = run(in(0, std::string("timeout 60 ") + SDR_RDMA_CM_ABI + " " + ip(0) + " " + ip(1) + " 10.77.0.9"));
     EXPECT_EQ(r.status, 0) << r.out;
@@ -169,7 +53,7 @@ TEST_P(RdmaCm, CommandErrorsAsTheKernel)
 }
 
 // rping: 100 round trips of SEND, RDMA READ and RDMA WRITE, each ping's data validated (-V).
-TEST_P(RdmaCm, Rping)
+TEST_P(RdmaApps, Rping)
 {
     auto [so, co] = pair("rping", "rping -s -a " + ip(1) + " -p 7471 -C 100 -V",
                          "rping -c -a " + ip(1) + " -p 7471 -C 100 -v -V");
@@ -182,12 +66,12 @@ TEST_P(RdmaCm, Rping)
 // rping at 1 % loss both ways (SDR_RT_LOSS, which each side's NIC reads when it starts): RC
 // recovers every dropped frame (go-back-N, or its retransmission timeout: about 1 s at
 // rdma_cm's default, for a ping's lost last packet or ACK), so all 100 pings arrive validated
-// and both sides exit 0. Their SDR_STATS_FILE reports show the link dropped frames and RC
+// and both sides exit 0. Their SDR_VERBS_STATS_FILE reports show the link dropped frames and RC
 // sent packets again.
-TEST_P(RdmaCm, RpingAtOnePercentLoss)
+TEST_P(RdmaApps, RpingAtOnePercentLoss)
 {
     const std::string sstats = log("rping_loss_server_stats"), cstats = log("rping_loss_client_stats");
-    const std::string lossy = "env SDR_RT_LOSS=0.01 SDR_STATS_FILE=";
+    const std::string lossy = "env SDR_RT_LOSS=0.01 SDR_VERBS_STATS_FILE=";
     const uint64_t t0 = mono_ms();
     auto [so, co] = pair("rping_loss", lossy + sstats + " rping -s -a " + ip(1) + " -p 7490 -C 100 -V",
                          lossy + cstats + " rping -c -a " + ip(1) + " -p 7490 -C 100 -v -V");
@@ -208,7 +92,7 @@ TEST_P(RdmaCm, RpingAtOnePercentLoss)
 
 // Two RC connections, 20 messages each way; then again with -m: after the transfers each side
 // moves its IDs to a new event channel (MIGRATE_ID) and disconnects from there.
-TEST_P(RdmaCm, Ucmatose)
+TEST_P(RdmaApps, Ucmatose)
 {
     for (const std::string m : {"", " -m"}) {
         auto [so, co] = pair(m.empty() ? "ucmatose" : "ucmatose_m", "ucmatose -p 7472 -c 2 -C 20" + m,
@@ -223,7 +107,7 @@ TEST_P(RdmaCm, Ucmatose)
     }
 }
 
-TEST_P(RdmaCm, UdaddyThroughSidr)
+TEST_P(RdmaApps, UdaddyThroughSidr)
 {
     auto [so, co] = pair("udaddy", "udaddy -c 2 -C 20", "udaddy -s " + ip(1) + " -c 2 -C 20");  // port 7174
     for (const std::string* out : {&so, &co}) {
@@ -232,7 +116,7 @@ TEST_P(RdmaCm, UdaddyThroughSidr)
     }
 }
 
-TEST_P(RdmaCm, RdmaServerClient)
+TEST_P(RdmaApps, RdmaServerClient)
 {
     auto [so, co] = pair("rdma_server", "rdma_server -p 7474", "rdma_client -s " + ip(1) + " -p 7474");
     EXPECT_TRUE(contains(so, "rdma_server: end 0")) << so;
@@ -242,7 +126,7 @@ TEST_P(RdmaCm, RdmaServerClient)
 // rsockets: 100 transfers of 4 KiB each way (rstream's line: 800k moved in all), and 1000 of
 // 64 bytes (125k), which make rsockets return credits as zero-length RDMA WRITEs with immediate
 // and R_Key 0 (IBTA vol. 1 C9-88: no key to check).
-TEST_P(RdmaCm, RstreamAndRiostream)
+TEST_P(RdmaApps, RstreamAndRiostream)
 {
     struct Case {
         const char* args;
@@ -265,11 +149,11 @@ TEST_P(RdmaCm, RstreamAndRiostream)
     }
 }
 
-TEST_P(RdmaCm, PerftestWriteBwRdmaCm)
+TEST_P(RdmaApps, PerftestWriteBwRdmaCm)
 {
     if (run("command -v ib_write_bw").status != 0) GTEST_SKIP() << "perftest (ib_write_bw) is not installed";
-    auto [so, co] = pair("ib_write_bw", "ib_write_bw -d " + dev(1) + " -R -x 0 -D 2 -p 7487",
-                         "ib_write_bw -d " + dev(0) + " -R -x 0 -D 2 -p 7487 " + ip(1));
+    auto [so, co] = pair("ib_write_bw", "ib_write_bw -d sdr0 -R -x 0 -D 2 -p 7487",
+                         "ib_write_bw -d sdr0 -R -x 0 -D 2 -p 7487 " + ip(1));
     const std::regex result("\\n\\s*65536\\s+([0-9]+)\\s+[0-9.]+\\s+[0-9.]+");
     std::smatch m;
     ASSERT_TRUE(std::regex_search(co, m, result)) << co;
@@ -284,7 +168,7 @@ TEST_P(RdmaCm, PerftestWriteBwRdmaCm)
 // perftest 3d9d8d0, "Fix crashes and logical flaws in RDMA CM connection retry"), so the test
 // runs the pair again on a fresh port instead. Over raw: the receive ring hands the server its
 // last ACK and the client's REQ in one block, which makes that race frequent there.
-TEST_P(RdmaCm, PerftestSendLatRdmaCm)
+TEST_P(RdmaApps, PerftestSendLatRdmaCm)
 {
     if (run("command -v ib_send_lat").status != 0) GTEST_SKIP() << "perftest (ib_send_lat) is not installed";
     const std::regex rejected("sdr rdma_cm: event REJECTED id [0-9]+ status 8\n");
@@ -292,9 +176,9 @@ TEST_P(RdmaCm, PerftestSendLatRdmaCm)
     for (int attempt = 0; attempt < 5; attempt++) {
         const std::string port = std::to_string(7510 + attempt), name = "ib_send_lat_" + port;
         const std::string pidfile = log(name + "_pid");
-        auto s = server(name, "sh -c 'echo $$ > " + pidfile + "; exec ib_send_lat -d " + dev(1) + " -R -x 0 -p " +
+        auto s = server(name, "sh -c 'echo $$ > " + pidfile + "; exec ib_send_lat -d sdr0 -R -x 0 -p " +
                                   port + "'");
-        Result c = run(in(0, "timeout 120 ib_send_lat -d " + dev(0) + " -R -x 0 -p " + port + " " + ip(1)));
+        Result c = run(in(0, "timeout 120 ib_send_lat -d sdr0 -R -x 0 -p " + port + " " + ip(1)));
         co = c.out;
         if (c.status != 0 && std::regex_search(co, rejected)) {  // the race above: the server waits on
             const pid_t pid = static_cast<pid_t>(std::stol(slurp(pidfile)));
@@ -321,7 +205,7 @@ TEST_P(RdmaCm, PerftestSendLatRdmaCm)
 // kernel's). The server serves until killed; the client waits for it (-ws). qperf's UD and UC
 // tests never use the CM and address the peer by LID alone, which RoCE refuses (ud_lat:
 // "failed to create address handle: Invalid argument", as on rxe or ConnectX).
-TEST_P(RdmaCm, QperfRcThroughRdmaCm)
+TEST_P(RdmaApps, QperfRcThroughRdmaCm)
 {
     if (run("command -v qperf").status != 0) GTEST_SKIP() << "qperf is not installed";
     const std::string pidfile = log("qperf_pid");
@@ -352,7 +236,7 @@ TEST_P(RdmaCm, QperfRcThroughRdmaCm)
 // rdma_cm connection), and over rdm (ofi_rxm on verbs msg endpoints), every size from 64 bytes
 // to 1 MiB with its data checked (-c). The server's fi_getinfo binds "localhost" to find its
 // addresses, which the kernel's rdma_cm binds as the wildcard (README.md).
-TEST_P(RdmaCm, FiPingpongVerbs)
+TEST_P(RdmaApps, FiPingpongVerbs)
 {
     if (run("command -v fi_pingpong").status != 0) GTEST_SKIP() << "libfabric-bin (fi_pingpong) is not installed";
     for (const std::string ep : {"msg", "rdm"}) {
@@ -360,12 +244,7 @@ TEST_P(RdmaCm, FiPingpongVerbs)
         // Ready when its control port listens (its -v would print a line per byte checked).
         Child s(in(1, "timeout 120 fi_pingpong -p verbs -e " + ep + " -c -B " + ctrl + " > " + log("fi_pingpong_" + ep) +
                           " 2>&1"));
-        bool listening = false;
-        for (uint64_t deadline = mono_ms() + 30'000; !listening && mono_ms() < deadline;) {
-            listening = !run("ip netns exec " + bed_->ns(1) + " ss -Hltn 'sport = :" + ctrl + "'").out.empty();
-            if (!listening) usleep(10'000);  // polling for a condition, not waiting out a race
-        }
-        EXPECT_TRUE(listening) << slurp(log("fi_pingpong_" + ep));
+        EXPECT_TRUE(listening(1, static_cast<unsigned>(std::stoul(ctrl)))) << slurp(log("fi_pingpong_" + ep));
         Result c = run(in(0, "timeout 120 fi_pingpong -p verbs -e " + ep + " -c -P " + ctrl + " " + ip(1)));
         int status = -1;
         s.finish(&status);
@@ -388,7 +267,7 @@ TEST_P(RdmaCm, FiPingpongVerbs)
 // Multicast through rdma_cm (tests/rdma_cm_mcast.c): the receiver joins 239.1.1.7 and waits;
 // the sender joins as a send-only member and sends 50 numbered datagrams to the AH of its join
 // event; the receiver gets every one, in order.
-TEST_P(RdmaCm, MulticastJoinSendReceive)
+TEST_P(RdmaApps, MulticastJoinSendReceive)
 {
     const std::string prog = SDR_RDMA_CM_MCAST;
     auto r = server("mcast", prog + " recv " + ip(1) + " 239.1.1.7 50", "event MULTICAST_JOIN");
@@ -408,7 +287,7 @@ TEST_P(RdmaCm, MulticastJoinSendReceive)
 
 // No listener on the port: the peer's CM agent answers the REQ with a REJ, reason 8 (invalid
 // service ID), as the kernel's; librdmacm reports RDMA_CM_EVENT_REJECTED with that status.
-TEST_P(RdmaCm, ConnectToClosedPortIsRejected)
+TEST_P(RdmaApps, ConnectToClosedPortIsRejected)
 {
     auto s = server("rping_open", "rping -s -a " + ip(1) + " -p 7481 -C 1");  // a CM runs over there
     Result c = run(in(0, "timeout 60 rping -c -a " + ip(1) + " -p 7482 -C 1"));
@@ -426,16 +305,15 @@ TEST_P(RdmaCm, ConnectToClosedPortIsRejected)
 // The server dies (SIGKILL: no DREQ can leave it) while the client writes: the client's RC
 // WRITEs go unacknowledged, its QP runs out of retries (7 of the CM's ~1 s ACK timeout) and
 // ib_write_bw fails, within its timeout instead of hanging.
-TEST_P(RdmaCm, PeerKilledMidTransferFailsInBoundedTime)
+TEST_P(RdmaApps, PeerKilledMidTransferFailsInBoundedTime)
 {
     if (run("command -v ib_write_bw").status != 0) GTEST_SKIP() << "perftest (ib_write_bw) is not installed";
     const std::string pidfile = log("server_pid");
-    auto s = std::make_unique<Child>(in(1, "timeout -s KILL 120 sh -c 'echo $$ > " + pidfile + "; exec ib_write_bw -d " +
-                                               dev(1) + " -R -x 0 -D 60 -p 7480' > " + log("killed") + " 2>&1"));
+    auto s = std::make_unique<Child>(in(1, "timeout -s KILL 120 sh -c 'echo $$ > " + pidfile + "; exec ib_write_bw -d sdr0 -R -x 0 -D 60 -p 7480' > " + log("killed") + " 2>&1"));
     ASSERT_TRUE(wait_for(log("killed"), ": LISTEN id ")) << slurp(log("killed"));
     const std::string clog = log("killed_client");
     // Line-buffered, so that its column header (printed as the measurement starts) shows at once.
-    Child c(in(0, "timeout 100 stdbuf -oL ib_write_bw -d " + dev(0) + " -R -x 0 -D 60 -p 7480 " + ip(1) + " > " + clog +
+    Child c(in(0, "timeout 100 stdbuf -oL ib_write_bw -d sdr0 -R -x 0 -D 60 -p 7480 " + ip(1) + " > " + clog +
                       " 2>&1"));
     ASSERT_TRUE(wait_for(clog, "#bytes")) << slurp(clog);  // the measurement runs
     const pid_t pid = static_cast<pid_t>(std::stol(slurp(pidfile)));
@@ -458,7 +336,7 @@ TEST_P(RdmaCm, PeerKilledMidTransferFailsInBoundedTime)
 // the interface (emu/verbs/README.md, "Several processes on one device"). A connect to a port
 // nobody there listens on is still REJECTED once (the device's answerer), and the listener
 // keeps its port against a second process (EADDRINUSE). xdp: takes one process per device.
-TEST_P(RdmaCm, TwoProcessesShareOneDevice)
+TEST_P(RdmaApps, TwoProcessesShareOneDevice)
 {
     if (std::string(GetParam()) == "xdp") {
         auto s = server("xdp_first", "rping -s -a " + ip(1) + " -p 7491 -C 1");
@@ -487,7 +365,6 @@ TEST_P(RdmaCm, TwoProcessesShareOneDevice)
     EXPECT_EQ(status, 0) << slurp(log("rping_local"));
 }
 
-INSTANTIATE_TEST_SUITE_P(Port, RdmaCm, ::testing::Values("raw", "xdp"),
-                         [](const ::testing::TestParamInfo<const char*>& i) { return std::string(i.param); });
 
 }  // namespace
+}  // namespace sdr::test
