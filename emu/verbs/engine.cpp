@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <new>
@@ -49,6 +50,9 @@ Engine* Engine::acquire(const PortInfo& port)
         errno = EINVAL;
         return nullptr;
     }
+    // Its programs wait on round trips: a raw: port's frames are ours as they land, unless
+    // SDR_RT_RAW_RING says otherwise.
+    if (!std::getenv("SDR_RT_RAW_RING")) p.port.frame_ring = true;
     // Verbs QPs need no DPA worker; the model's SDR side keeps one, idle.
     auto rt = emu::RtNic::open(port.kind, port.netdev, 1, p, &err);
     if (!rt) {

@@ -41,6 +41,7 @@ std::vector<Stat> collect_stats(sdr_context* ctx)
             add("kernel.rx_oversize", k.rx_oversize);
         } else {
             add("kernel.rx_ring_full", k.rx_kernel_ring_full);
+            add("kernel.rx_ring_freezes", k.rx_kernel_ring_freezes);
         }
         add("kernel.tx_ring_full", k.tx_full);
         add("kernel.tx_errors", k.tx_errors);

@@ -214,7 +214,7 @@ std::string nic_report(sdr_context* ctx)
         if (k.rfind(drop_prefix, 0) == 0) drops += std::string(drops.empty() ? "" : ", ") + k.substr(drop_prefix.size()) + " " + n(v);
         if (k.rfind("kernel.", 0) == 0 && k.find("drop") == std::string::npos &&
             (k.find("full") != std::string::npos || k.find("empty") != std::string::npos || k.find("invalid") != std::string::npos ||
-             k.find("oversize") != std::string::npos))
+             k.find("oversize") != std::string::npos || k.find("freezes") != std::string::npos))
             kernel += std::string(kernel.empty() ? "" : ", ") + k.substr(7) + " " + n(v);
     }
     return "NIC: " + n(get("port.rx_frames")) + " frames received, " + n(get("port.rx_cqes")) + " CQEs, " +

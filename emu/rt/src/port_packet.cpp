@@ -1,6 +1,7 @@
-// AF_PACKET port: a TPACKET_V2 receive ring (a slot per frame, ours as soon as it is filled) and
-// batched transmit with sendmmsg, on one interface; frames for the other processes on the
-// interface through its packet taps (tx_local). A classic BPF filter admits only RoCEv2
+// AF_PACKET port: a TPACKET_V3 receive ring (blocks of frames handed over in one go), or V2 (a
+// slot per frame, ours as soon as it is filled: PortOptions::frame_ring), and batched transmit
+// with sendmmsg, on one interface; frames for the other processes on the interface through its
+// packet taps (tx_local). A classic BPF filter admits only RoCEv2
 // (IPv4/UDP to port 4791 and our address), and a silent UDP socket on 4791 keeps the kernel's
 // own stack from answering every RoCE frame with ICMP port-unreachable.
 #include <sdr/emu/port.hpp>
@@ -74,29 +75,41 @@ public:
         if (fd < 0) return *err = errno_text("raw:" + ifname + ": socket(AF_PACKET)"), false;
         auto filter = roce_filter(info_.addr.ip);
         sock_fprog prog{static_cast<unsigned short>(filter.size()), filter.data()};
-        int one = 1, v2 = TPACKET_V2;
+        frame_ring_ = opt.frame_ring;
+        int one = 1, version = frame_ring_ ? TPACKET_V2 : TPACKET_V3;
         if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof prog) ||
             setsockopt(fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof one) ||
-            setsockopt(fd, SOL_PACKET, PACKET_VERSION, &v2, sizeof v2))
+            setsockopt(fd, SOL_PACKET, PACKET_VERSION, &version, sizeof version))
             return *err = errno_text("raw:" + ifname + ": setsockopt"), false;
-        // TPACKET_V2: a slot per frame, ours the moment the kernel fills it. (TPACKET_V3 hands
-        // over whole blocks, a lone frame when its block times out: 1 ms at the least, which
-        // was every RC round trip's latency.) A slot takes the header, the MAC offset's padding
-        // and the largest frame: the kernel puts the network header at
-        // TPACKET_ALIGN(TPACKET2_HDRLEN + 16), the MAC header 14 bytes before it. Blocks of
-        // 256 KiB (61 slots at MTU 4200), enough for rx_ring_frames slots.
-        tpacket_req req{};
+        // Blocks of 256 KiB, enough for rx_ring_frames frames of the largest size: each takes
+        // its header, the MAC offset's padding and the frame, aligned (the kernel puts the
+        // network header at TPACKET_ALIGN(header + 16), the MAC header 14 bytes before it).
+        // Block ring (TPACKET_V3): frames packed, a block handed over when full or after the
+        // 1 ms timeout (the latency of a lone frame); a block loses its descriptor and the tail
+        // no frame fits in (60 frames of 4214 B). Frame ring (TPACKET_V2): one slot per frame,
+        // ours as soon as the kernel fills it (61 slots of 4288 B per block).
+        tpacket_req3 req{};
         req.tp_block_size = 1u << 18;
-        req.tp_frame_size = TPACKET_ALIGN(TPACKET_ALIGN(TPACKET2_HDRLEN + 16) - 14 + info_.max_frame);
-        const uint32_t per_block = req.tp_block_size / req.tp_frame_size;
+        uint32_t per_block;
+        if (frame_ring_) {
+            req.tp_frame_size = TPACKET_ALIGN(TPACKET_ALIGN(TPACKET2_HDRLEN + 16) - 14 + info_.max_frame);
+            per_block = req.tp_block_size / req.tp_frame_size;
+        } else {
+            req.tp_frame_size = 1u << 11;  // TPACKET_V3 packs frames; this only sizes the ring
+            const uint32_t per_frame = TPACKET_ALIGN(TPACKET_ALIGN(TPACKET3_HDRLEN + 16) - 14 + info_.max_frame);
+            per_block = (req.tp_block_size - TPACKET_ALIGN(sizeof(tpacket_block_desc))) / per_frame;
+            req.tp_retire_blk_tov = 1;
+        }
         req.tp_block_nr = std::max(8u, (std::max(opt.rx_ring_frames, 64u) + per_block - 1) / per_block);
-        req.tp_frame_nr = req.tp_block_nr * per_block;
-        if (setsockopt(fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof req))
+        req.tp_frame_nr = req.tp_block_nr * (req.tp_block_size / req.tp_frame_size);
+        // TPACKET_V2 takes the request's first four fields (tpacket_req).
+        if (setsockopt(fd, SOL_PACKET, PACKET_RX_RING, &req, frame_ring_ ? sizeof(tpacket_req) : sizeof req))
             return *err = errno_text("raw:" + ifname + ": PACKET_RX_RING"), false;
         const size_t ring_bytes = size_t{req.tp_block_size} * req.tp_block_nr;
         ring_ = Mapping(mmap(nullptr, ring_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0), ring_bytes);
         if (!ring_.ok()) return *err = errno_text("raw:" + ifname + ": mmap of the RX ring"), false;
         block_size_ = req.tp_block_size;
+        blocks_ = req.tp_block_nr;
         slot_size_ = req.tp_frame_size;
         per_block_ = per_block;
         slots_ = req.tp_frame_nr;
@@ -112,8 +125,9 @@ public:
         local_fd_ = Fd(socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
         if (local_fd_.get() < 0) return *err = errno_text("raw:" + ifname + ": socket(AF_PACKET) for local frames"), false;
         tx_buf_.resize(size_t{kTxBatch} * info_.max_frame);
-        info_.mode = "AF_PACKET TPACKET_V2 RX ring " + std::to_string(ring_bytes >> 20) + " MiB (" +
-                     std::to_string(slots_) + " frames), sendmmsg TX";
+        info_.mode = std::string("AF_PACKET ") + (frame_ring_ ? "TPACKET_V2" : "TPACKET_V3") + " RX ring " +
+                     std::to_string(ring_bytes >> 20) + " MiB (" + std::to_string(size_t{per_block} * blocks_) +
+                     " frames), sendmmsg TX";
         return true;
     }
 
@@ -198,10 +212,11 @@ public:
     // call it, and it adds what it reads.
     void read_kernel_stats() override
     {
-        tpacket_stats st{};
+        tpacket_stats_v3 st{};  // a frame ring's kernel fills the first two fields (tpacket_stats)
         socklen_t len = sizeof st;
         if (getsockopt(fd_.get(), SOL_PACKET, PACKET_STATISTICS, &st, &len) != 0) return;
         stats_.rx_kernel_ring_full += st.tp_drops;
+        stats_.rx_kernel_ring_freezes += st.tp_freeze_q_cnt;
         stats_.rx_dropped_kernel = stats_.rx_kernel_ring_full;
     }
 
@@ -210,29 +225,61 @@ public:
 protected:
     size_t rx_burst_impl(size_t max, FrameSink sink, void* ctx) override
     {
+        return frame_ring_ ? rx_frames(max, sink, ctx) : rx_blocks(max, sink, ctx);
+    }
+
+private:
+    // One frame of the ring at `hdr` (its tpacket header of type H, then the sockaddr_ll): to
+    // the sink, unless it is our own tx_local copy. tpacket_rcv stamps every frame it puts in
+    // the ring from CLOCK_REALTIME (the skb's software stamp or the time it copies the frame),
+    // in ns with TPACKET_V2 and V3. True if the sink had it.
+    template <class H>
+    bool deliver(const uint8_t* hdr, FrameSink sink, void* ctx)
+    {
+        const auto* h = reinterpret_cast<const H*>(hdr);
+        const auto* sll = reinterpret_cast<const sockaddr_ll*>(hdr + TPACKET_ALIGN(sizeof(H)));
+        if (sll->sll_pkttype == PACKET_OUTGOING && own_copy(hdr + h->tp_mac, h->tp_snaplen)) {
+            stats_.rx_own_local++;
+            return false;
+        }
+        sink(ctx, hdr + h->tp_mac, h->tp_snaplen, uint64_t{h->tp_sec} * 1'000'000'000u + h->tp_nsec);
+        stats_.rx_frames++;
+        stats_.rx_bytes += h->tp_snaplen;
+        return true;
+    }
+    size_t rx_frames(size_t max, FrameSink sink, void* ctx)
+    {
         size_t n = 0;
         while (n < max) {
             uint8_t* slot = ring_.bytes() + size_t{slot_ / per_block_} * block_size_ + size_t{slot_ % per_block_} * slot_size_;
             auto* h = reinterpret_cast<tpacket2_hdr*>(slot);
             if (!(__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER)) break;
-            const auto* sll = reinterpret_cast<const sockaddr_ll*>(slot + TPACKET_ALIGN(sizeof(tpacket2_hdr)));
-            if (sll->sll_pkttype == PACKET_OUTGOING && own_copy(slot + h->tp_mac, h->tp_snaplen)) {
-                stats_.rx_own_local++;
-            } else {
-                // tpacket_rcv stamps every frame it puts in the ring from CLOCK_REALTIME (the
-                // skb's software stamp or the time it copies the frame), in ns with TPACKET_V2.
-                sink(ctx, slot + h->tp_mac, h->tp_snaplen, uint64_t{h->tp_sec} * 1'000'000'000u + h->tp_nsec);
-                stats_.rx_frames++;
-                stats_.rx_bytes += h->tp_snaplen;
-                n++;
-            }
+            n += deliver<tpacket2_hdr>(slot, sink, ctx);
             __atomic_store_n(&h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
             slot_ = slot_ + 1 == slots_ ? 0 : slot_ + 1;
         }
         return n;
     }
+    size_t rx_blocks(size_t max, FrameSink sink, void* ctx)
+    {
+        size_t n = 0;
+        while (n < max) {
+            auto* bd = reinterpret_cast<tpacket_block_desc*>(ring_.bytes() + size_t{block_} * block_size_);
+            if (!(__atomic_load_n(&bd->hdr.bh1.block_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER)) break;
+            if (pkt_ == 0) hdr_ = reinterpret_cast<uint8_t*>(bd) + bd->hdr.bh1.offset_to_first_pkt;
+            while (pkt_ < bd->hdr.bh1.num_pkts && n < max) {
+                n += deliver<tpacket3_hdr>(hdr_, sink, ctx);
+                pkt_++;
+                hdr_ += reinterpret_cast<tpacket3_hdr*>(hdr_)->tp_next_offset;
+            }
+            if (pkt_ < bd->hdr.bh1.num_pkts) break;  // budget spent inside the block
+            __atomic_store_n(&bd->hdr.bh1.block_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
+            block_ = (block_ + 1) % blocks_;
+            pkt_ = 0;
+        }
+        return n;
+    }
 
-private:
     // The kernel stack sees RoCE frames too; a bound UDP socket that is never read takes them
     // silently (dropped once its small buffer is full) instead of port-unreachable replies.
     bool open_sink(std::string* err)
@@ -289,7 +336,11 @@ private:
     Fd fd_;
     Mapping ring_;
     Fd sink_;
-    uint32_t block_size_ = 0, slot_size_ = 0, per_block_ = 0, slots_ = 0, slot_ = 0;
+    bool frame_ring_ = false;
+    uint32_t block_size_ = 0, blocks_ = 0;
+    uint32_t slot_size_ = 0, per_block_ = 0, slots_ = 0, slot_ = 0;  // frame ring
+    uint32_t block_ = 0, pkt_ = 0;                                   // block ring
+    uint8_t* hdr_ = nullptr;
     std::vector<uint8_t> tx_buf_;
     uint32_t tx_len_[kTxBatch] = {};
     uint32_t tx_n_ = 0;

@@ -101,6 +101,14 @@ bool RtParams::from_env(RtParams* out, std::string* err)
         if (!parse_double("SDR_RT_RX_RING_FRAMES", s, 64, 65536, &v, err)) return false;
         p.port.rx_ring_frames = static_cast<uint32_t>(v);
     }
+    if (const char* s = std::getenv("SDR_RT_RAW_RING")) {
+        const std::string r = s;
+        if (r != "blocks" && r != "frames") {
+            if (err) *err = "SDR_RT_RAW_RING must be blocks or frames";
+            return false;
+        }
+        p.port.frame_ring = r == "frames";
+    }
     if (const char* s = std::getenv("SDR_RT_XDP_MODE")) {
         std::string m = s;
         if (m != "auto" && m != "native" && m != "generic") {

@@ -28,6 +28,12 @@ struct PortOptions {
     // program; zero-copy is tried first where the driver offers it, else copy mode.
     std::string xdp_mode = "auto";
     uint32_t rx_batch = 64;      // frames taken from the kernel per rx_burst
+    // AF_PACKET: a receive ring of one slot per frame (TPACKET_V2), each frame ours the moment
+    // the kernel fills it, instead of blocks (TPACKET_V3), handed over when full or after 1 ms:
+    // 33 us instead of 0.5-1 ms per RC round trip, and 20-25 % fewer bulk frames per second
+    // (bench/README.md). The verbs device, whose programs wait on round trips, sets it; SDR's
+    // raw: devices stream and keep the blocks. SDR_RT_RAW_RING=frames|blocks chooses for either.
+    bool frame_ring = false;
 };
 
 struct PortInfo {
@@ -46,6 +52,8 @@ struct PortStats {
     uint64_t rx_frames = 0, rx_bytes = 0, tx_frames = 0, tx_bytes = 0;
     // AF_PACKET (PACKET_STATISTICS): frames the kernel could not put into the RX ring (full).
     uint64_t rx_kernel_ring_full = 0;
+    // AF_PACKET's block ring: times the ring froze (every block in our hands; tp_freeze_q_cnt). Not frames.
+    uint64_t rx_kernel_ring_freezes = 0;
     // AF_XDP (XDP_STATISTICS): rx_dropped (no buffer, or another reason the kernel had),
     // rx_ring_full (the RX ring had no room) and rx_invalid_descs (frames); and
     // rx_fill_ring_empty_descs (times the kernel found the fill ring empty: not frames, and in
