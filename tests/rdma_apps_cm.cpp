@@ -309,7 +309,9 @@ TEST_P(RdmaApps, PeerKilledMidTransferFailsInBoundedTime)
 {
     if (run("command -v ib_write_bw").status != 0) GTEST_SKIP() << "perftest (ib_write_bw) is not installed";
     const std::string pidfile = log("server_pid");
-    auto s = std::make_unique<Child>(in(1, "timeout -s KILL 120 sh -c 'echo $$ > " + pidfile + "; exec ib_write_bw -d sdr0 -R -x 0 -D 60 -p 7480' > " + log("killed") + " 2>&1"));
+    auto s = std::make_unique<Child>(in(1, "timeout -s KILL 120 sh -c 'echo $$ > " + pidfile +
+                                               "; exec ib_write_bw -d sdr0 -R -x 0 -D 60 -p 7480'") +
+                                     " > " + log("killed") + " 2>&1");
     ASSERT_TRUE(wait_for(log("killed"), ": LISTEN id ")) << slurp(log("killed"));
     const std::string clog = log("killed_client");
     // Line-buffered, so that its column header (printed as the measurement starts) shows at once.

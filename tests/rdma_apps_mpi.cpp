@@ -63,9 +63,11 @@ void expect_exact(const RdmaApps& t, const Result& r, unsigned ranks)
 std::string open_mpi(const RdmaApps& t, unsigned ranks, unsigned per_host = 1, const char* loss = nullptr)
 {
     const std::string stats = t.log("mpi_stats");
-    const std::string lossy = loss ? std::string("-x SDR_RT_LOSS=") + loss + " -x SDR_VERBS_STATS_FILE=" + stats + ".%p " : "";
+    const std::string lossy =
+        loss ? std::string("-x SDR_RT_LOSS=") + loss + " -x SDR_VERBS_STATS_FILE=" + stats + ".%p " : "";
     // All namespaces share one hostname: direct routing and the OOB subnet keep the daemons apart.
-    const std::string cmd = "env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 180 mpirun.openmpi -np " +
+    const std::string cmd = "env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 180 "
+                            "mpirun.openmpi -np " +
                             std::to_string(ranks) + " --host " + hosts(ranks, ":" + std::to_string(per_host), per_host) +
                             " --mca plm_rsh_agent " + agent(t) +
                             " --mca routed direct --mca oob_tcp_if_include 10.77.0.0/24 --mca pml ucx " +

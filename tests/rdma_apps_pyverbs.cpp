@@ -26,7 +26,9 @@ TEST_P(RdmaApps, PyverbsGenericTestsPass)
         GTEST_SKIP() << "python3-pyverbs (rdma-core's tests in " << kTests << ") is not installed";
     if (xdp()) GTEST_SKIP() << "test_rdmacm runs two processes on the one device, and an xdp: port takes one";
     const std::string dir = log("pyverbs");
-    ASSERT_EQ(run("mkdir -p " + dir + " && cp -r " + kTests + " " + dir + "/tests && gunzip -f " + dir + "/tests/*.gz").status, 0);
+    ASSERT_EQ(run("mkdir -p " + dir + " && cp -r " + kTests + " " + dir + "/tests && gunzip -f " + dir + "/tests/*.gz")
+                  .status,
+              0);
     // Without the CM's trace, which would split unittest's "NAME ... ok" lines.
     Result r = run("cd " + dir + "/tests && " +
                    in(0, "env SDR_RDMA_CM_TRACE=0 timeout 600 " + std::string(kPython) + " run_tests.py --dev sdr0 -v"));

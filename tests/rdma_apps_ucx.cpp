@@ -27,7 +27,9 @@ std::string perftest(const RdmaApps& t, const char* tls, const std::string& args
     std::string ucx = std::string("env UCX_TLS=") + tls + " UCX_NET_DEVICES=sdr0:1", stats[2];
     for (int side = 0; side < 2; side++)
         stats[side] = t.log("ucx_stats_" + std::to_string(port) + "_" + std::to_string(side));
-    auto with = [&](int side) { return loss ? ucx + " SDR_RT_LOSS=" + loss + " SDR_VERBS_STATS_FILE=" + stats[side] : ucx; };
+    auto with = [&](int side) {
+        return loss ? ucx + " SDR_RT_LOSS=" + loss + " SDR_VERBS_STATS_FILE=" + stats[side] : ucx;
+    };
     const std::string perf = " timeout 60 ucx_perftest -p " + std::to_string(port);
     Child server(t.in(1, with(1) + perf));
     EXPECT_TRUE(t.listening(1, port)) << "ucx_perftest server did not start listening";

@@ -25,8 +25,9 @@ std::map<std::string, Engine*> g_engines;  // by device name
 
 }  // namespace
 
-// SDR_VERBS_STATS_AT_EXIT / SDR_VERBS_STATS_FILE: the engines still running when the process exits report
-// their counters (registered after g_engines was built, so this runs before it is destroyed).
+// SDR_VERBS_STATS_AT_EXIT / SDR_VERBS_STATS_FILE: the engines still running when the process
+// exits report their counters (registered after g_engines was built, so this runs before it is
+// destroyed).
 // An exit while another thread holds g_mu reports nothing rather than wait.
 void Engine::report_running_at_exit()
 {

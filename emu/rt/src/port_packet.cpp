@@ -123,7 +123,8 @@ public:
         // tx_local's socket: it goes through the interface's queueing, where the taps are (the
         // main socket bypasses both).
         local_fd_ = Fd(socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-        if (local_fd_.get() < 0) return *err = errno_text("raw:" + ifname + ": socket(AF_PACKET) for local frames"), false;
+        if (local_fd_.get() < 0)
+            return *err = errno_text("raw:" + ifname + ": socket(AF_PACKET) for local frames"), false;
         tx_buf_.resize(size_t{kTxBatch} * info_.max_frame);
         info_.mode = std::string("AF_PACKET ") + (frame_ring_ ? "TPACKET_V2" : "TPACKET_V3") + " RX ring " +
                      std::to_string(ring_bytes >> 20) + " MiB (" + std::to_string(size_t{per_block} * blocks_) +
@@ -251,7 +252,8 @@ private:
     {
         size_t n = 0;
         while (n < max) {
-            uint8_t* slot = ring_.bytes() + size_t{slot_ / per_block_} * block_size_ + size_t{slot_ % per_block_} * slot_size_;
+            uint8_t* slot =
+                ring_.bytes() + size_t{slot_ / per_block_} * block_size_ + size_t{slot_ % per_block_} * slot_size_;
             auto* h = reinterpret_cast<tpacket2_hdr*>(slot);
             if (!(__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER)) break;
             n += deliver<tpacket2_hdr>(slot, sink, ctx);

@@ -377,7 +377,8 @@ bool RtNic::transmit(uint64_t now)
             bool ours = true;
             if (share_) {
                 constexpr size_t kBth = wire::kEthBytes + wire::kIpv4Bytes + wire::kUdpBytes;
-                const uint32_t qpn = len > kBth + 8 ? uint32_t{buf[kBth + 5]} << 16 | buf[kBth + 6] << 8 | buf[kBth + 7] : 0;
+                const uint32_t qpn =
+                    len > kBth + 8 ? uint32_t{buf[kBth + 5]} << 16 | buf[kBth + 6] << 8 | buf[kBth + 7] : 0;
                 const bool gsi = qpn == wire::kGsiQpn;
                 ours = gsi || !VerbsEngine::is_verbs_qpn(qpn) || nic_->verbs().owns_qpn(qpn);
                 if ((gsi || !ours) && port_->tx_local(buf, len)) c_.to_other_processes++;
