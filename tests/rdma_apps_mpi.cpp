@@ -118,15 +118,7 @@ TEST_P(RdmaApps, OpenMpiTwoRanksPerHost)
 TEST_P(RdmaApps, OpenMpiTwoRanksAtOnePercentLoss)
 {
     SDR_NEEDS_OPEN_MPI;
-    const std::string stats = open_mpi(*this, 2, 1, "0.01");
-    const uint64_t dropped = sdr::test::verbs_counter(stats, "shaper.dropped");
-    const uint64_t resent = sdr::test::verbs_counter(stats, "verbs.retransmits");
-    EXPECT_GT(dropped, 0u) << stats;
-    EXPECT_GT(resent, 0u) << stats;
-    std::printf("over %s: %llu frames dropped, %llu packets resent, %llu NAKs, %llu timeouts\n", GetParam(),
-                static_cast<unsigned long long>(dropped), static_cast<unsigned long long>(resent),
-                static_cast<unsigned long long>(sdr::test::verbs_counter(stats, "verbs.rx_naks")),
-                static_cast<unsigned long long>(sdr::test::verbs_counter(stats, "verbs.timeouts")));
+    expect_loss_recovered(open_mpi(*this, 2, 1, "0.01"), std::string("Open MPI at 1 % loss over ") + GetParam());
 }
 TEST_P(RdmaApps, MpichTwoRanks)
 {

@@ -65,14 +65,7 @@ TEST_P(RdmaApps, UcxRcAtOnePercentLoss)
     std::string stats = perftest(*this, kRcTls, "-t tag_bw", 18721, kIters, "0.01");
     stats += perftest(*this, kRcTls, "-t put_bw -d sdr0:1 -x rc_verbs", 18722, kIters, "0.01");
     stats += perftest(*this, kRcTls, "-t tag_bw -s 262144", 18723, 100, "0.01");
-    const uint64_t dropped = sdr::test::verbs_counter(stats, "shaper.dropped");
-    const uint64_t resent = sdr::test::verbs_counter(stats, "verbs.retransmits");
-    EXPECT_GT(dropped, 0u) << stats;
-    EXPECT_GT(resent, 0u) << stats;
-    std::printf("over %s: %llu frames dropped, %llu packets resent, %llu NAKs, %llu timeouts\n", GetParam(),
-                static_cast<unsigned long long>(dropped), static_cast<unsigned long long>(resent),
-                static_cast<unsigned long long>(sdr::test::verbs_counter(stats, "verbs.rx_naks")),
-                static_cast<unsigned long long>(sdr::test::verbs_counter(stats, "verbs.timeouts")));
+    expect_loss_recovered(stats, std::string("ucx_perftest at 1 % loss over ") + GetParam());
 }
 TEST_P(RdmaApps, UcxUdTagBw) { perftest(*this, kUdTls, "-t tag_bw", 18711); }
 TEST_P(RdmaApps, UcxUdTagLat) { perftest(*this, kUdTls, "-t tag_lat", 18712); }

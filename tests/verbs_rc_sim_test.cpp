@@ -328,6 +328,9 @@ struct Bulk {
 
 }  // namespace
 
+// At 1 % loss every byte arrives; and qp_counters_total (what the provider's
+// SDR_VERBS_STATS_AT_EXIT / SDR_VERBS_STATS_FILE report) keeps every QP's counters since the NIC
+// started: a destroyed QP's stay after a new QP takes its entry.
 TEST(VerbsRc, OnePercentLossDeliversEveryByte)
 {
     FabricParams p = params();
@@ -337,19 +340,6 @@ TEST(VerbsRc, OnePercentLossDeliversEveryByte)
     Bulk b;
     b.run(t);
     EXPECT_GT(t.f.link(0, 1)->dropped() + t.f.link(1, 0)->dropped(), 0u);
-    EXPECT_GT(t.a.c().retransmits, 0u);
-}
-
-// qp_counters_total (what the provider's SDR_VERBS_STATS_AT_EXIT / SDR_VERBS_STATS_FILE report): every
-// QP's counters since the NIC started, a destroyed QP's kept after a new QP takes its entry.
-TEST(VerbsRc, CountersTotalKeepsDestroyedQps)
-{
-    FabricParams p = params();
-    p.link.impairment.loss = 0.01;
-    p.seed = 21;
-    RcPair t(false, {}, p);
-    Bulk b;
-    b.run(t);
     const QpCountersVerbs was = t.a.c();
     ASSERT_GT(was.retransmits, 0u);
     VerbsEngine& v = t.a.nic->verbs();
