@@ -72,6 +72,8 @@ std::string Engine::stats_text()
     add("kernel.rx_frames", k.rx_frames);
     add("kernel.tx_frames", k.tx_frames);
     add("kernel.rx_dropped", k.rx_dropped_kernel);
+    add("kernel.tx_local", k.tx_local);          // to the other processes on the device
+    add("kernel.rx_own_local", k.rx_own_local);  // those frames' copies back to us, skipped
     add("shaper.dropped", sh.dropped);
     add("shaper.dropped_burst", sh.dropped_burst);
     add("shaper.duplicated", sh.duplicated);

@@ -46,7 +46,6 @@ struct RtParams {
 struct RtCounters {
     uint64_t polls = 0, idle_sleeps = 0, tx_too_big = 0;
     uint64_t looped = 0;  // frames to our own MAC, handed to our own receive path (no wire)
-    uint64_t to_other_processes = 0;  // frames to our own MAC for the other processes on the port (share_port)
     uint64_t mcast_filter_errors = 0;  // group joins/leaves the port's address filter refused
 };
 
