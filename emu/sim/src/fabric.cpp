@@ -395,16 +395,18 @@ void SimFabric::deliver_to_nic(uint32_t dst, uint32_t src, SimTime arrival, cons
     }
 }
 
+// A switch port's record waits with the drops: windows run switches ahead of the clock the tap
+// follows (network_sweep.cpp), so the record is written once the tap reaches its time.
 void SimFabric::tap_switch(uint32_t iface, SimTime t, const FabricPacket& p, bool marked, const char* drop)
 {
     uint8_t hdr[128];
     const uint8_t* bytes;
-    uint32_t orig;
-    size_t cap = capture_bytes(p.meta, p.src, p.dst, p.frame, p.frame_len, &bytes, hdr, &orig);
-    flush_drops(t);
-    const uint32_t flags = pcapng::kFlagOutbound | (drop ? pcapng::kFlagLinkDrop : 0);
-    pcap_.write(t, bytes, static_cast<uint32_t>(cap), orig,
-                pcapng::FrameNote{iface, flags, drop ? drop : marked ? capture_note::kCeMarked : ""});
+    PendingDrop r{t, pending_seq_++, p.dst, drop ? drop : marked ? capture_note::kCeMarked : "", 0, {}, iface + 1,
+                  pcapng::kFlagOutbound | (drop ? pcapng::kFlagLinkDrop : 0)};
+    size_t cap = capture_bytes(p.meta, p.src, p.dst, p.frame, p.frame_len, &bytes, hdr, &r.origlen);
+    r.bytes.assign(bytes, bytes + cap);
+    pending_drops_.push_back(std::move(r));
+    std::push_heap(pending_drops_.begin(), pending_drops_.end(), pending_later);
 }
 
 void SimFabric::network_drop(SimTime t, uint32_t src, uint32_t dst, const PacketMeta& m, uint8_t* frame,
@@ -442,7 +444,7 @@ void SimFabric::capture_drop(SimTime t, uint32_t src, uint32_t dst, const Packet
 {
     uint8_t hdr[128];
     const uint8_t* bytes;
-    PendingDrop p{t, dst, cause, 0, {}};
+    PendingDrop p{t, pending_seq_++, dst, cause, 0, {}, 0, pcapng::kFlagInbound | pcapng::kFlagLinkDrop};
     size_t cap = capture_bytes(m, src, dst, frame, frame_len, &bytes, hdr, &p.origlen);
     p.bytes.assign(bytes, bytes + cap);
     pending_drops_.push_back(std::move(p));
@@ -455,8 +457,7 @@ void SimFabric::flush_drops(SimTime upto)
         std::pop_heap(pending_drops_.begin(), pending_drops_.end(), pending_later);
         PendingDrop& p = pending_drops_.back();
         pcap_.write(p.t, p.bytes.data(), static_cast<uint32_t>(p.bytes.size()), p.origlen,
-                    pcapng::FrameNote{rx_interface(p.dst), pcapng::kFlagInbound | pcapng::kFlagLinkDrop,
-                                      p.cause});
+                    pcapng::FrameNote{p.iface ? p.iface - 1 : rx_interface(p.dst), p.flags, p.cause});
         pending_drops_.pop_back();
     }
 }

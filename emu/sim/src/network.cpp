@@ -56,7 +56,8 @@ void Pipe::send(const FabricPacket& p)
     FabricPacket& f = fifo_.push_slot();
     f = p;
     f.t += delay_ps_;
-    if (fifo_.size() == 1) net_.sim().at(f.t, this, 0);
+    if (sw_) net_.wake(*sw_, f.t);
+    else if (fifo_.size() == 1) net_.sim().at(f.t, this, 0);
 }
 
 void Pipe::send_impaired(const FabricPacket& p)
@@ -83,14 +84,36 @@ void Pipe::send_impaired(const FabricPacket& p)
     }
     if (v.extra_delay_ps) return push_late(f);
     fifo_.push_slot() = f;
-    if (fifo_.size() == 1) net_.sim().at(f.t, this, 0);
+    if (sw_) net_.wake(*sw_, f.t);
+    else if (fifo_.size() == 1) net_.sim().at(f.t, this, 0);
 }
 
 void Pipe::push_late(const FabricPacket& p)
 {
     late_.push_back(p);
     std::push_heap(late_.begin(), late_.end(), later);
-    net_.sim().at(p.t, this, 1);
+    if (sw_) net_.wake(*sw_, p.t);
+    else net_.sim().at(p.t, this, 1);
+}
+
+bool Pipe::pop_before(SimTime end, FabricPacket* out)
+{
+    if (late_.empty()) [[likely]] {
+        if (fifo_.empty() || fifo_.front().t >= end) return false;
+        *out = fifo_.front();
+        fifo_.pop();
+    } else if (!fifo_.empty() && fifo_.front().t < late_.front().t) {
+        if (fifo_.front().t >= end) return false;
+        *out = fifo_.front();
+        fifo_.pop();
+    } else {
+        if (late_.front().t >= end) return false;
+        std::pop_heap(late_.begin(), late_.end(), later);
+        *out = late_.back();
+        late_.pop_back();
+    }
+    delivered_++;
+    return true;
 }
 
 void Pipe::fire(SimTime now, uint64_t arg)
@@ -105,10 +128,10 @@ void Pipe::fire(SimTime now, uint64_t arg)
         }
         return;
     }
-    // As SimLink: deliver the head, then followers while nothing else is due before them; a
-    // pipe into a NIC also stops when a host could notice something.
+    // As SimLink: deliver the head, then followers while nothing else is due before them and
+    // no host could have noticed something.
     const uint64_t seen = net_.fabric().host_events_now();
-    for (int n = 0; !fifo_.empty() && n < kMaxRunAhead && (sw_ || net_.fabric().host_events_now() == seen); n++) {
+    for (int n = 0; !fifo_.empty() && n < kMaxRunAhead && net_.fabric().host_events_now() == seen; n++) {
         if (fifo_.front().t > now && !sim.run_ahead_to(fifo_.front().t)) break;
         now = sim.now();
         FabricPacket p = fifo_.front();
@@ -122,14 +145,14 @@ void Pipe::deliver(FabricPacket& p)
 {
     delivered_++;
     net_.count_hop();
-    if (sw_) sw_->receive(p, sw_port_);
-    else net_.deliver_host(host_, p);
+    net_.deliver_host(host_, p);
 }
 
 // ---- egress queues ------------------------------------------------------------------------
 
-Egress::Egress(SimSwitch& sw, double gbps, std::unique_ptr<Pipe> pipe)
-    : sw_(sw), pipe_(std::move(pipe)), gbps_(gbps), ps_per_byte_fp_(ps_per_byte_fp(gbps)), q_{FifoRing<FabricPacket>(8), FifoRing<FabricPacket>(4)}
+Egress::Egress(SimSwitch& sw, double gbps, std::unique_ptr<Pipe> pipe, uint64_t red_seed)
+    : sw_(sw), pipe_(std::move(pipe)), gbps_(gbps), ps_per_byte_fp_(ps_per_byte_fp(gbps)), rng_(red_seed),
+      q_{FifoRing<FabricPacket>(8), FifoRing<FabricPacket>(4)}, pfc_(4)
 {
     // HPCC's defaults: Kmin 100 KB and Kmax 400 KB per 25 Gbit/s (KB = 1000 bytes, as its MMU).
     const SwitchParams& p = sw.params();
@@ -137,23 +160,55 @@ Egress::Egress(SimSwitch& sw, double gbps, std::unique_ptr<Pipe> pipe)
     kmax_ = p.kmax_bytes ? p.kmax_bytes : static_cast<uint64_t>(std::llround(400e3 * gbps / 25.0));
 }
 
-void Egress::enqueue(FabricPacket& p, SimTime now, uint32_t bytes)
+SimTime Egress::next_work() const
+{
+    const SimTime start = waiting() ? wire_free_ : Pipe::kNever;
+    return pfc_.empty() ? start : std::min(start, pfc_.front().t);
+}
+
+void Egress::pfc(SimTime t, bool on)
+{
+    pfc_.push_slot() = PfcFrame{t, on};
+}
+
+// At equal times a packet starts before a PFC frame is taken, and both before an arrival.
+void Egress::advance(SimTime t)
+{
+    for (;;) {
+        const SimTime start = waiting() ? wire_free_ : Pipe::kNever;
+        const SimTime frame = pfc_.empty() ? Pipe::kNever : pfc_.front().t;
+        if (start <= frame && start <= t) {
+            start_next(start);
+            continue;
+        }
+        if (frame > t) return;
+        const bool on = pfc_.front().on;
+        pfc_.pop();
+        if (on) {
+            if (!paused_) paused_at_ = frame;
+            paused_ = true;
+        } else if (paused_) {
+            paused_ = false;
+            c_.paused_ps += frame - paused_at_;
+            wire_free_ = std::max(wire_free_, frame);  // what waited starts now, or when the wire frees
+        }
+    }
+}
+
+void Egress::enqueue(FabricPacket& p, SimTime t, uint32_t bytes)
 {
     c_.enqueued++;
-    // An idle wire with nothing waiting before it (only paused data can wait while the wire is
-    // idle, and control overtakes it): the packet starts now, through no queue.
-    if (!busy_ && wire_free_ <= now && (!paused_ || p.prio)) {
+    // An idle wire: after advance(t) nothing that may go waits, so the packet starts now,
+    // through no queue (paused data waits; control overtakes it).
+    if (wire_free_ <= t && (!paused_ || p.prio)) {
         c_.peak_bytes = std::max<uint64_t>(c_.peak_bytes, bytes);
-        return transmit(p, now, bytes);
+        return transmit(p, t, bytes);
     }
     q_[p.prio].push_slot() = p;
     c_.bytes += bytes;
     c_.peak_bytes = std::max(c_.peak_bytes, c_.bytes);
     if (!p.prio) data_bytes_ += bytes;
-    if (log_) [[unlikely]] log_->sample(log_id_, now, c_.bytes);
-    if (busy_) return;
-    busy_ = true;
-    sw_.net().sim().at(std::max(wire_free_, now), this, kWireFree);
+    if (log_) [[unlikely]] log_->sample(log_id_, t, c_.bytes);
 }
 
 // RED on the data bytes still queued when a packet leaves (HPCC's switch: ShouldSendCN).
@@ -162,16 +217,12 @@ bool Egress::red_marks(uint64_t queued)
     if (queued <= kmin_) return false;
     if (queued >= kmax_) return true;
     const double prob = sw_.params().pmax * static_cast<double>(queued - kmin_) / static_cast<double>(kmax_ - kmin_);
-    return sw_.rng().uniform() < prob;
+    return rng_.uniform() < prob;
 }
 
 void Egress::start_next(SimTime now)
 {
-    const int cls = !q_[1].empty() ? 1 : !q_[0].empty() && !paused_ ? 0 : -1;
-    if (cls < 0) {
-        busy_ = false;
-        return;
-    }
+    const int cls = !q_[1].empty() ? 1 : 0;
     FabricPacket& p = q_[cls].front();
     const uint32_t bytes = p.frame_len + kWireOverheadBytes;
     c_.bytes -= bytes;
@@ -179,9 +230,6 @@ void Egress::start_next(SimTime now)
     if (log_) [[unlikely]] log_->sample(log_id_, now, c_.bytes);
     transmit(p, now, bytes);
     q_[cls].pop();
-    // The next start needs an event only if something waits; else the next enqueue starts it.
-    busy_ = !q_[0].empty() || !q_[1].empty();
-    if (busy_) sw_.net().sim().at(wire_free_, this, kWireFree);
 }
 
 // p leaves the queue (or skips it) and starts on the wire now: marked or not, its buffer freed,
@@ -196,7 +244,7 @@ void Egress::transmit(FabricPacket& p, SimTime now, uint32_t bytes)
         p.meta.ecn = wire::kEcnCe;
         if (p.frame) wire::mark_ce(p.frame, p.frame_len);
     }
-    sw_.release(p, bytes);
+    sw_.release(p, bytes, now);
     if (tap_) [[unlikely]]
         sw_.net().fabric().tap_switch(tap_ - 1, now, p, marked, nullptr);
     const uint64_t t = frac_ + bytes * ps_per_byte_fp_;
@@ -206,44 +254,29 @@ void Egress::transmit(FabricPacket& p, SimTime now, uint32_t bytes)
     pipe_->send(p);
 }
 
-void Egress::fire(SimTime now, uint64_t arg)
-{
-    if (arg == kPause) {
-        if (!paused_) paused_at_ = now;
-        paused_ = true;
-        return;
-    }
-    if (arg == kResume) {
-        if (!paused_) return;
-        paused_ = false;
-        c_.paused_ps += now - paused_at_;
-        if (busy_) return;
-        busy_ = true;
-        sw_.net().sim().at(std::max(wire_free_, now), this, kWireFree);
-        return;
-    }
-    busy_ = false;
-    start_next(now);
-}
-
 // ---- switches -----------------------------------------------------------------------------
 
 SimSwitch::SimSwitch(SimNetwork& net, uint32_t node, const SwitchParams& p, uint64_t seed)
-    : net_(net), node_(node), p_(p), salt_(static_cast<uint32_t>(seed >> 32)), rng_(seed)
+    : net_(net), node_(node), p_(p), seed_(seed), salt_(static_cast<uint32_t>(seed >> 32))
 {
 }
 
+// RED's stream of port i: the switch's seed and the port, mixed.
+static uint64_t red_seed(uint64_t seed, size_t port) { return seed ^ ((port + 1) * 0x9E3779B97F4A7C15ull); }
+
 void SimSwitch::reseed(uint64_t seed)
 {
+    seed_ = seed;
     salt_ = static_cast<uint32_t>(seed >> 32);
-    rng_ = Rng(seed);
+    for (size_t i = 0; i < ports_.size(); i++) ports_[i]->reseed(red_seed(seed, i));
 }
 
 uint16_t SimSwitch::add_port(double gbps, std::unique_ptr<Pipe> pipe, uint32_t peer_node)
 {
-    ports_.push_back(std::make_unique<Egress>(*this, gbps, std::move(pipe)));
+    ports_.push_back(std::make_unique<Egress>(*this, gbps, std::move(pipe), red_seed(seed_, ports_.size())));
     peers_.push_back(peer_node);
     ingress_.emplace_back();
+    inputs_.push_back(nullptr);
     // PFC thresholds, unless given: a quarter of the buffer shared among the ports; XON 3 KB
     // below (HPCC's resume offset).
     pool_ = p_.shared_buffer ? p_.buffer_bytes : p_.buffer_bytes * ports_.size();
@@ -271,9 +304,10 @@ void SimSwitch::set_routes(std::vector<uint32_t> route, std::vector<uint16_t> ec
     ecmp_ports_ = std::move(ecmp_ports);
 }
 
-void SimSwitch::set_pfc_upstream(uint16_t port, SimTarget* target, SimTime delay_ps)
+void SimSwitch::set_pfc_upstream(uint16_t port, SimTarget* host_port, Egress* egress, SimTime delay_ps)
 {
-    ingress_[port].upstream = target;
+    ingress_[port].host_port = host_port;
+    ingress_[port].egress = egress;
     ingress_[port].delay_ps = delay_ps;
 }
 
@@ -296,59 +330,43 @@ bool SimSwitch::admit(const Egress& e, uint32_t bytes) const
     return static_cast<double>(q) <= p_.dt_alpha * static_cast<double>(p_.buffer_bytes - used_);
 }
 
-void SimSwitch::receive(FabricPacket& p, uint16_t in_port)
+void SimSwitch::drop(Egress& e, const FabricPacket& p, SimTime now)
 {
-    const SimTime now = net_.sim().now();
-    if (p.dst == kMulticastDst) [[unlikely]] return replicate(p, in_port, now);
-    forward(p, in_port, *ports_[route(p)], now);
+    e.counters().dropped++;
+    if (e.tapped()) [[unlikely]]
+        net_.fabric().tap_switch(e.tapped() - 1, now, p, false, capture_note::kQueueDrop);
+    net_.drop(p, now, capture_note::kQueueDrop);
 }
 
-void SimSwitch::forward(FabricPacket& p, uint16_t in_port, Egress& e, SimTime now)
+// p is admitted to e (advanced to p's arrival) or dropped.
+void SimSwitch::forward(FabricPacket& p, Egress& e, SimTime now)
 {
     const uint32_t bytes = p.frame_len + kWireOverheadBytes;
-    if (!admit(e, bytes)) {
-        e.counters().dropped++;
-        if (e.tapped()) [[unlikely]]
-            net_.fabric().tap_switch(e.tapped() - 1, now, p, false, capture_note::kQueueDrop);
-        net_.drop(p, now, capture_note::kQueueDrop);
-        return;
-    }
+    if (!admit(e, bytes)) return drop(e, p, now);
     used_ += bytes;
-    p.in_port = in_port;
     if (p_.pfc && !p.prio) {
-        Ingress& in = ingress_[in_port];
+        Ingress& in = ingress_[p.in_port];
         in.bytes += bytes;
-        if (!in.paused && in.bytes > xoff_ && in.upstream) {
+        if (!in.paused && in.bytes > xoff_ && (in.host_port || in.egress)) {
             in.paused = true;
-            ports_[in_port]->counters().pauses_sent++;
-            net_.sim().at(now + in.delay_ps, in.upstream, Egress::kPause);
+            ports_[p.in_port]->counters().pauses_sent++;
+            pause_upstream(in, true, now);
         }
     }
     e.enqueue(p, now, bytes);
 }
 
-// One copy per port of the group's tree but the one it came in by; off the tree, up towards
-// the root, where the tree begins.
-void SimSwitch::replicate(FabricPacket& p, uint16_t in_port, SimTime now)
+void SimSwitch::pause_upstream(Ingress& in, bool on, SimTime now)
 {
-    auto it = mcast_ports_.find(p.flow);
-    if (it == mcast_ports_.end()) {
-        if (up_port_ >= 0 && up_port_ != in_port) return forward(p, in_port, *ports_[up_port_], now);
-        return net_.drop(p, now, capture_note::kNoRoute);  // nobody listens
+    if (in.egress) {
+        in.egress->pfc(now + in.delay_ps, on);
+        net_.wake(in.egress->owner(), now + in.delay_ps);
+    } else {
+        net_.sim().at(now + in.delay_ps, in.host_port, on ? Egress::kPause : Egress::kResume);
     }
-    for (uint16_t port : it->second) {
-        if (port == in_port) continue;
-        FabricPacket copy = p;
-        if (p.frame) {
-            copy.frame = net_.fabric().frame_alloc();
-            std::memcpy(copy.frame, p.frame, p.frame_len);
-        }
-        forward(copy, in_port, *ports_[port], now);
-    }
-    if (p.frame) net_.fabric().frame_free(p.frame);
 }
 
-void SimSwitch::release(const FabricPacket& p, uint32_t bytes)
+void SimSwitch::release(const FabricPacket& p, uint32_t bytes, SimTime now)
 {
     used_ -= bytes;
     if (!p_.pfc || p.prio) return;
@@ -356,7 +374,7 @@ void SimSwitch::release(const FabricPacket& p, uint32_t bytes)
     in.bytes -= bytes;
     if (in.paused && in.bytes <= xon_) {
         in.paused = false;
-        net_.sim().at(net_.sim().now() + in.delay_ps, in.upstream, Egress::kResume);
+        pause_upstream(in, false, now);
     }
 }
 

@@ -73,12 +73,14 @@ void SimNetwork::build()
             SimSwitch& dst = *switches_[to.node - hosts];
             Pipe* p = topo_.is_host(from.node) ? uplinks_[from.node].get() : &switches_[from.node - hosts]->port(from.port).pipe();
             p->to_switch(&dst, to.port);
+            dst.set_input(to.port, p);
             if (topo_.is_host(from.node)) host_switch_[from.node] = {to.node - hosts, to.port};
-            else dst.set_pfc_upstream(to.port, &switches_[from.node - hosts]->port(from.port), l.delay_ps);
+            else dst.set_pfc_upstream(to.port, nullptr, &switches_[from.node - hosts]->port(from.port), l.delay_ps);
         }
     }
     build_routes();
     build_mcast_root();
+    build_lookahead();
     const FabricParams& fp = f_.params();
     if (!fp.queue_log.empty() && queue_log_.open(fp.queue_log, fp.queue_log_interval_ps, nullptr))
         for_ports(fp.queue_log_ports, [&](SimSwitch& s, size_t p, const std::string& name) {
@@ -187,6 +189,21 @@ void SimNetwork::build_routes()
     max_transit_ps_ = hop * diameter;
 }
 
+// The windows' width L (network_sweep.cpp): the least time from one switch's step to
+// another's, over every link into a switch (propagation and hop latency) and, with PFC, every
+// pause between two switches (propagation). Links into NICs do not count: a NIC's arrivals are
+// events.
+void SimNetwork::build_lookahead()
+{
+    SimTime l = Pipe::kNever;
+    for (const TopoLink& k : topo_.links) {
+        const bool both = !topo_.is_host(k.a) && !topo_.is_host(k.b);
+        l = std::min(l, k.delay_ps + topo_.sw.latency_ps);
+        if (both && topo_.sw.pfc) l = std::min(l, k.delay_ps);
+    }
+    lookahead_ps_ = l == Pipe::kNever ? 0 : l;
+}
+
 // Multicast trees hang from switch 0 (the first core or spine of the built topologies): each
 // switch's parent is its neighbour one hop closer to it.
 void SimNetwork::build_mcast_root()
@@ -239,7 +256,7 @@ void SimNetwork::attach_host_port(uint32_t host, SimTarget* port)
 {
     if (host >= topo_.hosts) return;
     auto [s, p] = host_switch_[host];
-    switches_[s]->set_pfc_upstream(p, port, uplinks_[host]->delay_ps() - topo_.sw.latency_ps);
+    switches_[s]->set_pfc_upstream(p, port, nullptr, uplinks_[host]->delay_ps() - topo_.sw.latency_ps);
 }
 
 void SimNetwork::inject(uint32_t host, SimTime leaves, const PacketMeta& m, uint32_t dst_ip, uint8_t* frame,
@@ -247,6 +264,7 @@ void SimNetwork::inject(uint32_t host, SimTime leaves, const PacketMeta& m, uint
 {
     FabricPacket p;
     p.t = leaves;
+    p.out_port = 0;
     p.meta = m;
     p.frame = frame;
     p.frame_len = frame_len;

@@ -22,6 +22,7 @@ public:
     size_t size() const { return count_; }
     bool empty() const { return count_ == 0; }
     T& front() { return buf_[head_]; }
+    const T& front() const { return buf_[head_]; }
     // A slot at the back for the caller to fill; valid until the next push_slot.
     T& push_slot()
     {

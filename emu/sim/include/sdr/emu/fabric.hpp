@@ -240,15 +240,21 @@ private:
     uint32_t tap_interface(const std::string& name) { return pcap_.interface(name); }
     bool tap_pcapng() const { return pcap_.pcapng(); }
     // The pcapng tap. A dropped frame waits in pending_drops_ until the tap reaches the time it
-    // would have arrived, so the file stays in time order.
+    // would have arrived, so the file stays in time order; so does a switch port's record.
     struct PendingDrop {
         SimTime t;
+        uint64_t seq;       // equal times: in the order they were made
         uint32_t dst;
         const char* cause;  // a capture_note string
         uint32_t origlen;
         std::vector<uint8_t> bytes;
+        uint32_t iface;     // a switch port's interface + 1; 0: the receiving NIC's
+        uint32_t flags;     // pcapng flags
     };
-    static bool pending_later(const PendingDrop& a, const PendingDrop& b) { return a.t > b.t; }
+    static bool pending_later(const PendingDrop& a, const PendingDrop& b)
+    {
+        return a.t != b.t ? a.t > b.t : a.seq > b.seq;
+    }
     void capture_drop(SimTime t, uint32_t src, uint32_t dst, const PacketMeta& m, const uint8_t* frame,
                       uint32_t frame_len, const char* cause);
     void flush_drops(SimTime upto);
@@ -257,6 +263,7 @@ private:
     size_t capture_bytes(const PacketMeta& m, uint32_t src, uint32_t dst, const uint8_t* frame, uint32_t frame_len,
                          const uint8_t** bytes, uint8_t* hdr, uint32_t* origlen) const;
     std::vector<PendingDrop> pending_drops_;
+    uint64_t pending_seq_ = 0;
     bool tap_ = false;                 // the pcap tap is open
     std::vector<uint32_t> rx_ifaces_;  // pcapng interface id + 1 per NIC (0: not declared yet)
     SimTime wall_ps() const;

@@ -3,9 +3,12 @@
 // frame then crosses pipes and switches, each step at its exact virtual time, until a pipe
 // delivers it to the destination NIC.
 //
-// Events: a pipe keeps its packets in a FIFO with one event for the head and delivers
-// followers directly while nothing else is due earlier (as SimLink); an egress queue whose wire
-// is idle starts a packet at once, and only a busy queue waits for a "wire free" event.
+// Switches run in windows, not by events (network_sweep.cpp). Nothing a switch does reaches
+// another switch sooner than the shortest link delay L (propagation plus hop latency; a PFC
+// pause travels a link too), so once every event before T has run, each switch can take all
+// of its arrivals, departures and pauses in [T, T + L) in time order on its own: one
+// scheduler event per window serves every switch, and a hop costs no event. Pipes into NICs
+// keep one event for their head, as SimLink, so hosts see each arrival at its time.
 #pragma once
 
 #include <sdr/emu/fifo_ring.hpp>
@@ -40,6 +43,7 @@ struct FabricPacket {
     uint32_t flow;       // hash of the 5-tuple (the UDP source port carries the entropy);
                          // multicast: the group's address
     uint16_t in_port;    // the port it entered the current switch by
+    uint16_t out_port;   // the port it leaves the current switch by
     uint8_t prio;        // 1: control class (strict priority, never marked)
     uint8_t note;        // capture_note bits: what the pipes did to it
 };
@@ -53,12 +57,14 @@ struct QueueCounters {
 };
 
 // One direction of a link: propagation (plus the receiving switch's hop latency) and the
-// link's impairments, then the next node.
+// link's impairments, then the next node. Into a switch, packets wait in arrival order for the
+// switch's window (no event); into a NIC, the pipe keeps one event for its head.
 class Pipe final : public SimTarget {
 public:
     Pipe(SimNetwork& net, SimTime delay_ps, const ImpairmentParams& imp, uint64_t seed);
     void to_switch(SimSwitch* s, uint16_t port) { sw_ = s, sw_port_ = port; }
     void to_host(uint32_t host) { host_ = host; }
+    SimSwitch* switch_end() const { return sw_; }
     // p.t: when its last bit left the wire.
     [[gnu::visibility("hidden")]] void send(const FabricPacket& p);
     void fire(SimTime now, uint64_t arg) override;
@@ -67,11 +73,21 @@ public:
     SimTime max_extra_ps() const;  // what the impairments add at most (reorder, duplicate)
     uint64_t delivered() const { return delivered_; }
     uint64_t dropped() const { return dropped_; }
+    // Into a switch: when the next packet arrives (kNever: none waits).
+    static constexpr SimTime kNever = UINT64_MAX;
+    SimTime next_arrival() const
+    {
+        const SimTime f = fifo_.empty() ? kNever : fifo_.front().t;
+        return late_.empty() || f < late_.front().t ? f : late_.front().t;
+    }
+    // Into a switch: take the next packet if it arrives before `end`.
+    [[gnu::visibility("hidden")]] bool pop_before(SimTime end, FabricPacket* out);
 
 private:
     void deliver(FabricPacket& p);
     void send_impaired(const FabricPacket& p);
     void push_late(const FabricPacket& p);
+    void arrive(const FabricPacket& p);  // queued: its switch or its event learns of it
     static bool later(const FabricPacket& a, const FabricPacket& b) { return a.t > b.t; }
     static constexpr int kMaxRunAhead = 64;
     SimNetwork& net_;
@@ -86,13 +102,22 @@ private:
 };
 
 // A switch port's output queue: a strict-priority control class and a data class, drop-tail
-// admission by the switch, RED/ECN marking at dequeue, pausable by PFC.
-class Egress final : public SimTarget {
+// admission by the switch, RED/ECN marking at dequeue, pausable by PFC. It lives in its
+// switch's windows: advance(t) starts every packet due by t, and what arrives is taken in
+// time order after that.
+class Egress {
 public:
-    static constexpr uint64_t kWireFree = 0, kPause = 1, kResume = 2;  // fire()'s argument
-    Egress(SimSwitch& sw, double gbps, std::unique_ptr<Pipe> pipe);
-    void enqueue(FabricPacket& p, SimTime now, uint32_t bytes);
-    void fire(SimTime now, uint64_t arg) override;
+    static constexpr uint64_t kWireFree = 0, kPause = 1, kResume = 2;  // a host port's fire() arguments
+    Egress(SimSwitch& sw, double gbps, std::unique_ptr<Pipe> pipe, uint64_t red_seed);
+    // Start every packet whose turn on the wire comes by t (inclusive), and take the PFC
+    // pauses and resumes that arrive by then, all in time order.
+    [[gnu::visibility("hidden")]] void advance(SimTime t);
+    // p arrives at t (the queue advanced to t): onto the wire at once, or queued.
+    [[gnu::visibility("hidden")]] void enqueue(FabricPacket& p, SimTime t, uint32_t bytes);
+    // When advance() has something to do next (Pipe::kNever: nothing).
+    SimTime next_work() const;
+    // A PFC pause (on) or resume from the switch downstream, arriving at t.
+    void pfc(SimTime t, bool on);
     const QueueCounters& counters() const { return c_; }
     QueueCounters& counters() { return c_; }
     Pipe& pipe() { return *pipe_; }
@@ -105,8 +130,13 @@ public:
     // The pcapng tap of this port: interface id + 1 (0: not tapped).
     void tap(uint32_t iface) { tap_ = iface + 1; }
     uint32_t tapped() const { return tap_; }
+    void reseed(uint64_t seed) { rng_ = Rng(seed); }
+    SimSwitch& owner() { return sw_; }
+    // The arrivals of the current window routed here (SimSwitch::sweep).
+    std::vector<FabricPacket>& inbox() { return inbox_; }
 
 private:
+    bool waiting() const { return !q_[1].empty() || (!q_[0].empty() && !paused_); }
     void start_next(SimTime now);
     void transmit(FabricPacket& p, SimTime now, uint32_t bytes);
     bool red_marks(uint64_t queued);
@@ -116,7 +146,6 @@ private:
     uint64_t ps_per_byte_fp_;  // 16-bit fraction, as the NIC's port
     uint64_t frac_ = 0;
     SimTime wire_free_ = 0;
-    bool busy_ = false;    // a kWireFree event is pending
     bool paused_ = false;  // PFC: the data class waits
     SimTime paused_at_ = 0;
     uint64_t kmin_, kmax_;
@@ -124,7 +153,14 @@ private:
     uint32_t tap_ = 0;
     QueueLog* log_ = nullptr;
     uint32_t log_id_ = 0;
+    Rng rng_;  // RED's draws: per port, so a port's marks do not depend on the others' order
     FifoRing<FabricPacket> q_[2];  // [0] data, [1] control
+    struct PfcFrame {
+        SimTime t;
+        bool on;
+    };
+    FifoRing<PfcFrame> pfc_;  // pauses and resumes on their way from downstream, in time order
+    std::vector<FabricPacket> inbox_;
     QueueCounters c_;
 };
 
@@ -138,51 +174,70 @@ public:
     Egress& port(size_t i) { return *ports_[i]; }
     const Egress& port(size_t i) const { return *ports_[i]; }
     uint32_t peer(size_t i) const { return peers_[i]; }
+    // The pipe that arrives by port i (set up by SimNetwork).
+    void set_input(uint16_t port, Pipe* pipe) { inputs_[port] = pipe; }
     // Routes: the ports on shortest paths to each host (set up by SimNetwork).
     void set_routes(std::vector<uint32_t> route, std::vector<uint16_t> ecmp_ports);
-    // A packet arrives by in_port (from a pipe, at its time).
-    [[gnu::visibility("hidden")]] void receive(FabricPacket& p, uint16_t in_port);
+    // Take every arrival, departure and pause of [start, end) in time order
+    // (network_sweep.cpp); nothing of it reaches another switch before end.
+    [[gnu::visibility("hidden")]] void sweep(SimTime end);
+    // When this switch has something to do next (Pipe::kNever: nothing).
+    SimTime next_work() const;
     // The port a packet takes (ECMP: by its flow hash).
     uint16_t route(const FabricPacket& p) const;
     // Multicast: the ports of this switch on the group's tree (set by SimNetwork); a switch
     // off every tree sends the group's packets up towards the root.
     void set_mcast_ports(uint32_t group_ip, std::vector<uint16_t> ports);
     void set_up_port(int port) { up_port_ = port; }
-    // An egress started sending p: its buffer is free again.
-    void release(const FabricPacket& p, uint32_t bytes);
+    // An egress started sending p at `now`: its buffer is free again.
+    void release(const FabricPacket& p, uint32_t bytes, SimTime now);
     SimNetwork& net() { return net_; }
-    Rng& rng() { return rng_; }
     void reseed(uint64_t seed);
-    void set_pfc_upstream(uint16_t port, SimTarget* target, SimTime delay_ps);
+    // PFC: what port `port`'s ingress pauses, a host's port (an event) or a switch's egress.
+    void set_pfc_upstream(uint16_t port, SimTarget* host_port, Egress* egress, SimTime delay_ps);
     uint64_t buffer_used() const { return used_; }
     // The port joined to `peer_node`, or -1.
     int port_to(uint32_t peer_node) const;
+    bool active = false;       // in SimNetwork's list of switches with work
+    SimTime wake_at = 0;       // while active: no work before this
 
 private:
     bool admit(const Egress& e, uint32_t bytes) const;
-    void forward(FabricPacket& p, uint16_t in_port, Egress& e, SimTime now);
-    void replicate(FabricPacket& p, uint16_t in_port, SimTime now);
+    // Every arrival of the window fits whatever the order (see sweep).
+    bool all_admitted() const;
+    void route_arrival(FabricPacket& p, uint16_t in_port);
+    void forward(FabricPacket& p, Egress& e, SimTime now);
+    void drop(Egress& e, const FabricPacket& p, SimTime now);
+    void sweep_by_port(SimTime end);
+    void sweep_in_order(SimTime end);
+    void advance_all(SimTime t);
     std::map<uint32_t, std::vector<uint16_t>> mcast_ports_;  // group -> ports on its tree
     int up_port_ = -1;  // towards the multicast root (-1: this is the root)
     SimNetwork& net_;
     uint32_t node_;
     SwitchParams p_;
+    uint64_t seed_;
     uint32_t salt_;  // per switch, so hashing is not the same decision at every tier
-    Rng rng_;        // RED's draws
     std::vector<std::unique_ptr<Egress>> ports_;
+    std::vector<Pipe*> inputs_;
     std::vector<uint32_t> peers_;
     std::vector<uint32_t> route_;        // per host: first ECMP port index << 8 | count
     std::vector<uint16_t> ecmp_ports_;
+    std::vector<uint16_t> touched_;      // ports with arrivals in the current window
+    uint64_t window_bytes_ = 0;          // the bytes of those arrivals
+    std::vector<FabricPacket> ordered_;  // sweep_in_order's arrivals
     uint64_t used_ = 0;                  // buffered bytes
     uint64_t pool_ = 0;                  // the whole buffer: shared, or every port's
-    // PFC, per ingress port: bytes buffered that came in by it, the upstream egress (or NIC
-    // port) to pause, the link's delay, and whether it is paused now.
+    // PFC, per ingress port: bytes buffered that came in by it, the upstream egress or NIC port
+    // to pause, the link's delay, and whether it is paused now.
     struct Ingress {
         uint64_t bytes = 0;
-        SimTarget* upstream = nullptr;
+        SimTarget* host_port = nullptr;
+        Egress* egress = nullptr;
         SimTime delay_ps = 0;
         bool paused = false;
     };
+    void pause_upstream(Ingress& in, bool on, SimTime now);
     std::vector<Ingress> ingress_;
     uint64_t xoff_ = 0, xon_ = 0;
 };
@@ -224,6 +279,13 @@ public:
     uint64_t delivered() const { return delivered_; }
     uint64_t hops() const { return hops_; }  // packet arrivals at switches and NICs
     void count_hop() { hops_++; }
+    void count_hops(uint64_t n) { hops_ += n; }
+    // Switch s has work at t (a packet in a pipe towards it, a PFC frame): it joins the next
+    // window that reaches t.
+    [[gnu::visibility("hidden")]] void wake(SimSwitch& s, SimTime t);
+    // The windows' width: the shortest time in which one switch can reach another.
+    SimTime lookahead_ps() const { return lookahead_ps_; }
+    uint64_t windows() const { return windows_; }  // windows run so far
     // "switch" or "switch:port" (FabricParams::capture_ports) of topology t: the switch's index
     // and the port (-1: all). false + err if there is no such switch or port.
     [[nodiscard]] static bool find_capture_port(const Topology& t, const std::string& spec, int* sw, int* port,
@@ -236,8 +298,19 @@ public:
     void reseed();
 
 private:
+    // The scheduler's one target for the switches: fire(T) runs the window [T, T + L).
+    class Windows final : public SimTarget {
+    public:
+        explicit Windows(SimNetwork& net) : net_(net) {}
+        void fire(SimTime now, uint64_t) override { net_.run_window(now); }
+
+    private:
+        SimNetwork& net_;
+    };
+    void run_window(SimTime start);
     void build();
     void build_routes();
+    void build_lookahead();
     void build_mcast_root();
     template <class F>
     void for_ports(const std::vector<std::string>& specs, F f);
@@ -253,6 +326,13 @@ private:
     QueueLog queue_log_;  // per switch: its parent towards the multicast root (-1: root)
     SimTime max_transit_ps_ = 0;
     uint64_t delivered_ = 0, hops_ = 0, unroutable_ = 0;
+    Windows windows_target_{*this};
+    SimTime lookahead_ps_ = 0;
+    std::vector<SimSwitch*> active_;    // switches with work, in the order they woke
+    std::vector<SimSwitch*> sweeping_;  // the window's share of them
+    SimTime window_at_ = Pipe::kNever;  // when the next window is scheduled
+    bool in_window_ = false;
+    uint64_t windows_ = 0;
 };
 
 }  // namespace sdr::emu
