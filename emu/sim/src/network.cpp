@@ -53,11 +53,22 @@ SimTime Pipe::max_extra_ps() const
 void Pipe::send(const FabricPacket& p)
 {
     if (!imp_.none()) return send_impaired(p);
+    if (sw_) return to_switch_now(p, p.t + delay_ps_);
     FabricPacket& f = fifo_.push_slot();
     f = p;
     f.t += delay_ps_;
-    if (sw_) net_.wake(*sw_, f.t);
-    else if (fifo_.size() == 1) net_.sim().at(f.t, this, 0);
+    if (fifo_.size() == 1) net_.sim().at(f.t, this, 0);
+}
+
+// Into a switch: the packet is the switch's at once, stamped with its arrival (no event).
+void Pipe::to_switch_now(const FabricPacket& p, SimTime arrival)
+{
+    delivered_++;
+    FabricPacket& f = sw_->arrive_slot(arrival);
+    f = p;
+    f.t = arrival;
+    f.in_port = sw_port_;
+    net_.wake(*sw_, arrival);
 }
 
 void Pipe::send_impaired(const FabricPacket& p)
@@ -83,37 +94,19 @@ void Pipe::send_impaired(const FabricPacket& p)
         push_late(d);
     }
     if (v.extra_delay_ps) return push_late(f);
+    if (sw_) return to_switch_now(f, f.t);
     fifo_.push_slot() = f;
-    if (sw_) net_.wake(*sw_, f.t);
-    else if (fifo_.size() == 1) net_.sim().at(f.t, this, 0);
+    if (fifo_.size() == 1) net_.sim().at(f.t, this, 0);
 }
 
+// Reordered and duplicated packets: a switch orders its arrivals itself; a NIC gets them by an
+// event of their own.
 void Pipe::push_late(const FabricPacket& p)
 {
+    if (sw_) return to_switch_now(p, p.t);
     late_.push_back(p);
     std::push_heap(late_.begin(), late_.end(), later);
-    if (sw_) net_.wake(*sw_, p.t);
-    else net_.sim().at(p.t, this, 1);
-}
-
-bool Pipe::pop_before(SimTime end, FabricPacket* out)
-{
-    if (late_.empty()) [[likely]] {
-        if (fifo_.empty() || fifo_.front().t >= end) return false;
-        *out = fifo_.front();
-        fifo_.pop();
-    } else if (!fifo_.empty() && fifo_.front().t < late_.front().t) {
-        if (fifo_.front().t >= end) return false;
-        *out = fifo_.front();
-        fifo_.pop();
-    } else {
-        if (late_.front().t >= end) return false;
-        std::pop_heap(late_.begin(), late_.end(), later);
-        *out = late_.back();
-        late_.pop_back();
-    }
-    delivered_++;
-    return true;
+    net_.sim().at(p.t, this, 1);
 }
 
 void Pipe::fire(SimTime now, uint64_t arg)
@@ -150,8 +143,8 @@ void Pipe::deliver(FabricPacket& p)
 
 // ---- egress queues ------------------------------------------------------------------------
 
-Egress::Egress(SimSwitch& sw, double gbps, std::unique_ptr<Pipe> pipe, uint64_t red_seed)
-    : sw_(sw), pipe_(std::move(pipe)), gbps_(gbps), ps_per_byte_fp_(ps_per_byte_fp(gbps)), rng_(red_seed),
+Egress::Egress(SimSwitch& sw, uint16_t port, double gbps, std::unique_ptr<Pipe> pipe, uint64_t red_seed)
+    : sw_(sw), port_(port), pipe_(std::move(pipe)), gbps_(gbps), ps_per_byte_fp_(ps_per_byte_fp(gbps)), rng_(red_seed),
       q_{FifoRing<FabricPacket>(8), FifoRing<FabricPacket>(4)}, pfc_(4)
 {
     // HPCC's defaults: Kmin 100 KB and Kmax 400 KB per 25 Gbit/s (KB = 1000 bytes, as its MMU).
@@ -169,6 +162,7 @@ SimTime Egress::next_work() const
 void Egress::pfc(SimTime t, bool on)
 {
     pfc_.push_slot() = PfcFrame{t, on};
+    if (!listed) sw_.list_busy(port_);
 }
 
 // At equal times a packet starts before a PFC frame is taken, and both before an arrival.
@@ -205,6 +199,7 @@ void Egress::enqueue(FabricPacket& p, SimTime t, uint32_t bytes)
         return transmit(p, t, bytes);
     }
     q_[p.prio].push_slot() = p;
+    if (!listed) sw_.list_busy(port_);
     c_.bytes += bytes;
     c_.peak_bytes = std::max(c_.peak_bytes, c_.bytes);
     if (!p.prio) data_bytes_ += bytes;
@@ -273,10 +268,10 @@ void SimSwitch::reseed(uint64_t seed)
 
 uint16_t SimSwitch::add_port(double gbps, std::unique_ptr<Pipe> pipe, uint32_t peer_node)
 {
-    ports_.push_back(std::make_unique<Egress>(*this, gbps, std::move(pipe), red_seed(seed_, ports_.size())));
+    ports_.push_back(std::make_unique<Egress>(*this, static_cast<uint16_t>(ports_.size()), gbps, std::move(pipe),
+                                              red_seed(seed_, ports_.size())));
     peers_.push_back(peer_node);
     ingress_.emplace_back();
-    inputs_.push_back(nullptr);
     // PFC thresholds, unless given: a quarter of the buffer shared among the ports; XON 3 KB
     // below (HPCC's resume offset).
     pool_ = p_.shared_buffer ? p_.buffer_bytes : p_.buffer_bytes * ports_.size();

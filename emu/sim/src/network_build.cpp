@@ -73,7 +73,6 @@ void SimNetwork::build()
             SimSwitch& dst = *switches_[to.node - hosts];
             Pipe* p = topo_.is_host(from.node) ? uplinks_[from.node].get() : &switches_[from.node - hosts]->port(from.port).pipe();
             p->to_switch(&dst, to.port);
-            dst.set_input(to.port, p);
             if (topo_.is_host(from.node)) host_switch_[from.node] = {to.node - hosts, to.port};
             else dst.set_pfc_upstream(to.port, nullptr, &switches_[from.node - hosts]->port(from.port), l.delay_ps);
         }

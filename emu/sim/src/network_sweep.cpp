@@ -17,62 +17,84 @@
 
 namespace sdr::emu {
 
-namespace {
-
-// Arrivals in time order; at equal times by the port they came in by, and in the order their
-// pipe delivered them (stable): the same order whichever way the switch runs the window.
-void order_arrivals(std::vector<FabricPacket>& v)
-{
-    for (size_t i = 1; i < v.size(); i++) {
-        if (v[i - 1].t < v[i].t || (v[i - 1].t == v[i].t && v[i - 1].in_port <= v[i].in_port)) continue;
-        const FabricPacket p = v[i];
-        size_t j = i;
-        for (; j > 0 && (v[j - 1].t > p.t || (v[j - 1].t == p.t && v[j - 1].in_port > p.in_port)); j--) v[j] = v[j - 1];
-        v[j] = p;
-    }
-}
-
-}  // namespace
-
 SimTime SimSwitch::next_work() const
 {
-    SimTime w = Pipe::kNever;
-    for (const Pipe* in : inputs_) w = std::min(w, in->next_arrival());
-    for (const auto& e : ports_) w = std::min(w, e->next_work());
+    SimTime w = incoming_at_;
+    for (uint16_t i : busy_) w = std::min(w, ports_[i]->next_work());
     return w;
 }
 
-// Where an arrival goes: its egress's inbox for this window (copies for a multicast group's
-// tree), or a drop if there is no route.
-void SimSwitch::route_arrival(FabricPacket& p, uint16_t in_port)
+// The window's arrivals move to arrivals_; later ones stay, in their order.
+void SimSwitch::take_due(SimTime end)
 {
-    p.in_port = in_port;
+    arrivals_.clear();
+    if (incoming_at_ >= end) return;
+    SimTime later = Pipe::kNever;
+    size_t kept = 0;
+    for (size_t i = 0; i < incoming_.size(); i++) {
+        FabricPacket& p = incoming_[i];
+        if (p.t < end) {
+            arrivals_.push_back(p);
+        } else {
+            later = std::min(later, p.t);
+            if (kept != i) incoming_[kept] = p;
+            kept++;
+        }
+    }
+    incoming_.resize(kept);
+    incoming_at_ = later;
+}
+
+// Arrivals (indices into arrivals_) in time order; at equal times in the order they were taken:
+// by the port they came in by, then as their pipe delivered them. The same order whichever way
+// the switch runs the window. Insertion sort: a port's arrivals are mostly in order already.
+void SimSwitch::order(std::vector<uint32_t>& v) const
+{
+    auto before = [&](uint32_t a, uint32_t b) {
+        return arrivals_[a].t != arrivals_[b].t ? arrivals_[a].t < arrivals_[b].t : a < b;
+    };
+    for (size_t i = 1; i < v.size(); i++) {
+        if (before(v[i - 1], v[i])) continue;
+        const uint32_t x = v[i];
+        size_t j = i;
+        for (; j > 0 && before(x, v[j - 1]); j--) v[j] = v[j - 1];
+        v[j] = x;
+    }
+}
+
+// Where arrival i goes: its egress's inbox for this window (copies for a multicast group's
+// tree), or a drop if there is no route.
+void SimSwitch::route_arrival(uint32_t i)
+{
+    FabricPacket& p = arrivals_[i];
     const uint32_t bytes = p.frame_len + kWireOverheadBytes;
-    auto to = [&](uint16_t port, const FabricPacket& q) {
-        std::vector<FabricPacket>& box = ports_[port]->inbox();
+    auto to = [&](uint16_t port, uint32_t k) {
+        std::vector<uint32_t>& box = ports_[port]->inbox();
         if (box.empty()) touched_.push_back(port);
-        box.push_back(q);
-        box.back().out_port = port;
+        box.push_back(k);
+        arrivals_[k].out_port = port;
         window_bytes_ += bytes;
     };
-    if (p.dst != kMulticastDst) [[likely]] return to(route(p), p);
+    if (p.dst != kMulticastDst) [[likely]] return to(route(p), i);
     // One copy per port of the group's tree but the one it came in by; off the tree, up
     // towards the root, where the tree begins.
     auto it = mcast_ports_.find(p.flow);
     if (it == mcast_ports_.end()) {
-        if (up_port_ >= 0 && up_port_ != in_port) return to(static_cast<uint16_t>(up_port_), p);
+        if (up_port_ >= 0 && up_port_ != p.in_port) return to(static_cast<uint16_t>(up_port_), i);
         return net_.drop(p, p.t, capture_note::kNoRoute);  // nobody listens
     }
+    const FabricPacket orig = p;
     for (uint16_t port : it->second) {
-        if (port == in_port) continue;
-        FabricPacket copy = p;
-        if (p.frame) {
+        if (port == orig.in_port) continue;
+        FabricPacket copy = orig;
+        if (orig.frame) {
             copy.frame = net_.fabric().frame_alloc();
-            std::memcpy(copy.frame, p.frame, p.frame_len);
+            std::memcpy(copy.frame, orig.frame, orig.frame_len);
         }
-        to(port, copy);
+        arrivals_.push_back(copy);
+        to(port, static_cast<uint32_t>(arrivals_.size() - 1));
     }
-    if (p.frame) net_.fabric().frame_free(p.frame);
+    if (orig.frame) net_.fabric().frame_free(orig.frame);
 }
 
 // Whether every arrival of the window is admitted in any order: the buffer can only be fuller
@@ -87,7 +109,7 @@ bool SimSwitch::all_admitted() const
     for (uint16_t port : touched_) {
         const Egress& e = *ports_[port];
         uint64_t q = e.counters().bytes;
-        for (const FabricPacket& p : const_cast<Egress&>(e).inbox()) q += p.frame_len + kWireOverheadBytes;
+        for (uint32_t i : const_cast<Egress&>(e).inbox()) q += arrivals_[i].frame_len + kWireOverheadBytes;
         if (q > p_.reserve_bytes && static_cast<double>(q) > room) return false;
     }
     return true;
@@ -96,19 +118,25 @@ bool SimSwitch::all_admitted() const
 void SimSwitch::sweep(SimTime end)
 {
     window_bytes_ = 0;
-    uint64_t arrived = 0;
-    for (uint16_t i = 0; i < inputs_.size(); i++) {
-        Pipe* in = inputs_[i];
-        if (in->next_arrival() >= end) continue;
-        FabricPacket p;
-        while (in->pop_before(end, &p)) {
-            arrived++;
-            route_arrival(p, i);
-        }
-    }
-    net_.count_hops(arrived);
+    take_due(end);
+    const uint32_t n = static_cast<uint32_t>(arrivals_.size());
+    net_.count_hops(n);
+    for (uint32_t i = 0; i < n; i++) route_arrival(i);  // multicast copies go after n
     if (p_.pfc || !all_admitted()) sweep_in_order(end);
     else sweep_by_port(end);
+}
+
+// Ports whose queues emptied leave the busy list.
+void SimSwitch::advance_busy(SimTime t)
+{
+    size_t kept = 0;
+    for (size_t k = 0; k < busy_.size(); k++) {
+        Egress& e = *ports_[busy_[k]];
+        e.advance(t);
+        if (e.next_work() == Pipe::kNever) e.listed = false;
+        else busy_[kept++] = busy_[k];
+    }
+    busy_.resize(kept);
 }
 
 // The common case: each port takes its own arrivals and departures in time order.
@@ -116,16 +144,17 @@ void SimSwitch::sweep_by_port(SimTime end)
 {
     for (uint16_t port : touched_) {
         Egress& e = *ports_[port];
-        std::vector<FabricPacket>& box = e.inbox();
-        order_arrivals(box);
-        for (FabricPacket& p : box) {
+        std::vector<uint32_t>& box = e.inbox();
+        order(box);
+        for (uint32_t i : box) {
+            FabricPacket& p = arrivals_[i];
             e.advance(p.t);
             forward(p, e, p.t);
         }
         box.clear();
     }
     touched_.clear();
-    for (auto& e : ports_) e->advance(end - 1);
+    advance_busy(end - 1);
 }
 
 // A buffer near full, or PFC: ports interact (admission by the shared buffer's fill, pauses
@@ -134,15 +163,16 @@ void SimSwitch::sweep_in_order(SimTime end)
 {
     ordered_.clear();
     for (uint16_t port : touched_) {
-        std::vector<FabricPacket>& box = ports_[port]->inbox();
+        std::vector<uint32_t>& box = ports_[port]->inbox();
         ordered_.insert(ordered_.end(), box.begin(), box.end());
         box.clear();
     }
     touched_.clear();
-    std::stable_sort(ordered_.begin(), ordered_.end(), [](const FabricPacket& a, const FabricPacket& b) {
-        return a.t != b.t ? a.t < b.t : a.in_port < b.in_port;
+    std::sort(ordered_.begin(), ordered_.end(), [&](uint32_t a, uint32_t b) {
+        return arrivals_[a].t != arrivals_[b].t ? arrivals_[a].t < arrivals_[b].t : a < b;
     });
-    for (FabricPacket& p : ordered_) {
+    for (uint32_t i : ordered_) {
+        FabricPacket& p = arrivals_[i];
         advance_all(p.t);
         forward(p, *ports_[p.out_port], p.t);
     }
@@ -156,32 +186,21 @@ void SimSwitch::advance_all(SimTime t)
     for (;;) {
         Egress* first = nullptr;
         SimTime at = t + 1;
-        for (auto& e : ports_) {
-            const SimTime w = e->next_work();
-            if (w < at) at = w, first = e.get();
+        for (uint16_t i : busy_) {
+            const SimTime w = ports_[i]->next_work();
+            if (w < at) at = w, first = ports_[i].get();
         }
-        if (!first) return;
+        if (!first) return advance_busy(t);  // drops the ports that emptied
         first->advance(at);
     }
 }
 
 // ---- the windows ----------------------------------------------------------------------------
 
-void SimNetwork::wake(SimSwitch& s, SimTime t)
+void SimNetwork::schedule_window(SimTime t)
 {
-    if (!s.active) {
-        s.active = true;
-        s.wake_at = t;
-        active_.push_back(&s);
-    } else if (t < s.wake_at) {
-        s.wake_at = t;
-    }
-    // Outside a window (a NIC's uplink): the next window must start by t. Inside one, the
-    // window schedules the next when it ends.
-    if (!in_window_ && t < window_at_) {
-        window_at_ = t;
-        sim().at(t, &windows_target_);
-    }
+    window_at_ = t;
+    sim().at(t, &windows_target_);
 }
 
 void SimNetwork::run_window(SimTime start)
@@ -212,8 +231,8 @@ void SimNetwork::run_window(SimTime start)
         active_.resize(kept);
     } while (next < end);
     in_window_ = false;
-    window_at_ = next;
-    if (next != Pipe::kNever) sim().at(next, &windows_target_);
+    window_at_ = Pipe::kNever;
+    if (next != Pipe::kNever) schedule_window(next);
 }
 
 }  // namespace sdr::emu

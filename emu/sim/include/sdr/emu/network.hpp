@@ -57,8 +57,9 @@ struct QueueCounters {
 };
 
 // One direction of a link: propagation (plus the receiving switch's hop latency) and the
-// link's impairments, then the next node. Into a switch, packets wait in arrival order for the
-// switch's window (no event); into a NIC, the pipe keeps one event for its head.
+// link's impairments, then the next node. Into a switch, a packet joins the switch's arrivals
+// at once, stamped with its arrival time (no event); into a NIC, the pipe keeps its packets in
+// a FIFO with one event for the head.
 class Pipe final : public SimTarget {
 public:
     Pipe(SimNetwork& net, SimTime delay_ps, const ImpairmentParams& imp, uint64_t seed);
@@ -73,21 +74,13 @@ public:
     SimTime max_extra_ps() const;  // what the impairments add at most (reorder, duplicate)
     uint64_t delivered() const { return delivered_; }
     uint64_t dropped() const { return dropped_; }
-    // Into a switch: when the next packet arrives (kNever: none waits).
     static constexpr SimTime kNever = UINT64_MAX;
-    SimTime next_arrival() const
-    {
-        const SimTime f = fifo_.empty() ? kNever : fifo_.front().t;
-        return late_.empty() || f < late_.front().t ? f : late_.front().t;
-    }
-    // Into a switch: take the next packet if it arrives before `end`.
-    [[gnu::visibility("hidden")]] bool pop_before(SimTime end, FabricPacket* out);
 
 private:
     void deliver(FabricPacket& p);
     void send_impaired(const FabricPacket& p);
     void push_late(const FabricPacket& p);
-    void arrive(const FabricPacket& p);  // queued: its switch or its event learns of it
+    void to_switch_now(const FabricPacket& p, SimTime arrival);
     static bool later(const FabricPacket& a, const FabricPacket& b) { return a.t > b.t; }
     static constexpr int kMaxRunAhead = 64;
     SimNetwork& net_;
@@ -108,7 +101,7 @@ private:
 class Egress {
 public:
     static constexpr uint64_t kWireFree = 0, kPause = 1, kResume = 2;  // a host port's fire() arguments
-    Egress(SimSwitch& sw, double gbps, std::unique_ptr<Pipe> pipe, uint64_t red_seed);
+    Egress(SimSwitch& sw, uint16_t port, double gbps, std::unique_ptr<Pipe> pipe, uint64_t red_seed);
     // Start every packet whose turn on the wire comes by t (inclusive), and take the PFC
     // pauses and resumes that arrive by then, all in time order.
     [[gnu::visibility("hidden")]] void advance(SimTime t);
@@ -132,8 +125,9 @@ public:
     uint32_t tapped() const { return tap_; }
     void reseed(uint64_t seed) { rng_ = Rng(seed); }
     SimSwitch& owner() { return sw_; }
-    // The arrivals of the current window routed here (SimSwitch::sweep).
-    std::vector<FabricPacket>& inbox() { return inbox_; }
+    // The arrivals of the current window routed here: indices into the switch's arrivals.
+    std::vector<uint32_t>& inbox() { return inbox_; }
+    bool listed = false;  // in its switch's busy ports
 
 private:
     bool waiting() const { return !q_[1].empty() || (!q_[0].empty() && !paused_); }
@@ -141,6 +135,7 @@ private:
     void transmit(FabricPacket& p, SimTime now, uint32_t bytes);
     bool red_marks(uint64_t queued);
     SimSwitch& sw_;
+    uint16_t port_;
     std::unique_ptr<Pipe> pipe_;
     double gbps_;
     uint64_t ps_per_byte_fp_;  // 16-bit fraction, as the NIC's port
@@ -160,7 +155,7 @@ private:
         bool on;
     };
     FifoRing<PfcFrame> pfc_;  // pauses and resumes on their way from downstream, in time order
-    std::vector<FabricPacket> inbox_;
+    std::vector<uint32_t> inbox_;
     QueueCounters c_;
 };
 
@@ -174,8 +169,18 @@ public:
     Egress& port(size_t i) { return *ports_[i]; }
     const Egress& port(size_t i) const { return *ports_[i]; }
     uint32_t peer(size_t i) const { return peers_[i]; }
-    // The pipe that arrives by port i (set up by SimNetwork).
-    void set_input(uint16_t port, Pipe* pipe) { inputs_[port] = pipe; }
+    // A pipe hands over p, arriving at p.t by p.in_port; its window takes it.
+    FabricPacket& arrive_slot(SimTime t)
+    {
+        if (t < incoming_at_) incoming_at_ = t;
+        return incoming_.emplace_back();
+    }
+    // Port i's queue has something for advance() (Egress::listed keeps it once).
+    void list_busy(uint16_t i)
+    {
+        ports_[i]->listed = true;
+        busy_.push_back(i);
+    }
     // Routes: the ports on shortest paths to each host (set up by SimNetwork).
     void set_routes(std::vector<uint32_t> route, std::vector<uint16_t> ecmp_ports);
     // Take every arrival, departure and pause of [start, end) in time order
@@ -205,12 +210,14 @@ private:
     bool admit(const Egress& e, uint32_t bytes) const;
     // Every arrival of the window fits whatever the order (see sweep).
     bool all_admitted() const;
-    void route_arrival(FabricPacket& p, uint16_t in_port);
+    void route_arrival(uint32_t i);
+    void order(std::vector<uint32_t>& v) const;
     void forward(FabricPacket& p, Egress& e, SimTime now);
     void drop(Egress& e, const FabricPacket& p, SimTime now);
     void sweep_by_port(SimTime end);
     void sweep_in_order(SimTime end);
     void advance_all(SimTime t);
+    void advance_busy(SimTime t);
     std::map<uint32_t, std::vector<uint16_t>> mcast_ports_;  // group -> ports on its tree
     int up_port_ = -1;  // towards the multicast root (-1: this is the root)
     SimNetwork& net_;
@@ -219,13 +226,17 @@ private:
     uint64_t seed_;
     uint32_t salt_;  // per switch, so hashing is not the same decision at every tier
     std::vector<std::unique_ptr<Egress>> ports_;
-    std::vector<Pipe*> inputs_;
+    std::vector<FabricPacket> incoming_;  // arrivals not yet taken, in the order pipes gave them
+    SimTime incoming_at_ = Pipe::kNever;   // the earliest of them
+    std::vector<uint16_t> busy_;           // ports whose queue or PFC frames may need advance()
+    void take_due(SimTime end);
     std::vector<uint32_t> peers_;
     std::vector<uint32_t> route_;        // per host: first ECMP port index << 8 | count
     std::vector<uint16_t> ecmp_ports_;
+    std::vector<FabricPacket> arrivals_;  // the current window's, in the order they came
     std::vector<uint16_t> touched_;      // ports with arrivals in the current window
     uint64_t window_bytes_ = 0;          // the bytes of those arrivals
-    std::vector<FabricPacket> ordered_;  // sweep_in_order's arrivals
+    std::vector<uint32_t> ordered_;      // sweep_in_order's arrivals
     uint64_t used_ = 0;                  // buffered bytes
     uint64_t pool_ = 0;                  // the whole buffer: shared, or every port's
     // PFC, per ingress port: bytes buffered that came in by it, the upstream egress or NIC port
@@ -282,7 +293,19 @@ public:
     void count_hops(uint64_t n) { hops_ += n; }
     // Switch s has work at t (a packet in a pipe towards it, a PFC frame): it joins the next
     // window that reaches t.
-    [[gnu::visibility("hidden")]] void wake(SimSwitch& s, SimTime t);
+    void wake(SimSwitch& s, SimTime t)
+    {
+        if (!s.active) {
+            s.active = true;
+            s.wake_at = t;
+            active_.push_back(&s);
+        } else if (t < s.wake_at) {
+            s.wake_at = t;
+        }
+        // Outside a window (a NIC's uplink): the next window must start by t. Inside one, the
+        // window schedules the next when it ends.
+        if (!in_window_ && t < window_at_) schedule_window(t);
+    }
     // The windows' width: the shortest time in which one switch can reach another.
     SimTime lookahead_ps() const { return lookahead_ps_; }
     uint64_t windows() const { return windows_; }  // windows run so far
@@ -308,6 +331,7 @@ private:
         SimNetwork& net_;
     };
     void run_window(SimTime start);
+    void schedule_window(SimTime t);
     void build();
     void build_routes();
     void build_lookahead();
