@@ -35,13 +35,13 @@ uint32_t pick(uint32_t flow, uint32_t salt, uint32_t n)
 // ---- pipes --------------------------------------------------------------------------------
 
 Pipe::Pipe(SimNetwork& net, SimTime delay_ps, const ImpairmentParams& imp, uint64_t seed)
-    : net_(net), delay_ps_(delay_ps), imp_([&] {
+    : net_(net), delay_ps_(delay_ps), fifo_(8), imp_([&] {
           ImpairmentParams ip = imp;
           ip.seed = seed;
           return ip;
-      }()),
-      fifo_(8)
+      }())
 {
+    clean_ = imp_.none();
 }
 
 SimTime Pipe::max_extra_ps() const
@@ -52,7 +52,7 @@ SimTime Pipe::max_extra_ps() const
 
 void Pipe::send(const FabricPacket& p)
 {
-    if (!imp_.none()) return send_impaired(p);
+    if (!clean_) return send_impaired(p);
     if (sw_) return to_switch_now(p, p.t + delay_ps_);
     FabricPacket& f = fifo_.push_slot();
     f = p;
@@ -252,7 +252,7 @@ void Egress::transmit(FabricPacket& p, SimTime now, uint32_t bytes)
 // ---- switches -----------------------------------------------------------------------------
 
 SimSwitch::SimSwitch(SimNetwork& net, uint32_t node, const SwitchParams& p, uint64_t seed)
-    : net_(net), node_(node), p_(p), seed_(seed), salt_(static_cast<uint32_t>(seed >> 32))
+    : net_(net), node_(node), p_(p), seed_(seed), salt_(static_cast<uint32_t>(seed >> 32)), sc_(net.scratch())
 {
 }
 
@@ -272,6 +272,11 @@ uint16_t SimSwitch::add_port(double gbps, std::unique_ptr<Pipe> pipe, uint32_t p
                                               red_seed(seed_, ports_.size())));
     peers_.push_back(peer_node);
     ingress_.emplace_back();
+    if (sc_.port_n.size() < ports_.size()) {
+        sc_.port_n.resize(ports_.size(), 0);
+        sc_.first.resize(ports_.size(), 0);
+        sc_.port_bytes.resize(ports_.size(), 0);
+    }
     // PFC thresholds, unless given: a quarter of the buffer shared among the ports; XON 3 KB
     // below (HPCC's resume offset).
     pool_ = p_.shared_buffer ? p_.buffer_bytes : p_.buffer_bytes * ports_.size();

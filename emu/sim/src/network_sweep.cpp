@@ -24,17 +24,17 @@ SimTime SimSwitch::next_work() const
     return w;
 }
 
-// The window's arrivals move to arrivals_; later ones stay, in their order.
+// The window's arrivals move to sc_.arrivals; later ones stay, in their order.
 void SimSwitch::take_due(SimTime end)
 {
-    arrivals_.clear();
+    sc_.arrivals.clear();
     if (incoming_at_ >= end) return;
     SimTime later = Pipe::kNever;
     size_t kept = 0;
     for (size_t i = 0; i < incoming_.size(); i++) {
         FabricPacket& p = incoming_[i];
         if (p.t < end) {
-            arrivals_.push_back(p);
+            sc_.arrivals.push_back(p);
         } else {
             later = std::min(later, p.t);
             if (kept != i) incoming_[kept] = p;
@@ -45,15 +45,15 @@ void SimSwitch::take_due(SimTime end)
     incoming_at_ = later;
 }
 
-// Arrivals (indices into arrivals_) in time order; at equal times in the order they were taken:
-// by the port they came in by, then as their pipe delivered them. The same order whichever way
-// the switch runs the window. Insertion sort: a port's arrivals are mostly in order already.
-void SimSwitch::order(std::vector<uint32_t>& v) const
+// Arrivals (indices into sc_.arrivals) in time order; at equal times in the order they were taken.
+// The same order whichever way the switch runs the window. Insertion sort: a port's arrivals
+// come in a few runs already in order (one per upstream switch).
+void SimSwitch::order(uint32_t* v, size_t n) const
 {
     auto before = [&](uint32_t a, uint32_t b) {
-        return arrivals_[a].t != arrivals_[b].t ? arrivals_[a].t < arrivals_[b].t : a < b;
+        return sc_.arrivals[a].t != sc_.arrivals[b].t ? sc_.arrivals[a].t < sc_.arrivals[b].t : a < b;
     };
-    for (size_t i = 1; i < v.size(); i++) {
+    for (size_t i = 1; i < n; i++) {
         if (before(v[i - 1], v[i])) continue;
         const uint32_t x = v[i];
         size_t j = i;
@@ -62,20 +62,20 @@ void SimSwitch::order(std::vector<uint32_t>& v) const
     }
 }
 
-// Where arrival i goes: its egress's inbox for this window (copies for a multicast group's
-// tree), or a drop if there is no route.
+// Where arrival i goes: its egress (copies for a multicast group's tree), counted per port,
+// or a drop if there is no route.
 void SimSwitch::route_arrival(uint32_t i)
 {
-    FabricPacket& p = arrivals_[i];
+    FabricPacket& p = sc_.arrivals[i];
     const uint32_t bytes = p.frame_len + kWireOverheadBytes;
     auto to = [&](uint16_t port, uint32_t k) {
-        std::vector<uint32_t>& box = ports_[port]->inbox();
-        if (box.empty()) touched_.push_back(port);
-        box.push_back(k);
-        arrivals_[k].out_port = port;
+        if (!sc_.port_n[port]++) sc_.touched.push_back(port);
+        sc_.port_bytes[port] += bytes;
+        sc_.arrivals[k].out_port = port;
         window_bytes_ += bytes;
     };
     if (p.dst != kMulticastDst) [[likely]] return to(route(p), i);
+    p.out_port = kNoPort;
     // One copy per port of the group's tree but the one it came in by; off the tree, up
     // towards the root, where the tree begins.
     auto it = mcast_ports_.find(p.flow);
@@ -91,10 +91,27 @@ void SimSwitch::route_arrival(uint32_t i)
             copy.frame = net_.fabric().frame_alloc();
             std::memcpy(copy.frame, orig.frame, orig.frame_len);
         }
-        arrivals_.push_back(copy);
-        to(port, static_cast<uint32_t>(arrivals_.size() - 1));
+        sc_.arrivals.push_back(copy);
+        to(port, static_cast<uint32_t>(sc_.arrivals.size() - 1));
     }
     if (orig.frame) net_.fabric().frame_free(orig.frame);
+}
+
+// The routed arrivals, grouped by port in sc_.grouped (a counting sort): port p's are
+// sc_.grouped[sc_.first[p] .. sc_.first[p] + sc_.port_n[p]).
+void SimSwitch::group_by_port()
+{
+    uint32_t at = 0;
+    for (uint16_t port : sc_.touched) {
+        sc_.first[port] = at;
+        at += sc_.port_n[port];
+    }
+    sc_.grouped.resize(at);
+    for (uint32_t i = 0; i < sc_.arrivals.size(); i++) {
+        const uint16_t port = sc_.arrivals[i].out_port;
+        if (port != kNoPort) sc_.grouped[sc_.first[port]++] = i;
+    }
+    for (uint16_t port : sc_.touched) sc_.first[port] -= sc_.port_n[port];
 }
 
 // Whether every arrival of the window is admitted in any order: the buffer can only be fuller
@@ -106,10 +123,8 @@ bool SimSwitch::all_admitted() const
     const uint64_t most = used_ + window_bytes_;
     if (most > p_.buffer_bytes) return false;
     const double room = p_.dt_alpha * static_cast<double>(p_.buffer_bytes - most);
-    for (uint16_t port : touched_) {
-        const Egress& e = *ports_[port];
-        uint64_t q = e.counters().bytes;
-        for (uint32_t i : const_cast<Egress&>(e).inbox()) q += arrivals_[i].frame_len + kWireOverheadBytes;
+    for (uint16_t port : sc_.touched) {
+        const uint64_t q = ports_[port]->counters().bytes + sc_.port_bytes[port];
         if (q > p_.reserve_bytes && static_cast<double>(q) > room) return false;
     }
     return true;
@@ -119,11 +134,14 @@ void SimSwitch::sweep(SimTime end)
 {
     window_bytes_ = 0;
     take_due(end);
-    const uint32_t n = static_cast<uint32_t>(arrivals_.size());
+    const uint32_t n = static_cast<uint32_t>(sc_.arrivals.size());
     net_.count_hops(n);
     for (uint32_t i = 0; i < n; i++) route_arrival(i);  // multicast copies go after n
+    group_by_port();
     if (p_.pfc || !all_admitted()) sweep_in_order(end);
     else sweep_by_port(end);
+    for (uint16_t port : sc_.touched) sc_.port_n[port] = 0, sc_.port_bytes[port] = 0;
+    sc_.touched.clear();
 }
 
 // Ports whose queues emptied leave the busy list.
@@ -142,18 +160,17 @@ void SimSwitch::advance_busy(SimTime t)
 // The common case: each port takes its own arrivals and departures in time order.
 void SimSwitch::sweep_by_port(SimTime end)
 {
-    for (uint16_t port : touched_) {
+    for (uint16_t port : sc_.touched) {
         Egress& e = *ports_[port];
-        std::vector<uint32_t>& box = e.inbox();
-        order(box);
-        for (uint32_t i : box) {
-            FabricPacket& p = arrivals_[i];
+        uint32_t* v = sc_.grouped.data() + sc_.first[port];
+        const uint32_t n = sc_.port_n[port];
+        order(v, n);
+        for (uint32_t k = 0; k < n; k++) {
+            FabricPacket& p = sc_.arrivals[v[k]];
             e.advance(p.t);
             forward(p, e, p.t);
         }
-        box.clear();
     }
-    touched_.clear();
     advance_busy(end - 1);
 }
 
@@ -161,18 +178,11 @@ void SimSwitch::sweep_by_port(SimTime end)
 // by what each ingress holds), so the whole switch takes every step in time order.
 void SimSwitch::sweep_in_order(SimTime end)
 {
-    ordered_.clear();
-    for (uint16_t port : touched_) {
-        std::vector<uint32_t>& box = ports_[port]->inbox();
-        ordered_.insert(ordered_.end(), box.begin(), box.end());
-        box.clear();
-    }
-    touched_.clear();
-    std::sort(ordered_.begin(), ordered_.end(), [&](uint32_t a, uint32_t b) {
-        return arrivals_[a].t != arrivals_[b].t ? arrivals_[a].t < arrivals_[b].t : a < b;
+    std::sort(sc_.grouped.begin(), sc_.grouped.end(), [&](uint32_t a, uint32_t b) {
+        return sc_.arrivals[a].t != sc_.arrivals[b].t ? sc_.arrivals[a].t < sc_.arrivals[b].t : a < b;
     });
-    for (uint32_t i : ordered_) {
-        FabricPacket& p = arrivals_[i];
+    for (uint32_t i : sc_.grouped) {
+        FabricPacket& p = sc_.arrivals[i];
         advance_all(p.t);
         forward(p, *ports_[p.out_port], p.t);
     }

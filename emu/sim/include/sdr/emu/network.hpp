@@ -83,15 +83,18 @@ private:
     void to_switch_now(const FabricPacket& p, SimTime arrival);
     static bool later(const FabricPacket& a, const FabricPacket& b) { return a.t > b.t; }
     static constexpr int kMaxRunAhead = 64;
+    // What every packet reads first, together.
     SimNetwork& net_;
     SimSwitch* sw_ = nullptr;
-    uint16_t sw_port_ = 0;
-    uint32_t host_ = 0;
     SimTime delay_ps_;
-    Impairment imp_;
+    uint64_t delivered_ = 0;
+    uint32_t host_ = 0;
+    uint16_t sw_port_ = 0;
+    bool clean_;  // no impairments
     FifoRing<FabricPacket> fifo_;
+    Impairment imp_;
     std::vector<FabricPacket> late_;  // reordered and duplicated packets (min-heap on t)
-    uint64_t delivered_ = 0, dropped_ = 0;
+    uint64_t dropped_ = 0;
 };
 
 // A switch port's output queue: a strict-priority control class and a data class, drop-tail
@@ -125,8 +128,6 @@ public:
     uint32_t tapped() const { return tap_; }
     void reseed(uint64_t seed) { rng_ = Rng(seed); }
     SimSwitch& owner() { return sw_; }
-    // The arrivals of the current window routed here: indices into the switch's arrivals.
-    std::vector<uint32_t>& inbox() { return inbox_; }
     bool listed = false;  // in its switch's busy ports
 
 private:
@@ -155,8 +156,17 @@ private:
         bool on;
     };
     FifoRing<PfcFrame> pfc_;  // pauses and resumes on their way from downstream, in time order
-    std::vector<uint32_t> inbox_;
     QueueCounters c_;
+};
+
+// What a switch works with while it runs its share of a window. Switches run one at a time, so
+// one set serves them all and stays in cache.
+struct SweepScratch {
+    std::vector<FabricPacket> arrivals;     // the window's, in the order they came
+    std::vector<uint16_t> touched;          // ports with arrivals
+    std::vector<uint32_t> port_n, first;    // per port: its arrivals, and where they start in grouped
+    std::vector<uint64_t> port_bytes;       // per port: their bytes
+    std::vector<uint32_t> grouped;          // the arrivals (indices), by port
 };
 
 class SimSwitch {
@@ -211,7 +221,9 @@ private:
     // Every arrival of the window fits whatever the order (see sweep).
     bool all_admitted() const;
     void route_arrival(uint32_t i);
-    void order(std::vector<uint32_t>& v) const;
+    void order(uint32_t* v, size_t n) const;
+    void group_by_port();
+    static constexpr uint16_t kNoPort = UINT16_MAX;
     void forward(FabricPacket& p, Egress& e, SimTime now);
     void drop(Egress& e, const FabricPacket& p, SimTime now);
     void sweep_by_port(SimTime end);
@@ -233,10 +245,8 @@ private:
     std::vector<uint32_t> peers_;
     std::vector<uint32_t> route_;        // per host: first ECMP port index << 8 | count
     std::vector<uint16_t> ecmp_ports_;
-    std::vector<FabricPacket> arrivals_;  // the current window's, in the order they came
-    std::vector<uint16_t> touched_;      // ports with arrivals in the current window
-    uint64_t window_bytes_ = 0;          // the bytes of those arrivals
-    std::vector<uint32_t> ordered_;      // sweep_in_order's arrivals
+    uint64_t window_bytes_ = 0;          // the bytes of the window's arrivals
+    SweepScratch& sc_;                   // the network's, shared by all switches
     uint64_t used_ = 0;                  // buffered bytes
     uint64_t pool_ = 0;                  // the whole buffer: shared, or every port's
     // PFC, per ingress port: bytes buffered that came in by it, the upstream egress or NIC port
@@ -309,6 +319,7 @@ public:
     // The windows' width: the shortest time in which one switch can reach another.
     SimTime lookahead_ps() const { return lookahead_ps_; }
     uint64_t windows() const { return windows_; }  // windows run so far
+    SweepScratch& scratch() { return scratch_; }
     // "switch" or "switch:port" (FabricParams::capture_ports) of topology t: the switch's index
     // and the port (-1: all). false + err if there is no such switch or port.
     [[nodiscard]] static bool find_capture_port(const Topology& t, const std::string& spec, int* sw, int* port,
@@ -351,6 +362,7 @@ private:
     SimTime max_transit_ps_ = 0;
     uint64_t delivered_ = 0, hops_ = 0, unroutable_ = 0;
     Windows windows_target_{*this};
+    SweepScratch scratch_;
     SimTime lookahead_ps_ = 0;
     std::vector<SimSwitch*> active_;    // switches with work, in the order they woke
     std::vector<SimSwitch*> sweeping_;  // the window's share of them
