@@ -45,14 +45,19 @@ void SimSwitch::take_due(SimTime end)
     incoming_at_ = later;
 }
 
-// Arrivals (indices into sc_.arrivals) in time order; at equal times in the order they were taken.
-// The same order whichever way the switch runs the window. Insertion sort: a port's arrivals
-// come in a few runs already in order (one per upstream switch).
+// Arrivals in time order; at equal times by the port they came in by, then in the order their
+// pipe delivered them (the order they were taken, for one port). That order is the packets' own,
+// not the windows': the same however wide the windows are, and whichever way a switch runs one.
+bool SimSwitch::before(uint32_t a, uint32_t b) const
+{
+    const FabricPacket &x = sc_.arrivals[a], &y = sc_.arrivals[b];
+    if (x.t != y.t) return x.t < y.t;
+    return x.in_port != y.in_port ? x.in_port < y.in_port : a < b;
+}
+
+// Insertion sort: a port's arrivals come in a few runs already in order (one per upstream).
 void SimSwitch::order(uint32_t* v, size_t n) const
 {
-    auto before = [&](uint32_t a, uint32_t b) {
-        return sc_.arrivals[a].t != sc_.arrivals[b].t ? sc_.arrivals[a].t < sc_.arrivals[b].t : a < b;
-    };
     for (size_t i = 1; i < n; i++) {
         if (before(v[i - 1], v[i])) continue;
         const uint32_t x = v[i];
@@ -178,9 +183,7 @@ void SimSwitch::sweep_by_port(SimTime end)
 // by what each ingress holds), so the whole switch takes every step in time order.
 void SimSwitch::sweep_in_order(SimTime end)
 {
-    std::sort(sc_.grouped.begin(), sc_.grouped.end(), [&](uint32_t a, uint32_t b) {
-        return sc_.arrivals[a].t != sc_.arrivals[b].t ? sc_.arrivals[a].t < sc_.arrivals[b].t : a < b;
-    });
+    std::sort(sc_.grouped.begin(), sc_.grouped.end(), [&](uint32_t a, uint32_t b) { return before(a, b); });
     for (uint32_t i : sc_.grouped) {
         FabricPacket& p = sc_.arrivals[i];
         advance_all(p.t);

@@ -19,6 +19,7 @@
 #include <sdr/emu/simulator.hpp>
 #include <sdr/emu/topology.hpp>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <string>
@@ -221,6 +222,7 @@ private:
     // Every arrival of the window fits whatever the order (see sweep).
     bool all_admitted() const;
     void route_arrival(uint32_t i);
+    bool before(uint32_t a, uint32_t b) const;
     void order(uint32_t* v, size_t n) const;
     void group_by_port();
     static constexpr uint16_t kNoPort = UINT16_MAX;
@@ -318,6 +320,9 @@ public:
     }
     // The windows' width: the shortest time in which one switch can reach another.
     SimTime lookahead_ps() const { return lookahead_ps_; }
+    // Narrower windows (never wider): what a switch does is the same however wide they are,
+    // which tests check.
+    void narrow_windows(SimTime ps) { lookahead_ps_ = std::min(lookahead_ps_, ps); }
     uint64_t windows() const { return windows_; }  // windows run so far
     SweepScratch& scratch() { return scratch_; }
     // "switch" or "switch:port" (FabricParams::capture_ports) of topology t: the switch's index
