@@ -50,63 +50,61 @@ SimTime Pipe::max_extra_ps() const
     return (i.reorder > 0 ? i.reorder_max_ps : 0) + (i.duplicate > 0 ? kPsPerNs : 0);
 }
 
-void Pipe::send(const FabricPacket& p)
+void Pipe::send(uint32_t pkt, SimTime leaves)
 {
-    if (!clean_) return send_impaired(p);
-    if (sw_) return to_switch_now(p, p.t + delay_ps_);
-    FabricPacket& f = fifo_.push_slot();
-    f = p;
-    f.t += delay_ps_;
-    if (fifo_.size() == 1) net_.sim().at(f.t, this, 0);
+    if (!clean_) return send_impaired(pkt, leaves);
+    push(pkt, leaves + delay_ps_);
 }
 
-// Into a switch: the packet is the switch's at once, stamped with its arrival (no event).
-void Pipe::to_switch_now(const FabricPacket& p, SimTime arrival)
+// In arrival order: into a switch, the packet is the switch's at once, stamped with its arrival
+// (no event); into a NIC, it joins the FIFO whose head has an event.
+void Pipe::push(uint32_t pkt, SimTime arrival)
 {
-    delivered_++;
-    FabricPacket& f = sw_->arrive_slot(arrival);
-    f = p;
-    f.t = arrival;
-    f.in_port = sw_port_;
-    net_.wake(*sw_, arrival);
+    if (sw_) {
+        delivered_++;
+        sw_->arrive(Arrival{arrival, pkt, sw_port_, 0});
+        return net_.wake(*sw_, arrival);
+    }
+    fifo_.push_slot() = Arrival{arrival, pkt, 0, 0};
+    if (fifo_.size() == 1) net_.sim().at(arrival, this, 0);
 }
 
-void Pipe::send_impaired(const FabricPacket& p)
+void Pipe::send_impaired(uint32_t pkt, SimTime leaves)
 {
     ImpairmentVerdict v = imp_.decide();
     if (v.drop) {
         dropped_++;
-        net_.drop(p, p.t + delay_ps_, v.burst ? capture_note::kBurstDrop : capture_note::kLossDrop);
+        net_.drop(pkt, leaves + delay_ps_, v.burst ? capture_note::kBurstDrop : capture_note::kLossDrop);
         return;
     }
-    FabricPacket f = p;
-    f.t += delay_ps_ + v.extra_delay_ps;
-    if (v.extra_delay_ps) f.note |= capture_note::kBitDelayed;
+    const SimTime arrival = leaves + delay_ps_ + v.extra_delay_ps;
+    PacketPool& pool = net_.pool();
+    if (v.extra_delay_ps) pool[pkt].note |= capture_note::kBitDelayed;
     if (v.duplicate) {
-        FabricPacket d = f;
-        d.t += kPsPerNs;
-        d.note |= capture_note::kBitCopy;
+        const uint32_t copy = pool.take();
+        FabricPacket& f = pool[pkt];
+        FabricPacket& d = pool[copy];
         f.note |= capture_note::kBitDuplicated;
+        d = f;
+        d.note = static_cast<uint8_t>((f.note & ~capture_note::kBitDuplicated) | capture_note::kBitCopy);
         if (f.frame) {
             d.frame = net_.fabric().frame_alloc();
             std::memcpy(d.frame, f.frame, f.frame_len);
         }
-        push_late(d);
+        push_late(copy, arrival + kPsPerNs);
     }
-    if (v.extra_delay_ps) return push_late(f);
-    if (sw_) return to_switch_now(f, f.t);
-    fifo_.push_slot() = f;
-    if (fifo_.size() == 1) net_.sim().at(f.t, this, 0);
+    if (v.extra_delay_ps) return push_late(pkt, arrival);
+    push(pkt, arrival);
 }
 
 // Reordered and duplicated packets: a switch orders its arrivals itself; a NIC gets them by an
 // event of their own.
-void Pipe::push_late(const FabricPacket& p)
+void Pipe::push_late(uint32_t pkt, SimTime arrival)
 {
-    if (sw_) return to_switch_now(p, p.t);
-    late_.push_back(p);
+    if (sw_) return push(pkt, arrival);
+    late_.push_back(Arrival{arrival, pkt, 0, 0});
     std::push_heap(late_.begin(), late_.end(), later);
-    net_.sim().at(p.t, this, 1);
+    net_.sim().at(arrival, this, 1);
 }
 
 void Pipe::fire(SimTime now, uint64_t arg)
@@ -115,9 +113,9 @@ void Pipe::fire(SimTime now, uint64_t arg)
     if (arg == 1) {
         while (!late_.empty() && late_.front().t <= now) {
             std::pop_heap(late_.begin(), late_.end(), later);
-            FabricPacket p = late_.back();
+            const Arrival a = late_.back();
             late_.pop_back();
-            deliver(p);
+            deliver(a);
         }
         return;
     }
@@ -127,25 +125,25 @@ void Pipe::fire(SimTime now, uint64_t arg)
     for (int n = 0; !fifo_.empty() && n < kMaxRunAhead && net_.fabric().host_events_now() == seen; n++) {
         if (fifo_.front().t > now && !sim.run_ahead_to(fifo_.front().t)) break;
         now = sim.now();
-        FabricPacket p = fifo_.front();
+        const Arrival a = fifo_.front();
         fifo_.pop();
-        deliver(p);
+        deliver(a);
     }
     if (!fifo_.empty()) sim.at(fifo_.front().t, this, 0);
 }
 
-void Pipe::deliver(FabricPacket& p)
+void Pipe::deliver(const Arrival& a)
 {
     delivered_++;
     net_.count_hop();
-    net_.deliver_host(host_, p);
+    net_.deliver_host(host_, a);
 }
 
 // ---- egress queues ------------------------------------------------------------------------
 
 Egress::Egress(SimSwitch& sw, uint16_t port, double gbps, std::unique_ptr<Pipe> pipe, uint64_t red_seed)
     : sw_(sw), port_(port), pipe_(std::move(pipe)), gbps_(gbps), ps_per_byte_fp_(ps_per_byte_fp(gbps)), rng_(red_seed),
-      q_{FifoRing<FabricPacket>(8), FifoRing<FabricPacket>(4)}, pfc_(4)
+      packets_(sw.net().pool()), q_{FifoRing<uint32_t>(8), FifoRing<uint32_t>(4)}, pfc_(4)
 {
     // HPCC's defaults: Kmin 100 KB and Kmax 400 KB per 25 Gbit/s (KB = 1000 bytes, as its MMU).
     const SwitchParams& p = sw.params();
@@ -189,16 +187,16 @@ void Egress::advance(SimTime t)
     }
 }
 
-void Egress::enqueue(FabricPacket& p, SimTime t, uint32_t bytes)
+void Egress::enqueue(uint32_t pkt, FabricPacket& p, SimTime t, uint32_t bytes)
 {
     c_.enqueued++;
     // An idle wire: after advance(t) nothing that may go waits, so the packet starts now,
     // through no queue (paused data waits; control overtakes it).
     if (wire_free_ <= t && (!paused_ || p.prio)) {
         c_.peak_bytes = std::max<uint64_t>(c_.peak_bytes, bytes);
-        return transmit(p, t, bytes);
+        return transmit(pkt, p, t, bytes);
     }
-    q_[p.prio].push_slot() = p;
+    q_[p.prio].push_slot() = pkt;
     if (!listed) sw_.list_busy(port_);
     c_.bytes += bytes;
     c_.peak_bytes = std::max(c_.peak_bytes, c_.bytes);
@@ -218,18 +216,19 @@ bool Egress::red_marks(uint64_t queued)
 void Egress::start_next(SimTime now)
 {
     const int cls = !q_[1].empty() ? 1 : 0;
-    FabricPacket& p = q_[cls].front();
+    const uint32_t pkt = q_[cls].front();
+    q_[cls].pop();
+    FabricPacket& p = packets_[pkt];
     const uint32_t bytes = p.frame_len + kWireOverheadBytes;
     c_.bytes -= bytes;
     if (!cls) data_bytes_ -= bytes;
     if (log_) [[unlikely]] log_->sample(log_id_, now, c_.bytes);
-    transmit(p, now, bytes);
-    q_[cls].pop();
+    transmit(pkt, p, now, bytes);
 }
 
 // p leaves the queue (or skips it) and starts on the wire now: marked or not, its buffer freed,
 // captured, into the pipe when its last bit is out.
-void Egress::transmit(FabricPacket& p, SimTime now, uint32_t bytes)
+void Egress::transmit(uint32_t pkt, FabricPacket& p, SimTime now, uint32_t bytes)
 {
     bool marked = false;
     if (!p.prio && sw_.params().ecn && (p.meta.ecn == wire::kEcnEct0 || p.meta.ecn == wire::kEcnEct1) &&
@@ -245,14 +244,14 @@ void Egress::transmit(FabricPacket& p, SimTime now, uint32_t bytes)
     const uint64_t t = frac_ + bytes * ps_per_byte_fp_;
     frac_ = t & ((1u << kFracBits) - 1);
     wire_free_ = now + (t >> kFracBits);
-    p.t = wire_free_;
-    pipe_->send(p);
+    pipe_->send(pkt, wire_free_);
 }
 
 // ---- switches -----------------------------------------------------------------------------
 
 SimSwitch::SimSwitch(SimNetwork& net, uint32_t node, const SwitchParams& p, uint64_t seed)
-    : net_(net), node_(node), p_(p), seed_(seed), salt_(static_cast<uint32_t>(seed >> 32)), sc_(net.scratch())
+    : net_(net), node_(node), p_(p), seed_(seed), salt_(static_cast<uint32_t>(seed >> 32)), sc_(net.scratch()),
+      packets_(net.pool())
 {
 }
 
@@ -330,19 +329,20 @@ bool SimSwitch::admit(const Egress& e, uint32_t bytes) const
     return static_cast<double>(q) <= p_.dt_alpha * static_cast<double>(p_.buffer_bytes - used_);
 }
 
-void SimSwitch::drop(Egress& e, const FabricPacket& p, SimTime now)
+void SimSwitch::drop(Egress& e, uint32_t pkt, SimTime now)
 {
     e.counters().dropped++;
     if (e.tapped()) [[unlikely]]
-        net_.fabric().tap_switch(e.tapped() - 1, now, p, false, capture_note::kQueueDrop);
-    net_.drop(p, now, capture_note::kQueueDrop);
+        net_.fabric().tap_switch(e.tapped() - 1, now, packets_[pkt], false, capture_note::kQueueDrop);
+    net_.drop(pkt, now, capture_note::kQueueDrop);
 }
 
-// p is admitted to e (advanced to p's arrival) or dropped.
-void SimSwitch::forward(FabricPacket& p, Egress& e, SimTime now)
+// Packet pkt is admitted to e (advanced to its arrival) or dropped.
+void SimSwitch::forward(uint32_t pkt, Egress& e, SimTime now)
 {
+    FabricPacket& p = packets_[pkt];
     const uint32_t bytes = p.frame_len + kWireOverheadBytes;
-    if (!admit(e, bytes)) return drop(e, p, now);
+    if (!admit(e, bytes)) return drop(e, pkt, now);
     used_ += bytes;
     if (p_.pfc && !p.prio) {
         Ingress& in = ingress_[p.in_port];
@@ -353,7 +353,7 @@ void SimSwitch::forward(FabricPacket& p, Egress& e, SimTime now)
             pause_upstream(in, true, now);
         }
     }
-    e.enqueue(p, now, bytes);
+    e.enqueue(pkt, p, now, bytes);
 }
 
 void SimSwitch::pause_upstream(Ingress& in, bool on, SimTime now)
@@ -376,6 +376,13 @@ void SimSwitch::release(const FabricPacket& p, uint32_t bytes, SimTime now)
         in.paused = false;
         pause_upstream(in, false, now);
     }
+}
+
+void PacketPool::grow()
+{
+    const uint32_t first = static_cast<uint32_t>(blocks_.size()) << kBlockBits;
+    blocks_.push_back(std::make_unique_for_overwrite<FabricPacket[]>(kBlock));
+    for (uint32_t i = kBlock; i > 0; i--) free_.push_back(first + i - 1);  // lowest first out
 }
 
 }  // namespace sdr::emu

@@ -261,45 +261,50 @@ void SimNetwork::attach_host_port(uint32_t host, SimTarget* port)
 void SimNetwork::inject(uint32_t host, SimTime leaves, const PacketMeta& m, uint32_t dst_ip, uint8_t* frame,
                         uint32_t frame_len, uint8_t prio)
 {
-    FabricPacket p;
-    p.t = leaves;
-    p.out_port = 0;
+    const uint32_t dst = (dst_ip >> 24) == 10 ? (dst_ip & 0xFFFFFF) - 1 : UINT32_MAX;
+    const bool mcast = wire::is_ipv4_multicast(dst_ip);
+    if (!mcast && dst >= topo_.hosts) [[unlikely]] {  // no such host: the first switch has no route
+        unroutable_++;
+        f_.network_drop(leaves, host, dst, m, frame, frame_len, capture_note::kNoRoute);
+        return;
+    }
+    const uint32_t pkt = pool_.take();
+    FabricPacket& p = pool_[pkt];
     p.meta = m;
     p.frame = frame;
     p.frame_len = frame_len;
     p.src = host;
-    p.dst = (dst_ip >> 24) == 10 ? (dst_ip & 0xFFFFFF) - 1 : UINT32_MAX;
-    if (wire::is_ipv4_multicast(dst_ip)) [[unlikely]] {
-        p.dst = kMulticastDst;
-        p.flow = dst_ip;
-        p.in_port = 0;
-        p.prio = prio;
-        p.note = 0;
-        return uplinks_[host]->send(p);
-    }
-    if (p.dst >= topo_.hosts) {  // no such host: the first switch has no route
-        unroutable_++;
-        f_.network_drop(leaves, p.src, p.dst, m, frame, frame_len, capture_note::kNoRoute);
-        return;
-    }
-    // The 5-tuple (the UDP destination port and the protocol are RoCEv2's constants).
-    const uint32_t src_ip = SimFabric::address_of(host).ip;
-    p.flow = src_ip * 0x9E3779B1u ^ dst_ip * 0x85EBCA77u ^ uint32_t{m.udp_src_port} * 0xC2B2AE3Du;
+    p.dst = mcast ? kMulticastDst : dst;
+    // The 5-tuple (the UDP destination port and the protocol are RoCEv2's constants); a
+    // multicast packet's flow is its group.
+    p.flow = mcast ? dst_ip
+                   : SimFabric::address_of(host).ip * 0x9E3779B1u ^ dst_ip * 0x85EBCA77u ^
+                         uint32_t{m.udp_src_port} * 0xC2B2AE3Du;
     p.in_port = 0;
     p.prio = prio;
     p.note = 0;
-    uplinks_[host]->send(p);
+    uplinks_[host]->send(pkt, leaves);
 }
 
-void SimNetwork::deliver_host(uint32_t host, FabricPacket& p)
+void SimNetwork::deliver_host(uint32_t host, const Arrival& a)
 {
     delivered_++;
-    f_.deliver_to_nic(host, p.src, p.t, p.meta, p.frame, p.frame_len, p.note);
+    FabricPacket& p = pool_[a.pkt];
+    f_.deliver_to_nic(host, p.src, a.t, p.meta, p.frame, p.frame_len, p.note);
+    pool_.give_back(a.pkt);
 }
 
-void SimNetwork::drop(const FabricPacket& p, SimTime t, const char* cause)
+void SimNetwork::drop(uint32_t pkt, SimTime t, const char* cause)
 {
+    FabricPacket& p = pool_[pkt];
     f_.network_drop(t, p.src, p.dst, p.meta, p.frame, p.frame_len, cause);
+    pool_.give_back(pkt);
+}
+
+void SimNetwork::drop_quietly(uint32_t pkt)
+{
+    if (uint8_t* frame = pool_[pkt].frame) f_.frame_free(frame);
+    pool_.give_back(pkt);
 }
 
 SimTime SimNetwork::base_rtt_ps(uint32_t src, uint32_t dst, uint32_t bytes, uint32_t back_bytes) const

@@ -32,12 +32,12 @@ void SimSwitch::take_due(SimTime end)
     SimTime later = Pipe::kNever;
     size_t kept = 0;
     for (size_t i = 0; i < incoming_.size(); i++) {
-        FabricPacket& p = incoming_[i];
-        if (p.t < end) {
-            sc_.arrivals.push_back(p);
+        const Arrival& a = incoming_[i];
+        if (a.t < end) {
+            sc_.arrivals.push_back(a);
         } else {
-            later = std::min(later, p.t);
-            if (kept != i) incoming_[kept] = p;
+            later = std::min(later, a.t);
+            if (kept != i) incoming_[kept] = a;
             kept++;
         }
     }
@@ -50,7 +50,7 @@ void SimSwitch::take_due(SimTime end)
 // not the windows': the same however wide the windows are, and whichever way a switch runs one.
 bool SimSwitch::before(uint32_t a, uint32_t b) const
 {
-    const FabricPacket &x = sc_.arrivals[a], &y = sc_.arrivals[b];
+    const Arrival &x = sc_.arrivals[a], &y = sc_.arrivals[b];
     if (x.t != y.t) return x.t < y.t;
     return x.in_port != y.in_port ? x.in_port < y.in_port : a < b;
 }
@@ -71,7 +71,9 @@ void SimSwitch::order(uint32_t* v, size_t n) const
 // or a drop if there is no route.
 void SimSwitch::route_arrival(uint32_t i)
 {
-    FabricPacket& p = sc_.arrivals[i];
+    const Arrival a = sc_.arrivals[i];
+    FabricPacket& p = packets_[a.pkt];
+    p.in_port = a.in_port;
     const uint32_t bytes = p.frame_len + kWireOverheadBytes;
     auto to = [&](uint16_t port, uint32_t k) {
         if (!sc_.port_n[port]++) sc_.touched.push_back(port);
@@ -80,26 +82,27 @@ void SimSwitch::route_arrival(uint32_t i)
         window_bytes_ += bytes;
     };
     if (p.dst != kMulticastDst) [[likely]] return to(route(p), i);
-    p.out_port = kNoPort;
+    sc_.arrivals[i].out_port = kNoPort;
     // One copy per port of the group's tree but the one it came in by; off the tree, up
     // towards the root, where the tree begins.
     auto it = mcast_ports_.find(p.flow);
     if (it == mcast_ports_.end()) {
-        if (up_port_ >= 0 && up_port_ != p.in_port) return to(static_cast<uint16_t>(up_port_), i);
-        return net_.drop(p, p.t, capture_note::kNoRoute);  // nobody listens
+        if (up_port_ >= 0 && up_port_ != a.in_port) return to(static_cast<uint16_t>(up_port_), i);
+        return net_.drop(a.pkt, a.t, capture_note::kNoRoute);  // nobody listens
     }
-    const FabricPacket orig = p;
     for (uint16_t port : it->second) {
-        if (port == orig.in_port) continue;
-        FabricPacket copy = orig;
-        if (orig.frame) {
-            copy.frame = net_.fabric().frame_alloc();
-            std::memcpy(copy.frame, orig.frame, orig.frame_len);
+        if (port == a.in_port) continue;
+        const uint32_t copy = packets_.take();
+        FabricPacket& c = packets_[copy];
+        c = p;
+        if (p.frame) {
+            c.frame = net_.fabric().frame_alloc();
+            std::memcpy(c.frame, p.frame, p.frame_len);
         }
-        sc_.arrivals.push_back(copy);
+        sc_.arrivals.push_back(Arrival{a.t, copy, a.in_port, 0});
         to(port, static_cast<uint32_t>(sc_.arrivals.size() - 1));
     }
-    if (orig.frame) net_.fabric().frame_free(orig.frame);
+    net_.drop_quietly(a.pkt);  // the copies went on
 }
 
 // The routed arrivals, grouped by port in sc_.grouped (a counting sort): port p's are
@@ -171,9 +174,9 @@ void SimSwitch::sweep_by_port(SimTime end)
         const uint32_t n = sc_.port_n[port];
         order(v, n);
         for (uint32_t k = 0; k < n; k++) {
-            FabricPacket& p = sc_.arrivals[v[k]];
-            e.advance(p.t);
-            forward(p, e, p.t);
+            const Arrival& a = sc_.arrivals[v[k]];
+            e.advance(a.t);
+            forward(a.pkt, e, a.t);
         }
     }
     advance_busy(end - 1);
@@ -185,9 +188,9 @@ void SimSwitch::sweep_in_order(SimTime end)
 {
     std::sort(sc_.grouped.begin(), sc_.grouped.end(), [&](uint32_t a, uint32_t b) { return before(a, b); });
     for (uint32_t i : sc_.grouped) {
-        FabricPacket& p = sc_.arrivals[i];
-        advance_all(p.t);
-        forward(p, *ports_[p.out_port], p.t);
+        const Arrival& a = sc_.arrivals[i];
+        advance_all(a.t);
+        forward(a.pkt, *ports_[a.out_port], a.t);
     }
     advance_all(end - 1);
 }

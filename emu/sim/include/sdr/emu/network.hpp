@@ -31,12 +31,13 @@ class SimFabric;
 class SimNetwork;
 class SimSwitch;
 
-// A packet inside the network.
 // FabricPacket::dst of a multicast packet (its group is in flow).
 inline constexpr uint32_t kMulticastDst = UINT32_MAX - 1;
 
+// A packet inside the network. It stays in one slot of the network's PacketPool from the
+// sending NIC's port to the receiving NIC (or its drop); pipes, switches and queues pass its
+// index, so a hop moves a few bytes, not the packet.
 struct FabricPacket {
-    SimTime t;         // in a pipe: when it reaches the far end
     PacketMeta meta;
     uint8_t* frame;    // null in payload-free mode
     uint32_t frame_len;  // the frame's bytes (payload-free: the bytes it would have)
@@ -44,9 +45,37 @@ struct FabricPacket {
     uint32_t flow;       // hash of the 5-tuple (the UDP source port carries the entropy);
                          // multicast: the group's address
     uint16_t in_port;    // the port it entered the current switch by
-    uint16_t out_port;   // the port it leaves the current switch by
     uint8_t prio;        // 1: control class (strict priority, never marked)
     uint8_t note;        // capture_note bits: what the pipes did to it
+};
+
+// The packets in the network, by index. Slots come in blocks, so a slot never moves while others
+// are taken; freed slots are taken again first, while still in cache.
+class PacketPool {
+public:
+    FabricPacket& operator[](uint32_t i) { return blocks_[i >> kBlockBits][i & (kBlock - 1)]; }
+    uint32_t take()
+    {
+        if (free_.empty()) [[unlikely]] grow();
+        const uint32_t i = free_.back();
+        free_.pop_back();
+        return i;
+    }
+    void give_back(uint32_t i) { free_.push_back(i); }
+
+private:
+    static constexpr uint32_t kBlockBits = 12, kBlock = 1u << kBlockBits;
+    void grow();
+    std::vector<std::unique_ptr<FabricPacket[]>> blocks_;
+    std::vector<uint32_t> free_;
+};
+
+// A packet on its way to a node: when it arrives, which packet, and (into a switch) by which
+// port; out_port: where the switch sends it (SimSwitch::sweep).
+struct Arrival {
+    SimTime t;
+    uint32_t pkt;
+    uint16_t in_port, out_port;
 };
 
 // Per egress queue (one per switch port, both classes together).
@@ -67,8 +96,8 @@ public:
     void to_switch(SimSwitch* s, uint16_t port) { sw_ = s, sw_port_ = port; }
     void to_host(uint32_t host) { host_ = host; }
     SimSwitch* switch_end() const { return sw_; }
-    // p.t: when its last bit left the wire.
-    [[gnu::visibility("hidden")]] void send(const FabricPacket& p);
+    // Packet pkt's last bit left the wire at `leaves`.
+    [[gnu::visibility("hidden")]] void send(uint32_t pkt, SimTime leaves);
     void fire(SimTime now, uint64_t arg) override;
     void reseed(uint64_t seed) { imp_.reseed(seed); }
     SimTime delay_ps() const { return delay_ps_; }
@@ -78,11 +107,11 @@ public:
     static constexpr SimTime kNever = UINT64_MAX;
 
 private:
-    void deliver(FabricPacket& p);
-    void send_impaired(const FabricPacket& p);
-    void push_late(const FabricPacket& p);
-    void to_switch_now(const FabricPacket& p, SimTime arrival);
-    static bool later(const FabricPacket& a, const FabricPacket& b) { return a.t > b.t; }
+    void deliver(const Arrival& a);
+    void send_impaired(uint32_t pkt, SimTime leaves);
+    void push_late(uint32_t pkt, SimTime arrival);
+    void push(uint32_t pkt, SimTime arrival);
+    static bool later(const Arrival& a, const Arrival& b) { return a.t > b.t; }
     static constexpr int kMaxRunAhead = 64;
     // What every packet reads first, together.
     SimNetwork& net_;
@@ -92,9 +121,9 @@ private:
     uint32_t host_ = 0;
     uint16_t sw_port_ = 0;
     bool clean_;  // no impairments
-    FifoRing<FabricPacket> fifo_;
+    FifoRing<Arrival> fifo_;  // into a NIC
     Impairment imp_;
-    std::vector<FabricPacket> late_;  // reordered and duplicated packets (min-heap on t)
+    std::vector<Arrival> late_;  // into a NIC: reordered and duplicated packets (min-heap on t)
     uint64_t dropped_ = 0;
 };
 
@@ -109,8 +138,8 @@ public:
     // Start every packet whose turn on the wire comes by t (inclusive), and take the PFC
     // pauses and resumes that arrive by then, all in time order.
     [[gnu::visibility("hidden")]] void advance(SimTime t);
-    // p arrives at t (the queue advanced to t): onto the wire at once, or queued.
-    [[gnu::visibility("hidden")]] void enqueue(FabricPacket& p, SimTime t, uint32_t bytes);
+    // Packet pkt (p) arrives at t (the queue advanced to t): onto the wire at once, or queued.
+    [[gnu::visibility("hidden")]] void enqueue(uint32_t pkt, FabricPacket& p, SimTime t, uint32_t bytes);
     // When advance() has something to do next (Pipe::kNever: nothing).
     SimTime next_work() const;
     // A PFC pause (on) or resume from the switch downstream, arriving at t.
@@ -134,7 +163,7 @@ public:
 private:
     bool waiting() const { return !q_[1].empty() || (!q_[0].empty() && !paused_); }
     void start_next(SimTime now);
-    void transmit(FabricPacket& p, SimTime now, uint32_t bytes);
+    void transmit(uint32_t pkt, FabricPacket& p, SimTime now, uint32_t bytes);
     bool red_marks(uint64_t queued);
     SimSwitch& sw_;
     uint16_t port_;
@@ -151,7 +180,8 @@ private:
     QueueLog* log_ = nullptr;
     uint32_t log_id_ = 0;
     Rng rng_;  // RED's draws: per port, so a port's marks do not depend on the others' order
-    FifoRing<FabricPacket> q_[2];  // [0] data, [1] control
+    PacketPool& packets_;
+    FifoRing<uint32_t> q_[2];  // [0] data, [1] control: packet indices
     struct PfcFrame {
         SimTime t;
         bool on;
@@ -163,7 +193,7 @@ private:
 // What a switch works with while it runs its share of a window. Switches run one at a time, so
 // one set serves them all and stays in cache.
 struct SweepScratch {
-    std::vector<FabricPacket> arrivals;     // the window's, in the order they came
+    std::vector<Arrival> arrivals;          // the window's, in the order they came
     std::vector<uint16_t> touched;          // ports with arrivals
     std::vector<uint32_t> port_n, first;    // per port: its arrivals, and where they start in grouped
     std::vector<uint64_t> port_bytes;       // per port: their bytes
@@ -180,11 +210,11 @@ public:
     Egress& port(size_t i) { return *ports_[i]; }
     const Egress& port(size_t i) const { return *ports_[i]; }
     uint32_t peer(size_t i) const { return peers_[i]; }
-    // A pipe hands over p, arriving at p.t by p.in_port; its window takes it.
-    FabricPacket& arrive_slot(SimTime t)
+    // A pipe hands over a packet; its window takes it.
+    void arrive(const Arrival& a)
     {
-        if (t < incoming_at_) incoming_at_ = t;
-        return incoming_.emplace_back();
+        if (a.t < incoming_at_) incoming_at_ = a.t;
+        incoming_.push_back(a);
     }
     // Port i's queue has something for advance() (Egress::listed keeps it once).
     void list_busy(uint16_t i)
@@ -226,8 +256,8 @@ private:
     void order(uint32_t* v, size_t n) const;
     void group_by_port();
     static constexpr uint16_t kNoPort = UINT16_MAX;
-    void forward(FabricPacket& p, Egress& e, SimTime now);
-    void drop(Egress& e, const FabricPacket& p, SimTime now);
+    void forward(uint32_t pkt, Egress& e, SimTime now);
+    void drop(Egress& e, uint32_t pkt, SimTime now);
     void sweep_by_port(SimTime end);
     void sweep_in_order(SimTime end);
     void advance_all(SimTime t);
@@ -240,7 +270,7 @@ private:
     uint64_t seed_;
     uint32_t salt_;  // per switch, so hashing is not the same decision at every tier
     std::vector<std::unique_ptr<Egress>> ports_;
-    std::vector<FabricPacket> incoming_;  // arrivals not yet taken, in the order pipes gave them
+    std::vector<Arrival> incoming_;        // arrivals not yet taken, in the order pipes gave them
     SimTime incoming_at_ = Pipe::kNever;   // the earliest of them
     std::vector<uint16_t> busy_;           // ports whose queue or PFC frames may need advance()
     void take_due(SimTime end);
@@ -249,6 +279,7 @@ private:
     std::vector<uint16_t> ecmp_ports_;
     uint64_t window_bytes_ = 0;          // the bytes of the window's arrivals
     SweepScratch& sc_;                   // the network's, shared by all switches
+    PacketPool& packets_;
     uint64_t used_ = 0;                  // buffered bytes
     uint64_t pool_ = 0;                  // the whole buffer: shared, or every port's
     // PFC, per ingress port: bytes buffered that came in by it, the upstream egress or NIC port
@@ -285,9 +316,12 @@ public:
     // PFC: the NIC port of a host can now be paused (created with its NIC).
     void attach_host_port(uint32_t host, SimTarget* port);
     // A pipe's last hop reaches a NIC.
-    void deliver_host(uint32_t host, FabricPacket& p);
+    void deliver_host(uint32_t host, const Arrival& a);
     // p was dropped at t (cause: a capture_note string): logged, captured, its frame freed.
-    void drop(const FabricPacket& p, SimTime t, const char* cause);
+    void drop(uint32_t pkt, SimTime t, const char* cause);
+    // A packet that leaves the network without a trace (a multicast original, once copied).
+    void drop_quietly(uint32_t pkt);
+    PacketPool& pool() { return pool_; }
     size_t switches() const { return switches_.size(); }
     SimSwitch& sw(size_t i) { return *switches_[i]; }
     const std::string& switch_name(size_t i) const { return topo_.switches[i]; }
@@ -368,6 +402,7 @@ private:
     uint64_t delivered_ = 0, hops_ = 0, unroutable_ = 0;
     Windows windows_target_{*this};
     SweepScratch scratch_;
+    PacketPool pool_;
     SimTime lookahead_ps_ = 0;
     std::vector<SimSwitch*> active_;    // switches with work, in the order they woke
     std::vector<SimSwitch*> sweeping_;  // the window's share of them
