@@ -215,10 +215,10 @@ int main(int argc, char** argv)
                     g_events_per_packet[0], g_events_per_packet[1]);
         for (const FabricCase& c : cases) {
             const FabricRun& f = g_fabric[c.k];
-            std::printf("%s: %.3f ms simulated in %.1f ms of wall time, %.2f Mhops/s, %.2f hops and %.2f events per packet, "
-                        "%.0f %% of messages incomplete (congestion drops), peak RSS %.0f MiB\n",
-                        c.what, f.sim_ms, f.wall_ms, f.hop_rate / 1e6, f.hops_per_packet, f.events_per_packet,
-                        100 * f.lost, f.rss_mib);
+            std::printf("%s: %.3f ms simulated in %.1f ms of wall time (%.1f ms per simulated ms), %.2f Mhops/s, %.2f hops "
+                        "and %.2f events per packet, %.0f %% of messages incomplete (congestion drops), peak RSS %.0f MiB\n",
+                        c.what, f.sim_ms, f.wall_ms, f.wall_ms / f.sim_ms, f.hop_rate / 1e6, f.hops_per_packet,
+                        f.events_per_packet, 100 * f.lost, f.rss_mib);
         }
     }
     return sdr::bench::finish(out, json);
