@@ -153,7 +153,7 @@ Egress::Egress(SimSwitch& sw, uint16_t port, double gbps, std::unique_ptr<Pipe> 
 
 SimTime Egress::next_work() const
 {
-    const SimTime start = waiting() ? wire_free_ : Pipe::kNever;
+    const SimTime start = waiting() ? wire_free_ : kNever;
     return pfc_.empty() ? start : std::min(start, pfc_.front().t);
 }
 
@@ -167,8 +167,8 @@ void Egress::pfc(SimTime t, bool on)
 void Egress::advance(SimTime t)
 {
     for (;;) {
-        const SimTime start = waiting() ? wire_free_ : Pipe::kNever;
-        const SimTime frame = pfc_.empty() ? Pipe::kNever : pfc_.front().t;
+        const SimTime start = waiting() ? wire_free_ : kNever;
+        const SimTime frame = pfc_.empty() ? kNever : pfc_.front().t;
         if (start <= frame && start <= t) {
             start_next(start);
             continue;

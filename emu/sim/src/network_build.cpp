@@ -194,13 +194,13 @@ void SimNetwork::build_routes()
 // events.
 void SimNetwork::build_lookahead()
 {
-    SimTime l = Pipe::kNever;
+    SimTime l = kNever;
     for (const TopoLink& k : topo_.links) {
         const bool both = !topo_.is_host(k.a) && !topo_.is_host(k.b);
         l = std::min(l, k.delay_ps + topo_.sw.latency_ps);
         if (both && topo_.sw.pfc) l = std::min(l, k.delay_ps);
     }
-    lookahead_ps_ = l == Pipe::kNever ? 0 : l;
+    lookahead_ps_ = l == kNever ? 0 : l;
 }
 
 // Multicast trees hang from switch 0 (the first core or spine of the built topologies): each

@@ -29,7 +29,7 @@ void SimSwitch::take_due(SimTime end)
 {
     sc_.arrivals.clear();
     if (incoming_at_ >= end) return;
-    SimTime later = Pipe::kNever;
+    SimTime later = kNever;
     size_t kept = 0;
     for (size_t i = 0; i < incoming_.size(); i++) {
         const Arrival& a = incoming_[i];
@@ -159,7 +159,7 @@ void SimSwitch::advance_busy(SimTime t)
     for (size_t k = 0; k < busy_.size(); k++) {
         Egress& e = *ports_[busy_[k]];
         e.advance(t);
-        if (e.next_work() == Pipe::kNever) e.listed = false;
+        if (e.next_work() == kNever) e.listed = false;
         else busy_[kept++] = busy_[k];
     }
     busy_.resize(kept);
@@ -234,10 +234,10 @@ void SimNetwork::run_window(SimTime start)
             if (s->wake_at < end) sweeping_.push_back(s);
         for (SimSwitch* s : sweeping_) s->sweep(end);
         for (SimSwitch* s : sweeping_) s->wake_at = s->next_work();
-        next = Pipe::kNever;
+        next = kNever;
         size_t kept = 0;
         for (SimSwitch* s : active_) {
-            if (s->wake_at == Pipe::kNever) {
+            if (s->wake_at == kNever) {
                 s->active = false;
                 continue;
             }
@@ -247,8 +247,8 @@ void SimNetwork::run_window(SimTime start)
         active_.resize(kept);
     } while (next < end);
     in_window_ = false;
-    window_at_ = Pipe::kNever;
-    if (next != Pipe::kNever) schedule_window(next);
+    window_at_ = kNever;
+    if (next != kNever) schedule_window(next);
 }
 
 }  // namespace sdr::emu

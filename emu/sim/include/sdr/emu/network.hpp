@@ -31,6 +31,9 @@ class SimFabric;
 class SimNetwork;
 class SimSwitch;
 
+// A time that never comes: no work pending.
+inline constexpr SimTime kNever = UINT64_MAX;
+
 // FabricPacket::dst of a multicast packet (its group is in flow).
 inline constexpr uint32_t kMulticastDst = UINT32_MAX - 1;
 
@@ -95,7 +98,6 @@ public:
     Pipe(SimNetwork& net, SimTime delay_ps, const ImpairmentParams& imp, uint64_t seed);
     void to_switch(SimSwitch* s, uint16_t port) { sw_ = s, sw_port_ = port; }
     void to_host(uint32_t host) { host_ = host; }
-    SimSwitch* switch_end() const { return sw_; }
     // Packet pkt's last bit left the wire at `leaves`.
     [[gnu::visibility("hidden")]] void send(uint32_t pkt, SimTime leaves);
     void fire(SimTime now, uint64_t arg) override;
@@ -104,8 +106,6 @@ public:
     SimTime max_extra_ps() const;  // what the impairments add at most (reorder, duplicate)
     uint64_t delivered() const { return delivered_; }
     uint64_t dropped() const { return dropped_; }
-    static constexpr SimTime kNever = UINT64_MAX;
-
 private:
     void deliver(const Arrival& a);
     void send_impaired(uint32_t pkt, SimTime leaves);
@@ -140,7 +140,7 @@ public:
     [[gnu::visibility("hidden")]] void advance(SimTime t);
     // Packet pkt (p) arrives at t (the queue advanced to t): onto the wire at once, or queued.
     [[gnu::visibility("hidden")]] void enqueue(uint32_t pkt, FabricPacket& p, SimTime t, uint32_t bytes);
-    // When advance() has something to do next (Pipe::kNever: nothing).
+    // When advance() has something to do next (kNever: nothing).
     SimTime next_work() const;
     // A PFC pause (on) or resume from the switch downstream, arriving at t.
     void pfc(SimTime t, bool on);
@@ -227,7 +227,7 @@ public:
     // Take every arrival, departure and pause of [start, end) in time order
     // (network_sweep.cpp); nothing of it reaches another switch before end.
     [[gnu::visibility("hidden")]] void sweep(SimTime end);
-    // When this switch has something to do next (Pipe::kNever: nothing).
+    // When this switch has something to do next (kNever: nothing).
     SimTime next_work() const;
     // The port a packet takes (ECMP: by its flow hash).
     uint16_t route(const FabricPacket& p) const;
@@ -262,6 +262,7 @@ private:
     void sweep_in_order(SimTime end);
     void advance_all(SimTime t);
     void advance_busy(SimTime t);
+    void take_due(SimTime end);
     std::map<uint32_t, std::vector<uint16_t>> mcast_ports_;  // group -> ports on its tree
     int up_port_ = -1;  // towards the multicast root (-1: this is the root)
     SimNetwork& net_;
@@ -271,9 +272,8 @@ private:
     uint32_t salt_;  // per switch, so hashing is not the same decision at every tier
     std::vector<std::unique_ptr<Egress>> ports_;
     std::vector<Arrival> incoming_;        // arrivals not yet taken, in the order pipes gave them
-    SimTime incoming_at_ = Pipe::kNever;   // the earliest of them
+    SimTime incoming_at_ = kNever;   // the earliest of them
     std::vector<uint16_t> busy_;           // ports whose queue or PFC frames may need advance()
-    void take_due(SimTime end);
     std::vector<uint32_t> peers_;
     std::vector<uint32_t> route_;        // per host: first ECMP port index << 8 | count
     std::vector<uint16_t> ecmp_ports_;
@@ -406,7 +406,7 @@ private:
     SimTime lookahead_ps_ = 0;
     std::vector<SimSwitch*> active_;    // switches with work, in the order they woke
     std::vector<SimSwitch*> sweeping_;  // the window's share of them
-    SimTime window_at_ = Pipe::kNever;  // when the next window is scheduled
+    SimTime window_at_ = kNever;  // when the next window is scheduled
     bool in_window_ = false;
     uint64_t windows_ = 0;
 };
