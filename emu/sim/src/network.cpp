@@ -50,61 +50,65 @@ SimTime Pipe::max_extra_ps() const
     return (i.reorder > 0 ? i.reorder_max_ps : 0) + (i.duplicate > 0 ? kPsPerNs : 0);
 }
 
-void Pipe::send(uint32_t pkt, SimTime leaves)
+void Pipe::send(Arrival a)
 {
-    if (!clean_) return send_impaired(pkt, leaves);
-    push(pkt, leaves + delay_ps_);
+    if (!clean_) return send_impaired(a);
+    a.t += delay_ps_;
+    push(a);
 }
 
 // In arrival order: into a switch, the packet is the switch's at once, stamped with its arrival
 // (no event); into a NIC, it joins the FIFO whose head has an event.
-void Pipe::push(uint32_t pkt, SimTime arrival)
+void Pipe::push(Arrival a)
 {
     if (sw_) {
         delivered_++;
-        sw_->arrive(Arrival{arrival, pkt, sw_port_, 0});
-        return net_.wake(*sw_, arrival);
+        a.in_port = sw_port_;
+        sw_->arrive(a);
+        return net_.wake(*sw_, a.t);
     }
-    fifo_.push_slot() = Arrival{arrival, pkt, 0, 0};
-    if (fifo_.size() == 1) net_.sim().at(arrival, this, 0);
+    fifo_.push_slot() = a;
+    if (fifo_.size() == 1) net_.sim().at(a.t, this, 0);
 }
 
-void Pipe::send_impaired(uint32_t pkt, SimTime leaves)
+void Pipe::send_impaired(Arrival a)
 {
     ImpairmentVerdict v = imp_.decide();
     if (v.drop) {
         dropped_++;
-        net_.drop(pkt, leaves + delay_ps_, v.burst ? capture_note::kBurstDrop : capture_note::kLossDrop);
+        net_.drop(a.pkt, a.t + delay_ps_, v.burst ? capture_note::kBurstDrop : capture_note::kLossDrop);
         return;
     }
-    const SimTime arrival = leaves + delay_ps_ + v.extra_delay_ps;
+    a.t += delay_ps_ + v.extra_delay_ps;
     PacketPool& pool = net_.pool();
-    if (v.extra_delay_ps) pool[pkt].note |= capture_note::kBitDelayed;
+    if (v.extra_delay_ps) pool[a.pkt].note |= capture_note::kBitDelayed;
     if (v.duplicate) {
-        const uint32_t copy = pool.take();
-        FabricPacket& f = pool[pkt];
-        FabricPacket& d = pool[copy];
+        Arrival d = a;
+        d.pkt = pool.take();
+        d.t += kPsPerNs;
+        FabricPacket& f = pool[a.pkt];
+        FabricPacket& c = pool[d.pkt];
         f.note |= capture_note::kBitDuplicated;
-        d = f;
-        d.note = static_cast<uint8_t>((f.note & ~capture_note::kBitDuplicated) | capture_note::kBitCopy);
+        c = f;
+        c.note = static_cast<uint8_t>((f.note & ~capture_note::kBitDuplicated) | capture_note::kBitCopy);
         if (f.frame) {
-            d.frame = net_.fabric().frame_alloc();
-            std::memcpy(d.frame, f.frame, f.frame_len);
+            c.frame = net_.fabric().frame_alloc();
+            std::memcpy(c.frame, f.frame, f.frame_len);
         }
-        push_late(copy, arrival + kPsPerNs);
+        push_late(d);
     }
-    if (v.extra_delay_ps) return push_late(pkt, arrival);
-    push(pkt, arrival);
+    if (v.extra_delay_ps) return push_late(a);
+    push(a);
 }
 
 // Reordered and duplicated packets: a switch orders its arrivals itself; a NIC gets them by an
 // event of their own.
-void Pipe::push_late(uint32_t pkt, SimTime arrival)
+void Pipe::push_late(const Arrival& a)
 {
-    if (sw_) return push(pkt, arrival);
-    late_.push_back(Arrival{arrival, pkt, 0, 0});
+    if (sw_) return push(a);
+    late_.push_back(a);
     std::push_heap(late_.begin(), late_.end(), later);
-    net_.sim().at(arrival, this, 1);
+    net_.sim().at(a.t, this, 1);
 }
 
 void Pipe::fire(SimTime now, uint64_t arg)
@@ -143,7 +147,7 @@ void Pipe::deliver(const Arrival& a)
 
 Egress::Egress(SimSwitch& sw, uint16_t port, double gbps, std::unique_ptr<Pipe> pipe, uint64_t red_seed)
     : sw_(sw), port_(port), pipe_(std::move(pipe)), gbps_(gbps), ps_per_byte_fp_(ps_per_byte_fp(gbps)), rng_(red_seed),
-      packets_(sw.net().pool()), q_{FifoRing<uint32_t>(8), FifoRing<uint32_t>(4)}, pfc_(4)
+      packets_(sw.net().pool()), q_{FifoRing<Arrival>(8), FifoRing<Arrival>(4)}, pfc_(4)
 {
     // HPCC's defaults: Kmin 100 KB and Kmax 400 KB per 25 Gbit/s (KB = 1000 bytes, as its MMU).
     const SwitchParams& p = sw.params();
@@ -187,21 +191,21 @@ void Egress::advance(SimTime t)
     }
 }
 
-void Egress::enqueue(uint32_t pkt, FabricPacket& p, SimTime t, uint32_t bytes)
+void Egress::enqueue(Arrival& a)
 {
     c_.enqueued++;
-    // An idle wire: after advance(t) nothing that may go waits, so the packet starts now,
+    // An idle wire: after advance(a.t) nothing that may go waits, so the packet starts now,
     // through no queue (paused data waits; control overtakes it).
-    if (wire_free_ <= t && (!paused_ || p.prio)) {
-        c_.peak_bytes = std::max<uint64_t>(c_.peak_bytes, bytes);
-        return transmit(pkt, p, t, bytes);
+    if (wire_free_ <= a.t && (!paused_ || a.prio)) {
+        c_.peak_bytes = std::max<uint64_t>(c_.peak_bytes, a.bytes);
+        return transmit(a, a.t);
     }
-    q_[p.prio].push_slot() = pkt;
+    q_[a.prio].push_slot() = a;
     if (!listed) sw_.list_busy(port_);
-    c_.bytes += bytes;
+    c_.bytes += a.bytes;
     c_.peak_bytes = std::max(c_.peak_bytes, c_.bytes);
-    if (!p.prio) data_bytes_ += bytes;
-    if (log_) [[unlikely]] log_->sample(log_id_, t, c_.bytes);
+    if (!a.prio) data_bytes_ += a.bytes;
+    if (log_) [[unlikely]] log_->sample(log_id_, a.t, c_.bytes);
 }
 
 // RED on the data bytes still queued when a packet leaves (HPCC's switch: ShouldSendCN).
@@ -216,35 +220,35 @@ bool Egress::red_marks(uint64_t queued)
 void Egress::start_next(SimTime now)
 {
     const int cls = !q_[1].empty() ? 1 : 0;
-    const uint32_t pkt = q_[cls].front();
+    Arrival a = q_[cls].front();
     q_[cls].pop();
-    FabricPacket& p = packets_[pkt];
-    const uint32_t bytes = p.frame_len + kWireOverheadBytes;
-    c_.bytes -= bytes;
-    if (!cls) data_bytes_ -= bytes;
+    c_.bytes -= a.bytes;
+    if (!cls) data_bytes_ -= a.bytes;
     if (log_) [[unlikely]] log_->sample(log_id_, now, c_.bytes);
-    transmit(pkt, p, now, bytes);
+    transmit(a, now);
 }
 
-// p leaves the queue (or skips it) and starts on the wire now: marked or not, its buffer freed,
+// a leaves the queue (or skips it) and starts on the wire now: marked or not, its buffer freed,
 // captured, into the pipe when its last bit is out.
-void Egress::transmit(uint32_t pkt, FabricPacket& p, SimTime now, uint32_t bytes)
+void Egress::transmit(Arrival& a, SimTime now)
 {
     bool marked = false;
-    if (!p.prio && sw_.params().ecn && (p.meta.ecn == wire::kEcnEct0 || p.meta.ecn == wire::kEcnEct1) &&
-        red_marks(data_bytes_)) {
+    if (!a.prio && a.ect && sw_.params().ecn && red_marks(data_bytes_)) {
         c_.marked++;
         marked = true;
+        a.ect = false;
+        FabricPacket& p = packets_[a.pkt];
         p.meta.ecn = wire::kEcnCe;
         if (p.frame) wire::mark_ce(p.frame, p.frame_len);
     }
-    sw_.release(p, bytes, now);
+    sw_.release(a, now);
     if (tap_) [[unlikely]]
-        sw_.net().fabric().tap_switch(tap_ - 1, now, p, marked, nullptr);
-    const uint64_t t = frac_ + bytes * ps_per_byte_fp_;
+        sw_.net().fabric().tap_switch(tap_ - 1, now, packets_[a.pkt], marked, nullptr);
+    const uint64_t t = frac_ + a.bytes * ps_per_byte_fp_;
     frac_ = t & ((1u << kFracBits) - 1);
     wire_free_ = now + (t >> kFracBits);
-    pipe_->send(pkt, wire_free_);
+    a.t = wire_free_;
+    pipe_->send(a);
 }
 
 // ---- switches -----------------------------------------------------------------------------
@@ -310,10 +314,10 @@ void SimSwitch::set_pfc_upstream(uint16_t port, SimTarget* host_port, Egress* eg
     ingress_[port].delay_ps = delay_ps;
 }
 
-uint16_t SimSwitch::route(const FabricPacket& p) const
+uint16_t SimSwitch::route(const Arrival& a) const
 {
-    const uint32_t r = route_[p.dst], n = r & 0xFF;
-    return ecmp_ports_[(r >> 8) + (n == 1 ? 0 : pick(p.flow, salt_, n))];
+    const uint32_t r = route_[a.dst], n = r & 0xFF;
+    return ecmp_ports_[(r >> 8) + (n == 1 ? 0 : pick(a.flow, salt_, n))];
 }
 
 // Drop-tail. With PFC the data class is paused upstream long before a queue fills, so only the
@@ -329,31 +333,29 @@ bool SimSwitch::admit(const Egress& e, uint32_t bytes) const
     return static_cast<double>(q) <= p_.dt_alpha * static_cast<double>(p_.buffer_bytes - used_);
 }
 
-void SimSwitch::drop(Egress& e, uint32_t pkt, SimTime now)
+void SimSwitch::drop(Egress& e, const Arrival& a)
 {
     e.counters().dropped++;
     if (e.tapped()) [[unlikely]]
-        net_.fabric().tap_switch(e.tapped() - 1, now, packets_[pkt], false, capture_note::kQueueDrop);
-    net_.drop(pkt, now, capture_note::kQueueDrop);
+        net_.fabric().tap_switch(e.tapped() - 1, a.t, packets_[a.pkt], false, capture_note::kQueueDrop);
+    net_.drop(a.pkt, a.t, capture_note::kQueueDrop);
 }
 
-// Packet pkt is admitted to e (advanced to its arrival) or dropped.
-void SimSwitch::forward(uint32_t pkt, Egress& e, SimTime now)
+// a is admitted to e (advanced to its arrival) or dropped.
+void SimSwitch::forward(Arrival& a, Egress& e)
 {
-    FabricPacket& p = packets_[pkt];
-    const uint32_t bytes = p.frame_len + kWireOverheadBytes;
-    if (!admit(e, bytes)) return drop(e, pkt, now);
-    used_ += bytes;
-    if (p_.pfc && !p.prio) {
-        Ingress& in = ingress_[p.in_port];
-        in.bytes += bytes;
+    if (!admit(e, a.bytes)) return drop(e, a);
+    used_ += a.bytes;
+    if (p_.pfc && !a.prio) {
+        Ingress& in = ingress_[a.in_port];
+        in.bytes += a.bytes;
         if (!in.paused && in.bytes > xoff_ && (in.host_port || in.egress)) {
             in.paused = true;
-            ports_[p.in_port]->counters().pauses_sent++;
-            pause_upstream(in, true, now);
+            ports_[a.in_port]->counters().pauses_sent++;
+            pause_upstream(in, true, a.t);
         }
     }
-    e.enqueue(pkt, p, now, bytes);
+    e.enqueue(a);
 }
 
 void SimSwitch::pause_upstream(Ingress& in, bool on, SimTime now)
@@ -366,12 +368,12 @@ void SimSwitch::pause_upstream(Ingress& in, bool on, SimTime now)
     }
 }
 
-void SimSwitch::release(const FabricPacket& p, uint32_t bytes, SimTime now)
+void SimSwitch::release(const Arrival& a, SimTime now)
 {
-    used_ -= bytes;
-    if (!p_.pfc || p.prio) return;
-    Ingress& in = ingress_[p.in_port];
-    in.bytes -= bytes;
+    used_ -= a.bytes;
+    if (!p_.pfc || a.prio) return;
+    Ingress& in = ingress_[a.in_port];
+    in.bytes -= a.bytes;
     if (in.paused && in.bytes <= xon_) {
         in.paused = false;
         pause_upstream(in, false, now);

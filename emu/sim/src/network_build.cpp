@@ -268,22 +268,27 @@ void SimNetwork::inject(uint32_t host, SimTime leaves, const PacketMeta& m, uint
         f_.network_drop(leaves, host, dst, m, frame, frame_len, capture_note::kNoRoute);
         return;
     }
-    const uint32_t pkt = pool_.take();
-    FabricPacket& p = pool_[pkt];
+    Arrival a;
+    a.t = leaves;
+    a.pkt = pool_.take();
+    a.dst = mcast ? kMulticastDst : dst;
+    // The 5-tuple (the UDP destination port and the protocol are RoCEv2's constants); a
+    // multicast packet's flow is its group.
+    a.flow = mcast ? dst_ip
+                   : SimFabric::address_of(host).ip * 0x9E3779B1u ^ dst_ip * 0x85EBCA77u ^
+                         uint32_t{m.udp_src_port} * 0xC2B2AE3Du;
+    a.bytes = frame_len + kWireOverheadBytes;
+    a.in_port = a.out_port = 0;
+    a.prio = prio;
+    a.ect = m.ecn == wire::kEcnEct0 || m.ecn == wire::kEcnEct1;
+    FabricPacket& p = pool_[a.pkt];
     p.meta = m;
     p.frame = frame;
     p.frame_len = frame_len;
     p.src = host;
-    p.dst = mcast ? kMulticastDst : dst;
-    // The 5-tuple (the UDP destination port and the protocol are RoCEv2's constants); a
-    // multicast packet's flow is its group.
-    p.flow = mcast ? dst_ip
-                   : SimFabric::address_of(host).ip * 0x9E3779B1u ^ dst_ip * 0x85EBCA77u ^
-                         uint32_t{m.udp_src_port} * 0xC2B2AE3Du;
-    p.in_port = 0;
-    p.prio = prio;
+    p.dst = a.dst;
     p.note = 0;
-    uplinks_[host]->send(pkt, leaves);
+    uplinks_[host]->send(a);
 }
 
 void SimNetwork::deliver_host(uint32_t host, const Arrival& a)
@@ -311,7 +316,7 @@ SimTime SimNetwork::base_rtt_ps(uint32_t src, uint32_t dst, uint32_t bytes, uint
 {
     auto one_way = [&](uint32_t from, uint32_t to, uint32_t frame) {
         SimTime t = uplinks_[from]->delay_ps();
-        FabricPacket p{};
+        Arrival p{};
         p.dst = to;
         for (uint32_t s = host_switch_[from].first, hops = 0; hops <= switches_.size(); hops++) {
             const SimSwitch& sw = *switches_[s];

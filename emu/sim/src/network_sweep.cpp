@@ -72,34 +72,33 @@ void SimSwitch::order(uint32_t* v, size_t n) const
 void SimSwitch::route_arrival(uint32_t i)
 {
     const Arrival a = sc_.arrivals[i];
-    FabricPacket& p = packets_[a.pkt];
-    p.in_port = a.in_port;
-    const uint32_t bytes = p.frame_len + kWireOverheadBytes;
     auto to = [&](uint16_t port, uint32_t k) {
         if (!sc_.port_n[port]++) sc_.touched.push_back(port);
-        sc_.port_bytes[port] += bytes;
+        sc_.port_bytes[port] += a.bytes;
         sc_.arrivals[k].out_port = port;
-        window_bytes_ += bytes;
+        window_bytes_ += a.bytes;
     };
-    if (p.dst != kMulticastDst) [[likely]] return to(route(p), i);
+    if (a.dst != kMulticastDst) [[likely]] return to(route(a), i);
     sc_.arrivals[i].out_port = kNoPort;
     // One copy per port of the group's tree but the one it came in by; off the tree, up
     // towards the root, where the tree begins.
-    auto it = mcast_ports_.find(p.flow);
+    auto it = mcast_ports_.find(a.flow);
     if (it == mcast_ports_.end()) {
         if (up_port_ >= 0 && up_port_ != a.in_port) return to(static_cast<uint16_t>(up_port_), i);
         return net_.drop(a.pkt, a.t, capture_note::kNoRoute);  // nobody listens
     }
+    const FabricPacket& p = packets_[a.pkt];
     for (uint16_t port : it->second) {
         if (port == a.in_port) continue;
-        const uint32_t copy = packets_.take();
-        FabricPacket& c = packets_[copy];
+        Arrival copy = a;
+        copy.pkt = packets_.take();
+        FabricPacket& c = packets_[copy.pkt];
         c = p;
         if (p.frame) {
             c.frame = net_.fabric().frame_alloc();
             std::memcpy(c.frame, p.frame, p.frame_len);
         }
-        sc_.arrivals.push_back(Arrival{a.t, copy, a.in_port, 0});
+        sc_.arrivals.push_back(copy);
         to(port, static_cast<uint32_t>(sc_.arrivals.size() - 1));
     }
     net_.drop_quietly(a.pkt);  // the copies went on
@@ -174,9 +173,9 @@ void SimSwitch::sweep_by_port(SimTime end)
         const uint32_t n = sc_.port_n[port];
         order(v, n);
         for (uint32_t k = 0; k < n; k++) {
-            const Arrival& a = sc_.arrivals[v[k]];
+            Arrival& a = sc_.arrivals[v[k]];
             e.advance(a.t);
-            forward(a.pkt, e, a.t);
+            forward(a, e);
         }
     }
     advance_busy(end - 1);
@@ -188,9 +187,9 @@ void SimSwitch::sweep_in_order(SimTime end)
 {
     std::sort(sc_.grouped.begin(), sc_.grouped.end(), [&](uint32_t a, uint32_t b) { return before(a, b); });
     for (uint32_t i : sc_.grouped) {
-        const Arrival& a = sc_.arrivals[i];
+        Arrival& a = sc_.arrivals[i];
         advance_all(a.t);
-        forward(a.pkt, *ports_[a.out_port], a.t);
+        forward(a, *ports_[a.out_port]);
     }
     advance_all(end - 1);
 }

@@ -38,17 +38,14 @@ inline constexpr SimTime kNever = UINT64_MAX;
 inline constexpr uint32_t kMulticastDst = UINT32_MAX - 1;
 
 // A packet inside the network. It stays in one slot of the network's PacketPool from the
-// sending NIC's port to the receiving NIC (or its drop); pipes, switches and queues pass its
-// index, so a hop moves a few bytes, not the packet.
+// sending NIC's port to the receiving NIC (or its drop); pipes, switches and queues pass an
+// Arrival (below), what a switch's parser would take from the headers, so a hop touches 32
+// bytes and never the packet unless it marks, drops or captures it.
 struct FabricPacket {
     PacketMeta meta;
-    uint8_t* frame;    // null in payload-free mode
+    uint8_t* frame;      // null in payload-free mode
     uint32_t frame_len;  // the frame's bytes (payload-free: the bytes it would have)
-    uint32_t src, dst;   // host indices
-    uint32_t flow;       // hash of the 5-tuple (the UDP source port carries the entropy);
-                         // multicast: the group's address
-    uint16_t in_port;    // the port it entered the current switch by
-    uint8_t prio;        // 1: control class (strict priority, never marked)
+    uint32_t src, dst;   // host indices (dst: kMulticastDst for a group)
     uint8_t note;        // capture_note bits: what the pipes did to it
 };
 
@@ -73,13 +70,20 @@ private:
     std::vector<uint32_t> free_;
 };
 
-// A packet on its way to a node: when it arrives, which packet, and (into a switch) by which
-// port; out_port: where the switch sends it (SimSwitch::sweep).
+// A packet on its way: when it reaches the next node (or, handed to a pipe, when its last bit
+// left the wire), which packet, and what the switches decide by.
 struct Arrival {
     SimTime t;
-    uint32_t pkt;
-    uint16_t in_port, out_port;
+    uint32_t pkt;    // its PacketPool slot
+    uint32_t dst;    // host index, or kMulticastDst
+    uint32_t flow;   // hash of the 5-tuple (the UDP source port carries the entropy);
+                     // multicast: the group's address
+    uint32_t bytes;  // on the wire: frame and Ethernet overhead
+    uint16_t in_port, out_port;  // in a switch: the port it came in by, the one it leaves by
+    uint8_t prio;    // 1: control class (strict priority, never marked)
+    bool ect;        // ECN-capable transport, not yet marked: RED may mark it
 };
+static_assert(sizeof(Arrival) == 32, "two to a cache line");
 
 // Per egress queue (one per switch port, both classes together).
 struct QueueCounters {
@@ -98,8 +102,8 @@ public:
     Pipe(SimNetwork& net, SimTime delay_ps, const ImpairmentParams& imp, uint64_t seed);
     void to_switch(SimSwitch* s, uint16_t port) { sw_ = s, sw_port_ = port; }
     void to_host(uint32_t host) { host_ = host; }
-    // Packet pkt's last bit left the wire at `leaves`.
-    [[gnu::visibility("hidden")]] void send(uint32_t pkt, SimTime leaves);
+    // a's last bit left the wire at a.t.
+    [[gnu::visibility("hidden")]] void send(Arrival a);
     void fire(SimTime now, uint64_t arg) override;
     void reseed(uint64_t seed) { imp_.reseed(seed); }
     SimTime delay_ps() const { return delay_ps_; }
@@ -108,9 +112,9 @@ public:
     uint64_t dropped() const { return dropped_; }
 private:
     void deliver(const Arrival& a);
-    void send_impaired(uint32_t pkt, SimTime leaves);
-    void push_late(uint32_t pkt, SimTime arrival);
-    void push(uint32_t pkt, SimTime arrival);
+    void send_impaired(Arrival a);
+    void push_late(const Arrival& a);
+    void push(Arrival a);
     static bool later(const Arrival& a, const Arrival& b) { return a.t > b.t; }
     static constexpr int kMaxRunAhead = 64;
     // What every packet reads first, together.
@@ -138,8 +142,8 @@ public:
     // Start every packet whose turn on the wire comes by t (inclusive), and take the PFC
     // pauses and resumes that arrive by then, all in time order.
     [[gnu::visibility("hidden")]] void advance(SimTime t);
-    // Packet pkt (p) arrives at t (the queue advanced to t): onto the wire at once, or queued.
-    [[gnu::visibility("hidden")]] void enqueue(uint32_t pkt, FabricPacket& p, SimTime t, uint32_t bytes);
+    // a arrives at a.t (the queue advanced to it): onto the wire at once, or queued.
+    [[gnu::visibility("hidden")]] void enqueue(Arrival& a);
     // When advance() has something to do next (kNever: nothing).
     SimTime next_work() const;
     // A PFC pause (on) or resume from the switch downstream, arriving at t.
@@ -163,7 +167,7 @@ public:
 private:
     bool waiting() const { return !q_[1].empty() || (!q_[0].empty() && !paused_); }
     void start_next(SimTime now);
-    void transmit(uint32_t pkt, FabricPacket& p, SimTime now, uint32_t bytes);
+    void transmit(Arrival& a, SimTime now);
     bool red_marks(uint64_t queued);
     SimSwitch& sw_;
     uint16_t port_;
@@ -181,7 +185,7 @@ private:
     uint32_t log_id_ = 0;
     Rng rng_;  // RED's draws: per port, so a port's marks do not depend on the others' order
     PacketPool& packets_;
-    FifoRing<uint32_t> q_[2];  // [0] data, [1] control: packet indices
+    FifoRing<Arrival> q_[2];  // [0] data, [1] control
     struct PfcFrame {
         SimTime t;
         bool on;
@@ -230,13 +234,13 @@ public:
     // When this switch has something to do next (kNever: nothing).
     SimTime next_work() const;
     // The port a packet takes (ECMP: by its flow hash).
-    uint16_t route(const FabricPacket& p) const;
+    uint16_t route(const Arrival& a) const;
     // Multicast: the ports of this switch on the group's tree (set by SimNetwork); a switch
     // off every tree sends the group's packets up towards the root.
     void set_mcast_ports(uint32_t group_ip, std::vector<uint16_t> ports);
     void set_up_port(int port) { up_port_ = port; }
-    // An egress started sending p at `now`: its buffer is free again.
-    void release(const FabricPacket& p, uint32_t bytes, SimTime now);
+    // An egress started sending a at `now`: its buffer is free again.
+    void release(const Arrival& a, SimTime now);
     SimNetwork& net() { return net_; }
     void reseed(uint64_t seed);
     // PFC: what port `port`'s ingress pauses, a host's port (an event) or a switch's egress.
@@ -256,8 +260,8 @@ private:
     void order(uint32_t* v, size_t n) const;
     void group_by_port();
     static constexpr uint16_t kNoPort = UINT16_MAX;
-    void forward(uint32_t pkt, Egress& e, SimTime now);
-    void drop(Egress& e, uint32_t pkt, SimTime now);
+    void forward(Arrival& a, Egress& e);
+    void drop(Egress& e, const Arrival& a);
     void sweep_by_port(SimTime end);
     void sweep_in_order(SimTime end);
     void advance_all(SimTime t);
