@@ -1,12 +1,12 @@
 // The switches' windows (network.hpp): conservative lookahead, as in parallel discrete-event
-// simulation (Chandy and Misra 1979; Lubachevsky's bounded lag), used here on one core to take
-// the hops out of the event scheduler.
+// simulation (Chandy and Misra 1979; in synchronous windows, as Nicol 1993), used here on one
+// core to take the hops out of the event scheduler.
 //
 // Every switch-bound pipe and every PFC frame between switches takes at least L (the shortest
 // link delay plus hop latency). So when the scheduler reaches T, everything that arrives at a
-// switch before T + L is already in its pipes, and nothing a switch does in [T, T + L) reaches
-// another switch before T + L: each switch runs its share of the window alone, in time order,
-// and the window costs one scheduler event for all of them.
+// switch before T + L has already been handed to it, and nothing a switch does in [T, T + L)
+// reaches another switch before T + L: each switch runs its share of the window alone, in time
+// order, and the window costs one scheduler event for all of them.
 #include <sdr/emu/network.hpp>
 
 #include <sdr/emu/capture_notes.hpp>
