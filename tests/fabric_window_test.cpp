@@ -96,14 +96,23 @@ TEST(Windows, NarrowerWindowsChangeNothing)
 // is due in it.
 TEST(Windows, LinksWithoutDelayStillDeliverEveryByte)
 {
-    SimHosts h(params(std::string(kLeafSpine) + ",delay_us=0,latency_ns=0", true));
-    EXPECT_EQ(h.net().lookahead_ps(), 0u);
-    size_t a = h.connect(0, 3), b = h.connect(1, 2);
-    h.post(a, 1 << 20);
-    h.post(b, 1 << 20);
-    h.run();
-    EXPECT_TRUE(h.arrived(0));
-    EXPECT_TRUE(h.arrived(1));
-    h.finish();
-    EXPECT_EQ(h.net().hops(), 4 * h.net().delivered());
+    {
+        SimHosts h(params(std::string(kLeafSpine) + ",delay_us=0,latency_ns=0", true));
+        EXPECT_EQ(h.net().lookahead_ps(), 0u);
+        size_t a = h.connect(0, 3), b = h.connect(1, 2);
+        h.post(a, 1 << 20);
+        h.post(b, 1 << 20);
+        h.run();
+        EXPECT_TRUE(h.arrived(0));
+        EXPECT_TRUE(h.arrived(1));
+        h.finish();
+        EXPECT_EQ(h.net().hops(), 4 * h.net().delivered());
+    }  // one SimHosts at a time: each makes the process's fabric
+    // PFC without delay: pause frames reach the upstream port in the same instant.
+    Outcome o = incast(std::string(kLeafSpine) + ",delay_us=0,latency_ns=0,ecn=0,pfc=1,buffer=per_port,buffer_bytes=200000", 0);
+    uint64_t dropped = 0, pauses = 0;
+    for (const auto& p : o.ports) dropped += std::get<1>(p), pauses += std::get<5>(p);
+    EXPECT_GT(pauses, 0u);
+    EXPECT_EQ(dropped, 0u);
+    EXPECT_EQ(o.complete, std::vector<bool>(3, true));
 }
