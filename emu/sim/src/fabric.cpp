@@ -222,14 +222,14 @@ private:
 
 SimLink::SimLink(SimFabric& fabric, Nic& dst, uint32_t src_index, const LinkParams& p,
                  uint64_t seed)
-    : fabric_(fabric), dst_(dst), src_index_(src_index), src_addr_(SimFabric::address_of(src_index)),
-      prop_ps_(static_cast<SimTime>(std::llround(p.rtt_ms * 1e9 / 2.0))),
-      imp_([&] {
+    : fabric_(fabric), dst_(dst), prop_ps_(static_cast<SimTime>(std::llround(p.rtt_ms * 1e9 / 2.0))),
+      max_run_ahead_(fabric.params_.per_packet_events ? 1 : kMaxRunAhead), src_index_(src_index),
+      src_addr_(SimFabric::address_of(src_index)), imp_([&] {
           ImpairmentParams ip = p.impairment;
           ip.seed = seed;
           return ip;
       }()),
-      max_run_ahead_(fabric.params_.per_packet_events ? 1 : kMaxRunAhead)
+      plain_(imp_.none())
 {
 }
 
@@ -242,7 +242,7 @@ void SimLink::push_late(const InFlight& f)
 
 void SimLink::send(SimTime leaves, const PacketMeta& m, uint8_t* frame, uint32_t frame_len)
 {
-    if (imp_.none()) return push_fifo(leaves + prop_ps_, m, frame, frame_len, 0);
+    if (plain_) return push_fifo(leaves + prop_ps_, m, frame, frame_len, 0);
     send_impaired(leaves, m, frame, frame_len);
 }
 

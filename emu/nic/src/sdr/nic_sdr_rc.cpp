@@ -107,7 +107,7 @@ bool Nic::sdr_rc_tx_next(TxPacket* out)
         out->remote_mac = q.remote_mac;
         out->payload = reinterpret_cast<const uint8_t*>(w.local_addr);
         q.in_port++;
-        q.counters.tx_retransmits++;
+        q.tx_retransmits++;
         return true;
     }
     return false;
@@ -148,10 +148,10 @@ void Nic::sdr_rc_receive(TransportQp& q, uint32_t h, const PacketMeta& m, const 
 void Nic::sdr_rc_ack(const PacketMeta& m, uint32_t aeth, const NicAddress& src)
 {
     const uint32_t h = NicIds::qpn_index(m.dest_qp);
-    if (m.dest_qp & NicIds::kCtrlQpnBit || h >= qps_.size() || qps_[h].qpn != m.dest_qp || !qps_[h].live)
+    if (m.dest_qp & NicIds::kCtrlQpnBit || h >= qps_.size() || qps_[h].rx.qpn != m.dest_qp || !qps_[h].live)
         return drop(RxDrop::UnknownQp, nullptr);
     TransportQp& q = qps_[h];
-    if ((m.udp_src_port | q.port_mask) != q.peer_port || src.ip != q.remote_ip || src.mac != q.remote_mac)
+    if ((m.udp_src_port | q.rx.port_mask) != q.rx.peer_port || src.ip != q.remote_ip || src.mac != q.remote_mac)
         return drop(RxDrop::WrongPeer, &q);
     if (!q.rc) return drop(RxDrop::WrongOpcode, &q);
     const uint32_t outstanding = psn::diff(q.psn, q.una), syndrome = aeth >> 24;

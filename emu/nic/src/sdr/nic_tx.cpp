@@ -96,8 +96,8 @@ void Nic::tx_done(const TxPacket* batch, size_t n)
             q.in_port--;
             port_.tx_frames++;
             port_.tx_bytes += wire::frame_bytes_write_imm(p->meta.dma_len);
-            q.counters.tx_packets++;
-            q.counters.tx_bytes += p->meta.dma_len;
+            q.tx_packets++;
+            q.tx_bytes += p->meta.dma_len;
             continue;
         }
         q.sq_used--;
@@ -107,8 +107,8 @@ void Nic::tx_done(const TxPacket* batch, size_t n)
         } else {
             port_.tx_frames++;
             port_.tx_bytes += wire::frame_bytes_write_imm(p->meta.dma_len);
-            q.counters.tx_packets++;
-            q.counters.tx_bytes += p->meta.dma_len;
+            q.tx_packets++;
+            q.tx_bytes += p->meta.dma_len;
         }
         if (p->signaled || q.sq_blocked) complete_send(q, p->cookie, p->signaled, p->local_error);  // else it has nothing to do
     }

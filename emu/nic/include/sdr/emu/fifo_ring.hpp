@@ -48,15 +48,14 @@ public:
     }
 
 private:
+    // On cache-line boundaries: a link's 64-byte packets then take one line each, not two.
+    static constexpr std::align_val_t kAlign{alignof(T) > 64 ? alignof(T) : 64};
     struct Free {
-        void operator()(T* p) const { ::operator delete[](p, std::align_val_t{alignof(T)}); }
+        void operator()(T* p) const { ::operator delete[](p, kAlign); }
     };
     using Buffer = std::unique_ptr<T[], Free>;
     // T is an implicit-lifetime type: the allocation itself creates its objects (C++20).
-    static Buffer allocate(size_t n)
-    {
-        return Buffer(static_cast<T*>(::operator new[](n * sizeof(T), std::align_val_t{alignof(T)})));
-    }
+    static Buffer allocate(size_t n) { return Buffer(static_cast<T*>(::operator new[](n * sizeof(T), kAlign))); }
     [[gnu::noinline, gnu::cold]] void grow()
     {
         size_t cap = mask_ + 1, first = cap - head_;  // items from head_ to the end, then from 0
