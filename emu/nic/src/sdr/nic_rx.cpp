@@ -133,7 +133,7 @@ bool Nic::place(TransportQp& qp, const PacketMeta& m, const uint8_t* payload)
 
 void Nic::run_rx_cqe(uint32_t worker, const hal_cqe& cqe)
 {
-    hal_worker* w = rx_workers_[worker].get();
+    hal_worker* w = &rx_workers_[worker];
     counter_add(w->cqe_handler_calls, 1);
     fw_handle_cqe(fw_, w, &cqe);
 }

@@ -49,6 +49,7 @@ bool Nic::sdr_rc_tx_next(TxPacket* out)
     while (!rc_acks_.empty()) {
         const uint32_t h = rc_acks_.front();
         rc_acks_.pop_front();
+        rc_queued_--;
         TransportQp& q = qps_[h];
         q.ack_queued = false;
         if (!q.live) continue;
@@ -73,6 +74,7 @@ bool Nic::sdr_rc_tx_next(TxPacket* out)
         TransportQp& q = qps_[h];
         if (!q.live || q.rc_failed || psn::diff(q.resend, q.una) >= psn::diff(q.psn, q.una)) {
             rc_resends_.pop_front();
+            rc_queued_--;
             q.resend_queued = false;
             continue;
         }
@@ -81,6 +83,7 @@ bool Nic::sdr_rc_tx_next(TxPacket* out)
         const bool last = q.resend == q.psn;
         if (last) {
             rc_resends_.pop_front();
+            rc_queued_--;
             q.resend_queued = false;
         }
         const hal_tx_wqe& w = q.sent[psn & (kSqDepth - 1)];
@@ -119,6 +122,7 @@ void Nic::sdr_rc_queue_ack(TransportQp& q, uint32_t h, uint8_t nak_code)
     if (q.ack_queued) return;  // the queued one will say the latest
     q.ack_queued = true;
     rc_acks_.push_back(h);
+    rc_queued_++;
     exec_->tx_ready(*this);
 }
 
@@ -187,6 +191,7 @@ void Nic::sdr_rc_rewind(TransportQp& q, uint32_t h, uint32_t psn)
     if (!q.resend_queued) {
         q.resend_queued = true;
         rc_resends_.push_back(h);
+        rc_queued_++;
     }
     exec_->tx_ready(*this);
 }

@@ -45,7 +45,7 @@ bool Nic::tx_next(TxPacket* out)
     if (dcqcn_on_ && !cnps_.empty()) [[unlikely]]  // DCQCN's notifications: control traffic, next
         return cnp_tx_next(out);
     // RC transport QPs' ACKs, then their packets sent again (older PSNs before new ones).
-    if (!rc_acks_.empty() || !rc_resends_.empty()) [[unlikely]]
+    if (rc_queued_) [[unlikely]]
         if (sdr_rc_tx_next(out)) return true;
     // Only a NIC with verbs work pays for the turn: SDR alone tests one counter.
     if (engine_tx_ && (sq_ring_.empty() || (verbs_turn_ = !verbs_turn_)))

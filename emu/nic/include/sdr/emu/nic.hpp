@@ -124,10 +124,15 @@ public:
     // the verbs QPs' messages, one packet each in turn while both have work (nic_tx.cpp).
     bool tx_pending() const
     {
-        return !sq_ring_.empty() || ctrl_next_ != ctrl_head_ || engine_tx_ || !rc_acks_.empty() ||
-               !rc_resends_.empty() || !cnps_.empty();
+        return !sq_ring_.empty() || ctrl_next_ != ctrl_head_ || engine_tx_ || rc_queued_ || !cnps_.empty();
     }
     [[nodiscard]] bool tx_next(TxPacket* out);
+    // Start loading the send queue's next n WQEs into the cache: a port calls it before the work
+    // that precedes its tx_next calls (with many NICs each WQE is a cache miss).
+    void tx_prefetch_wqes(size_t n) const
+    {
+        for (size_t k = 0; k < n && k < sq_ring_.size(); k++) __builtin_prefetch(&sq_ring_.at(k));
+    }
     // The packets left the port (or failed locally), in the order tx_next gave them.
     void tx_done(const TxPacket* batch, size_t n);
     void tx_done(const TxPacket& p) { tx_done(&p, 1); }
@@ -363,24 +368,27 @@ private:
     {
         return q.spray ? sprayed_udp_src_port(q.conn_port, q.spray_n++) : q.conn_port;
     }
-    hal_worker* tx_worker(uint32_t qp_index) { return workers_[qp_index % workers_.size()].get(); }
+    hal_worker* tx_worker(uint32_t qp_index) { return &workers_[qp_index % workers_.size()]; }
 
-    // The members every packet reads first, on cache lines of their own (as NicCore's).
+    // The members every packet reads first, on cache lines of their own (as NicCore's): the
+    // receive path reads the first two lines, the send engine the first three.
     alignas(64) bool tx_prefetch_ = false;
     bool cqe_dispatch_ = false;
     bool verbs_turn_ = false;  // toggled per packet while both SDR and verbs have work
+    uint32_t rc_queued_ = 0;   // entries of rc_acks_ and rc_resends_: one word for the send engine to test
     std::vector<TransportQp> qps_;
     FifoRing<hal_tx_wqe> sq_ring_;  // every transport QP's WQEs, in posting order
-    uint64_t ctrl_head_ = 0, ctrl_next_ = 0, ctrl_done_ = 0;
+    fw_device* fw_ = nullptr;
     // One record per DPA worker and context (worker.hpp): workers_ for send completions,
     // doorbells and timers (under the executor's lock), rx_workers_ for the receive handler
     // (run_rx_cqe, on the worker's own thread when the executor has worker threads).
-    std::vector<std::unique_ptr<hal_worker>> rx_workers_;
+    std::vector<hal_worker> rx_workers_;
     std::vector<RootKey> root_keys_;
+    uint64_t ctrl_head_ = 0, ctrl_next_ = 0;
     std::vector<MemoryRegion> mrs_;
-    fw_device* fw_ = nullptr;
+    uint64_t ctrl_done_ = 0;
     std::deque<uint32_t> rc_acks_, rc_resends_;  // RC transport QPs with an ACK / packets to send again
-    std::vector<std::unique_ptr<hal_worker>> workers_;
+    std::vector<hal_worker> workers_;
     std::vector<CtrlQp> ctrl_qps_;
     std::vector<CtrlSend> ctrl_sq_;  // kCtrlSqDepth from the first control QP; entries live until tx_done
     uint64_t nic_mem_bytes_ = 0;

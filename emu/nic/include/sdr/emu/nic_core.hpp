@@ -56,7 +56,7 @@ wire::Headers roce_headers(const PacketMeta& m, const NicAddress& src, const Nic
 // The ones every packet adds to first, together (NicCore keeps them beside its other per-packet
 // fields): with many NICs each line a packet touches is a cache miss.
 struct PortCounters {
-    uint64_t rx_frames = 0, rx_bytes = 0, rx_placed_bytes = 0, rx_null_key = 0, rx_cqes = 0;
+    uint64_t rx_frames = 0, rx_bytes = 0, rx_placed_bytes = 0, rx_cqes = 0, rx_null_key = 0;
     uint64_t tx_frames = 0, tx_bytes = 0, tx_local_errors = 0;
     uint64_t rx_drops[static_cast<size_t>(RxDrop::Count)] = {};
     uint64_t rx_ctrl = 0, tx_ctrl = 0;  // control datagrams (also counted in rx/tx_frames)
