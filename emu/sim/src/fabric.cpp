@@ -225,9 +225,9 @@ private:
 
 SimLink::SimLink(SimFabric& fabric, Nic& dst, uint32_t src_index, const LinkParams& p,
                  uint64_t seed)
-    : fabric_(fabric), dst_(dst), max_run_ahead_(fabric.params_.per_packet_events ? 1 : kMaxRunAhead),
-      src_index_(src_index), prop_ps_(static_cast<SimTime>(std::llround(p.rtt_ms * 1e9 / 2.0))),
-      imp_([&] {
+    : fabric_(fabric), dst_(dst), prop_ps_(static_cast<SimTime>(std::llround(p.rtt_ms * 1e9 / 2.0))),
+      max_run_ahead_(fabric.params_.per_packet_events ? 1 : kMaxRunAhead), src_index_(src_index),
+      src_addr_(SimFabric::address_of(src_index)), imp_([&] {
           ImpairmentParams ip = p.impairment;
           ip.seed = seed;
           return ip;
@@ -346,7 +346,7 @@ void SimLink::deliver(const InFlight& f)
         dst_.rx_frame(f.frame, f.frame_len);
         fabric_.frame_free(f.frame);
     } else {
-        dst_.rx_packet(f.meta, nullptr, SimFabric::address_of(src_index_));
+        dst_.rx_packet(f.meta, nullptr, src_addr_);
     }
 }
 
@@ -490,6 +490,14 @@ SimFabric::~SimFabric()
     links_.clear();
     ports_.clear();
     nics_.clear();
+}
+
+NicAddress SimFabric::address_of(uint32_t index)
+{
+    NicAddress a;
+    a.mac = {0x02, 0x00, 0x00, 0x00, static_cast<uint8_t>(index >> 8), static_cast<uint8_t>(index + 1)};
+    a.ip = (10u << 24) | (index + 1);  // 10.0.0.(index+1); never leaves the process
+    return a;
 }
 
 Nic& SimFabric::nic(uint32_t index, uint32_t num_workers)

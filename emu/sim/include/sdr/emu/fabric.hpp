@@ -81,8 +81,8 @@ struct DropRecord {
 
 class SimFabric;
 
-// One direction between two NICs. On cache-line boundaries: its first line holds what a
-// delivery reads (see the members).
+// One direction between two NICs. On cache-line boundaries: its first lines hold what a
+// packet's send and delivery read (see the members).
 class alignas(64) SimLink final : public SimTarget {
 public:
     SimLink(SimFabric& fabric, Nic& dst, uint32_t src_index, const LinkParams& p, uint64_t seed);
@@ -115,20 +115,20 @@ private:
     static bool later(const InFlight& a, const InFlight& b) { return a.arrival > b.arrival; }
     static constexpr int kMaxRunAhead = 64;
 
-    // What a packet's delivery reads, on the object's first cache line, and what its send
-    // reads besides the ring, on the second: with many NICs each line a packet touches is a
-    // cache miss.
+    // What a packet's send reads, on the object's first cache line, and what its delivery
+    // reads besides, on the second: with many NICs each line a packet touches is a cache miss.
     SimFabric& fabric_;
     Nic& dst_;
     // Arrivals in order. It starts small and grows to the packets in flight: a ring cycles
     // through all its slots, and 1024 of them per link (64 KiB) put every packet on a cold line
     // and a page of its own to fault in, over 128 links.
     FifoRing<InFlight> fifo_{32};
-    uint64_t delivered_ = 0;
-    const int max_run_ahead_;  // kMaxRunAhead, or 1 with FabricParams::per_packet_events
-    uint32_t src_index_;       // its address is what the source NIC's frames carry
     SimTime prop_ps_;
     bool plain_ = false;  // imp_.none(), set once imp_ is built
+    alignas(64) uint64_t delivered_ = 0;
+    const int max_run_ahead_;  // kMaxRunAhead, or 1 with FabricParams::per_packet_events
+    uint32_t src_index_;
+    NicAddress src_addr_;  // what the source NIC's frames carry (payload-free packets have none)
     Impairment imp_;
     std::vector<InFlight> late_;  // reordered and duplicated packets (min-heap on arrival)
     uint64_t dropped_ = 0, dropped_burst_ = 0, duplicated_ = 0, reordered_ = 0, ce_marked_ = 0;
@@ -146,14 +146,7 @@ public:
     Nic& nic(uint32_t index, uint32_t num_workers);
     Nic* find_nic(uint32_t index);
     Nic* nic_by_ip(uint32_t ip);
-    // Inline: a payload-free delivery makes its source's address per packet.
-    static NicAddress address_of(uint32_t index)
-    {
-        NicAddress a;
-        a.mac = {0x02, 0x00, 0x00, 0x00, static_cast<uint8_t>(index >> 8), static_cast<uint8_t>(index + 1)};
-        a.ip = (10u << 24) | (index + 1);  // 10.0.0.(index+1); never leaves the process
-        return a;
-    }
+    static NicAddress address_of(uint32_t index);
     // How many NICs (hosts) the fabric can hold: a topology's hosts, else 256.
     uint32_t host_limit() const { return net_ ? net_->topology().hosts : 256; }
     // The network of switches, if params().topology is set.
