@@ -81,8 +81,9 @@ struct DropRecord {
 
 class SimFabric;
 
-// One direction between two NICs.
-class SimLink final : public SimTarget {
+// One direction between two NICs. On cache-line boundaries: its first lines hold what a
+// packet's send and delivery read (see the members).
+class alignas(64) SimLink final : public SimTarget {
 public:
     SimLink(SimFabric& fabric, Nic& dst, uint32_t src_index, const LinkParams& p, uint64_t seed);
     // The per-packet steps are hidden (called only inside libsdr, never interposed), so the
@@ -105,6 +106,7 @@ private:
         uint32_t frame_len;
         uint8_t note;  // capture_note bits: what the link did (delayed, duplicated, the copy)
     };
+    static_assert(sizeof(InFlight) == 64, "a packet in flight takes one cache line");
     [[gnu::visibility("hidden")]] void deliver(const InFlight& f);
     void tap_deliver(const InFlight& f);  // deliver with the pcap tap on
     void push_late(const InFlight& f);
@@ -113,16 +115,23 @@ private:
     static bool later(const InFlight& a, const InFlight& b) { return a.arrival > b.arrival; }
     static constexpr int kMaxRunAhead = 64;
 
+    // What a packet's send reads, on the object's first cache line, and what its delivery
+    // reads besides, on the second: with many NICs each line a packet touches is a cache miss.
     SimFabric& fabric_;
     Nic& dst_;
+    // Arrivals in order. It starts small and grows to the packets in flight: a ring cycles
+    // through all its slots, and 1024 of them per link (64 KiB) put every packet on a cold line
+    // and a page of its own to fault in, over 128 links.
+    FifoRing<InFlight> fifo_{32};
+    SimTime prop_ps_;
+    bool plain_ = false;  // imp_.none(), set once imp_ is built
+    alignas(64) uint64_t delivered_ = 0;
+    const int max_run_ahead_;  // kMaxRunAhead, or 1 with FabricParams::per_packet_events
     uint32_t src_index_;
     NicAddress src_addr_;  // what the source NIC's frames carry (payload-free packets have none)
-    SimTime prop_ps_;
     Impairment imp_;
-    FifoRing<InFlight> fifo_;  // arrivals in order
     std::vector<InFlight> late_;  // reordered and duplicated packets (min-heap on arrival)
-    uint64_t delivered_ = 0, dropped_ = 0, dropped_burst_ = 0, duplicated_ = 0, reordered_ = 0, ce_marked_ = 0;
-    const int max_run_ahead_;  // kMaxRunAhead, or 1 with FabricParams::per_packet_events
+    uint64_t dropped_ = 0, dropped_burst_ = 0, duplicated_ = 0, reordered_ = 0, ce_marked_ = 0;
 };
 
 class SimFabric final : public NicExecutor {
