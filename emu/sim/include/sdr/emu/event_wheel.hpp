@@ -25,9 +25,9 @@ struct SimEvent {
 
 class EventWheel {
 public:
-    // 16384 buckets of 256 ps: a window of 4.2 us from the clock's bucket. Narrow buckets keep
-    // about one event each in a 128-host fat tree at 100 Gbit/s (~3.5 events per ns), so a
-    // sorted insert rarely walks; the summary bitmap keeps a sparse wheel's search short.
+    // 16384 buckets of 256 ps: a window of 4.2 us from the clock's bucket. Narrow buckets hold
+    // a time or two each in a 128-host fat tree at 100 Gbit/s (~3.5 events per ns), so an
+    // insert rarely walks; the summary bitmap keeps a sparse wheel's search short.
     static constexpr unsigned kWidthBits = 8;
     static constexpr size_t kBuckets = size_t{1} << 14;
 

@@ -2,8 +2,8 @@
 // Events are (time, sequence, target, argument); equal times run in scheduling order, so a
 // run is a pure function of its inputs and seed. Packet streams do not each own an event:
 // a link holds its packets in a FIFO and keeps one event for its head (see SimLink).
-// Events due within a few microseconds go to a timing wheel (event_wheel.hpp), the rest to a
-// heap; a step runs the earlier of the two fronts.
+// Once dozens are pending, events due within a few microseconds go to a timing wheel
+// (event_wheel.hpp), the rest to a heap; a step runs the earlier of the two fronts.
 #pragma once
 
 #include <sdr/emu/event_wheel.hpp>
@@ -37,7 +37,7 @@ public:
     uint64_t run(uint64_t max_events);
     // Move the clock to t and count it as an event, if no pending event comes before t
     // (strictly: equal times keep their scheduling order). Lets a target that owns a stream of
-    // timed items handle the next one without a round trip through the heap — exact, since
+    // timed items handle the next one without a round trip through the scheduler — exact, since
     // nothing else could have run in between.
     bool run_ahead_to(SimTime t)
     {
@@ -79,12 +79,12 @@ private:
     }
     // Near events go to the wheel from kWheelOn pending until fewer than kWheelOff are.
     static constexpr size_t kWheelOn = 32, kWheelOff = 8;
-    void sift_down(size_t hole, const SimEvent& e);  // e goes into the hole, or below it
+    void sift_down(size_t i, const SimEvent& e);  // e goes into the hole at i, or below it
     void retire_fired();  // the fired event scheduled nothing: its root goes
     EventWheel near_;
     std::vector<SimEvent> heap_;
     bool firing_ = false;  // heap_[0] is the event being fired, already run
-    bool wheel_on_ = false;
+    bool wheel_on_ = false;  // near events go to near_
     SimTime now_ = 0;
     uint64_t seq_ = 0;
     uint64_t events_ = 0;
