@@ -99,6 +99,25 @@ TEST(Simulator, ManyTurnsOfTheWheel)
     EXPECT_GT(sim.now(), 100 * kWindow);
 }
 
+TEST(Simulator, NextEventAlmostATurnAhead)
+{
+    // The wheel's search for the next event goes round past its last word to the clock's own
+    // bitmap word, below the clock's bucket.
+    Simulator sim;
+    Checker c(sim);
+    c.fanout = 0;
+    for (int i = 0; i < 32; i++) c.at(1'000'000'000 + i, c.seq);  // far: the heap; now the wheel is on
+    const SimTime t0 = SimTime{1000} << EventWheel::kWidthBits;     // bucket 1000 of bitmap word 15
+    sim.run_until(t0);
+    c.at(t0 + 100, c.seq);
+    c.at(t0 + kWindow - 512, c.seq);  // bucket 998: the same word, below the clock's bucket
+    c.at(t0 + kWindow - 300, c.seq);
+    while (sim.step()) {
+    }
+    EXPECT_EQ(c.ran, 35u);
+    EXPECT_TRUE(c.model.empty());
+}
+
 TEST(Simulator, PastTimesRunNowAfterWhatIsDueNow)
 {
     Simulator sim;
