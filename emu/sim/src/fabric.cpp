@@ -493,14 +493,6 @@ SimFabric::~SimFabric()
     nics_.clear();
 }
 
-NicAddress SimFabric::address_of(uint32_t index)
-{
-    NicAddress a;
-    a.mac = {0x02, 0x00, 0x00, 0x00, static_cast<uint8_t>(index >> 8), static_cast<uint8_t>(index + 1)};
-    a.ip = (10u << 24) | (index + 1);  // 10.0.0.(index+1); never leaves the process
-    return a;
-}
-
 Nic& SimFabric::nic(uint32_t index, uint32_t num_workers)
 {
     if (index >= nics_.size()) {

@@ -50,42 +50,49 @@ SimTime Pipe::max_extra_ps() const
     return (i.reorder > 0 ? i.reorder_max_ps : 0) + (i.duplicate > 0 ? kPsPerNs : 0);
 }
 
-void Pipe::send(Arrival a)
+void Pipe::send(const Arrival& a, SimTime leaves)
 {
-    if (!clean_) return send_impaired(a);
-    a.t += delay_ps_;
-    push(a);
+    if (!clean_) return send_impaired(a, leaves);
+    push(a, leaves + delay_ps_);
 }
 
-// In arrival order: into a switch, the packet is the switch's at once, stamped with its arrival
-// (no event); into a NIC, it joins the FIFO whose head has an event.
-void Pipe::push(Arrival a)
+// Into a switch, the packet is the switch's at once, stamped with its arrival (no event); into
+// a NIC, it joins the FIFO whose head has an event, or, if it overtakes the FIFO's last
+// (reordered), waits with an event of its own.
+void Pipe::push(const Arrival& a, SimTime arrival)
 {
     if (sw_) {
         delivered_++;
-        a.in_port = sw_port_;
-        sw_->arrive(a);
-        return net_.wake(*sw_, a.t);
+        sw_->arrive(a, arrival, sw_port_);
+        return net_.wake(*sw_, arrival);
     }
-    fifo_.push_slot() = a;
-    if (fifo_.size() == 1) net_.sim().at(a.t, this, 0);
+    if (!fifo_.empty() && arrival < fifo_.at(fifo_.size() - 1).t) [[unlikely]] {  // overtakes (reordered)
+        Arrival& d = late_.emplace_back(a);
+        d.t = arrival;
+        std::push_heap(late_.begin(), late_.end(), later);
+        net_.sim().at(arrival, this, 1);
+        return;
+    }
+    Arrival& d = fifo_.push_slot();
+    d = a;
+    d.t = arrival;
+    if (fifo_.size() == 1) net_.sim().at(arrival, this, 0);
 }
 
-void Pipe::send_impaired(Arrival a)
+void Pipe::send_impaired(const Arrival& a, SimTime leaves)
 {
     ImpairmentVerdict v = imp_.decide();
     if (v.drop) {
         dropped_++;
-        net_.drop(a.pkt, a.t + delay_ps_, v.burst ? capture_note::kBurstDrop : capture_note::kLossDrop);
+        net_.drop(a.pkt, leaves + delay_ps_, v.burst ? capture_note::kBurstDrop : capture_note::kLossDrop);
         return;
     }
-    a.t += delay_ps_ + v.extra_delay_ps;
+    const SimTime arrival = leaves + delay_ps_ + v.extra_delay_ps;
     PacketPool& pool = net_.pool();
     if (v.extra_delay_ps) pool[a.pkt].note |= capture_note::kBitDelayed;
     if (v.duplicate) {
         Arrival d = a;
         d.pkt = pool.take();
-        d.t += kPsPerNs;
         FabricPacket& f = pool[a.pkt];
         FabricPacket& c = pool[d.pkt];
         f.note |= capture_note::kBitDuplicated;
@@ -95,20 +102,9 @@ void Pipe::send_impaired(Arrival a)
             c.frame = net_.fabric().frame_alloc();
             std::memcpy(c.frame, f.frame, f.frame_len);
         }
-        push_late(d);
+        push(d, arrival + kPsPerNs);
     }
-    if (v.extra_delay_ps) return push_late(a);
-    push(a);
-}
-
-// Reordered and duplicated packets: a switch orders its arrivals itself; a NIC gets them by an
-// event of their own.
-void Pipe::push_late(const Arrival& a)
-{
-    if (sw_) return push(a);
-    late_.push_back(a);
-    std::push_heap(late_.begin(), late_.end(), later);
-    net_.sim().at(a.t, this, 1);
+    push(a, arrival);
 }
 
 void Pipe::fire(SimTime now, uint64_t arg)
@@ -247,8 +243,7 @@ void Egress::transmit(Arrival& a, SimTime now)
     const uint64_t t = frac_ + a.bytes * ps_per_byte_fp_;
     frac_ = t & ((1u << kFracBits) - 1);
     wire_free_ = now + (t >> kFracBits);
-    a.t = wire_free_;
-    pipe_->send(a);
+    pipe_->send(a, wire_free_);
 }
 
 // ---- switches -----------------------------------------------------------------------------

@@ -288,7 +288,7 @@ void SimNetwork::inject(uint32_t host, SimTime leaves, const PacketMeta& m, uint
     p.src = host;
     p.dst = a.dst;
     p.note = 0;
-    uplinks_[host]->send(a);
+    uplinks_[host]->send(a, leaves);
 }
 
 void SimNetwork::deliver_host(uint32_t host, const Arrival& a)

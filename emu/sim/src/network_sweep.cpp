@@ -48,16 +48,17 @@ void SimSwitch::take_due(SimTime end)
 // Arrivals in time order; at equal times by the port they came in by, then in the order their
 // pipe delivered them (the order they were taken, for one port). That order is the packets' own,
 // not the windows': the same however wide the windows are, and whichever way a switch runs one.
-bool SimSwitch::before(uint32_t a, uint32_t b) const
-{
-    const Arrival &x = sc_.arrivals[a], &y = sc_.arrivals[b];
-    if (x.t != y.t) return x.t < y.t;
-    return x.in_port != y.in_port ? x.in_port < y.in_port : a < b;
-}
-
-// Insertion sort: a port's arrivals come in a few runs already in order (one per upstream).
+// A port's arrivals come in a few runs already in order (one per upstream): insertion sort,
+// unless there are many.
 void SimSwitch::order(uint32_t* v, size_t n) const
 {
+    const Arrival* arr = sc_.arrivals.data();
+    auto before = [arr](uint32_t a, uint32_t b) {
+        const Arrival &x = arr[a], &y = arr[b];
+        if (x.t != y.t) return x.t < y.t;
+        return x.in_port != y.in_port ? x.in_port < y.in_port : a < b;
+    };
+    if (n > kSortFrom) return std::sort(v, v + n, before);
     for (size_t i = 1; i < n; i++) {
         if (before(v[i - 1], v[i])) continue;
         const uint32_t x = v[i];
@@ -185,7 +186,7 @@ void SimSwitch::sweep_by_port(SimTime end)
 // by what each ingress holds), so the whole switch takes every step in time order.
 void SimSwitch::sweep_in_order(SimTime end)
 {
-    std::sort(sc_.grouped.begin(), sc_.grouped.end(), [&](uint32_t a, uint32_t b) { return before(a, b); });
+    order(sc_.grouped.data(), sc_.grouped.size());
     for (uint32_t i : sc_.grouped) {
         Arrival& a = sc_.arrivals[i];
         advance_all(a.t);

@@ -146,7 +146,15 @@ public:
     Nic& nic(uint32_t index, uint32_t num_workers);
     Nic* find_nic(uint32_t index);
     Nic* nic_by_ip(uint32_t ip);
-    static NicAddress address_of(uint32_t index);
+    // NIC i's addresses: 10.0.0.(i+1), never leaving the process (inline: every payload-free
+    // packet's receipt names its sender by them).
+    static NicAddress address_of(uint32_t index)
+    {
+        NicAddress a;
+        a.mac = {0x02, 0x00, 0x00, 0x00, static_cast<uint8_t>(index >> 8), static_cast<uint8_t>(index + 1)};
+        a.ip = (10u << 24) | (index + 1);
+        return a;
+    }
     // How many NICs (hosts) the fabric can hold: a topology's hosts, else 256.
     uint32_t host_limit() const { return net_ ? net_->topology().hosts : 256; }
     // The network of switches, if params().topology is set.

@@ -102,8 +102,9 @@ public:
     Pipe(SimNetwork& net, SimTime delay_ps, const ImpairmentParams& imp, uint64_t seed);
     void to_switch(SimSwitch* s, uint16_t port) { sw_ = s, sw_port_ = port; }
     void to_host(uint32_t host) { host_ = host; }
-    // a's last bit left the wire at a.t.
-    [[gnu::visibility("hidden")]] void send(Arrival a);
+    // a's last bit left the wire at `leaves` (a.t is the past hop's: the copy takes the new
+    // times field by field, never a struct just written narrower, which the CPU cannot forward).
+    [[gnu::visibility("hidden")]] void send(const Arrival& a, SimTime leaves);
     void fire(SimTime now, uint64_t arg) override;
     void reseed(uint64_t seed) { imp_.reseed(seed); }
     SimTime delay_ps() const { return delay_ps_; }
@@ -112,9 +113,8 @@ public:
     uint64_t dropped() const { return dropped_; }
 private:
     void deliver(const Arrival& a);
-    void send_impaired(Arrival a);
-    void push_late(const Arrival& a);
-    void push(Arrival a);
+    void send_impaired(const Arrival& a, SimTime leaves);
+    void push(const Arrival& a, SimTime arrival);
     static bool later(const Arrival& a, const Arrival& b) { return a.t > b.t; }
     static constexpr int kMaxRunAhead = 64;
     // What every packet reads first, together.
@@ -127,7 +127,7 @@ private:
     bool clean_;  // no impairments
     FifoRing<Arrival> fifo_;  // into a NIC
     Impairment imp_;
-    std::vector<Arrival> late_;  // into a NIC: reordered and duplicated packets (min-heap on t)
+    std::vector<Arrival> late_;  // into a NIC: packets that overtook the FIFO (min-heap on t)
     uint64_t dropped_ = 0;
 };
 
@@ -214,11 +214,13 @@ public:
     Egress& port(size_t i) { return *ports_[i]; }
     const Egress& port(size_t i) const { return *ports_[i]; }
     uint32_t peer(size_t i) const { return peers_[i]; }
-    // A pipe hands over a packet; its window takes it.
-    void arrive(const Arrival& a)
+    // A pipe hands over a packet arriving at t by port `port`; its window takes it.
+    void arrive(const Arrival& a, SimTime t, uint16_t port)
     {
-        if (a.t < incoming_at_) incoming_at_ = a.t;
-        incoming_.push_back(a);
+        if (t < incoming_at_) incoming_at_ = t;
+        Arrival& d = incoming_.emplace_back(a);
+        d.t = t;
+        d.in_port = port;
     }
     // Port i's queue has something for advance() (Egress::listed keeps it once).
     void list_busy(uint16_t i)
@@ -256,8 +258,8 @@ private:
     // Every arrival of the window fits whatever the order (see sweep).
     bool all_admitted() const;
     void route_arrival(uint32_t i);
-    bool before(uint32_t a, uint32_t b) const;
     void order(uint32_t* v, size_t n) const;
+    static constexpr size_t kSortFrom = 64;  // longer runs of arrivals: std::sort
     void group_by_port();
     static constexpr uint16_t kNoPort = UINT16_MAX;
     void forward(Arrival& a, Egress& e);
