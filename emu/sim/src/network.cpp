@@ -142,8 +142,9 @@ void Pipe::deliver(const Arrival& a)
 // ---- egress queues ------------------------------------------------------------------------
 
 Egress::Egress(SimSwitch& sw, uint16_t port, double gbps, std::unique_ptr<Pipe> pipe, uint64_t red_seed)
-    : sw_(sw), port_(port), pipe_(std::move(pipe)), gbps_(gbps), ps_per_byte_fp_(ps_per_byte_fp(gbps)), rng_(red_seed),
-      packets_(sw.net().pool()), q_{FifoRing<Arrival>(8), FifoRing<Arrival>(4)}, pfc_(4)
+    : ps_per_byte_fp_(ps_per_byte_fp(gbps)), q_{FifoRing<Arrival>(8), FifoRing<Arrival>(4)}, port_(port),
+      pipe_(pipe.get()), packets_(sw.net().pool()), sw_(sw), own_pipe_(std::move(pipe)), gbps_(gbps), rng_(red_seed),
+      pfc_(4)
 {
     // HPCC's defaults: Kmin 100 KB and Kmax 400 KB per 25 Gbit/s (KB = 1000 bytes, as its MMU).
     const SwitchParams& p = sw.params();
@@ -160,7 +161,7 @@ SimTime Egress::next_work() const
 void Egress::pfc(SimTime t, bool on)
 {
     pfc_.push_slot() = PfcFrame{t, on};
-    if (!listed) sw_.list_busy(port_);
+    if (!listed_) sw_.list_busy(port_);
 }
 
 // At equal times a packet starts before a PFC frame is taken, and both before an arrival.
@@ -197,7 +198,7 @@ void Egress::enqueue(Arrival& a)
         return transmit(a, a.t);
     }
     q_[a.prio].push_slot() = a;
-    if (!listed) sw_.list_busy(port_);
+    if (!listed_) sw_.list_busy(port_);
     c_.bytes += a.bytes;
     c_.peak_bytes = std::max(c_.peak_bytes, c_.bytes);
     if (!a.prio) data_bytes_ += a.bytes;
@@ -249,8 +250,8 @@ void Egress::transmit(Arrival& a, SimTime now)
 // ---- switches -----------------------------------------------------------------------------
 
 SimSwitch::SimSwitch(SimNetwork& net, uint32_t node, const SwitchParams& p, uint64_t seed)
-    : net_(net), node_(node), p_(p), seed_(seed), salt_(static_cast<uint32_t>(seed >> 32)), sc_(net.scratch()),
-      packets_(net.pool())
+    : salt_(static_cast<uint32_t>(seed >> 32)), sc_(net.scratch()), packets_(net.pool()), p_(p), net_(net), node_(node),
+      seed_(seed)
 {
 }
 

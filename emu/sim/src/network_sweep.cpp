@@ -159,7 +159,7 @@ void SimSwitch::advance_busy(SimTime t)
     for (size_t k = 0; k < busy_.size(); k++) {
         Egress& e = *ports_[busy_[k]];
         e.advance(t);
-        if (e.next_work() == kNever) e.listed = false;
+        if (e.next_work() == kNever) e.set_listed(false);
         else busy_[kept++] = busy_[k];
     }
     busy_.resize(kept);

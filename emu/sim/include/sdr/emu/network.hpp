@@ -87,8 +87,9 @@ static_assert(sizeof(Arrival) == 32, "two to a cache line");
 
 // Per egress queue (one per switch port, both classes together).
 struct QueueCounters {
-    uint64_t enqueued = 0, dropped = 0, marked = 0;
+    uint64_t enqueued = 0;
     uint64_t bytes = 0, peak_bytes = 0;  // queued now, and the most ever
+    uint64_t dropped = 0, marked = 0;
     SimTime paused_ps = 0;               // time the downstream node held it paused (PFC)
     uint64_t pauses_sent = 0;            // PFC pause frames this port's ingress sent upstream
 };
@@ -135,7 +136,7 @@ private:
 // admission by the switch, RED/ECN marking at dequeue, pausable by PFC. It lives in its
 // switch's windows: advance(t) starts every packet due by t, and what arrives is taken in
 // time order after that.
-class Egress {
+class alignas(64) Egress {
 public:
     static constexpr uint64_t kWireFree = 0, kPause = 1, kResume = 2;  // a host port's fire() arguments
     Egress(SimSwitch& sw, uint16_t port, double gbps, std::unique_ptr<Pipe> pipe, uint64_t red_seed);
@@ -162,36 +163,42 @@ public:
     uint32_t tapped() const { return tap_; }
     void reseed(uint64_t seed) { rng_ = Rng(seed); }
     SimSwitch& owner() { return sw_; }
-    bool listed = false;  // in its switch's busy ports
+    bool listed() const { return listed_; }  // in its switch's busy ports
+    void set_listed(bool on) { listed_ = on; }
 
 private:
     bool waiting() const { return !q_[1].empty() || (!q_[0].empty() && !paused_); }
     void start_next(SimTime now);
     void transmit(Arrival& a, SimTime now);
     bool red_marks(uint64_t queued);
-    SimSwitch& sw_;
-    uint16_t port_;
-    std::unique_ptr<Pipe> pipe_;
-    double gbps_;
-    uint64_t ps_per_byte_fp_;  // 16-bit fraction, as the NIC's port
-    uint64_t frac_ = 0;
+    // What a hop touches, on the first three cache lines: a window comes back to a port after
+    // the NICs' work has pushed it out of cache, and each line is a miss.
     SimTime wire_free_ = 0;
-    bool paused_ = false;  // PFC: the data class waits
-    SimTime paused_at_ = 0;
-    uint64_t kmin_, kmax_;
+    uint64_t frac_ = 0;
+    uint64_t ps_per_byte_fp_;  // 16-bit fraction, as the NIC's port
     uint64_t data_bytes_ = 0;
+    FifoRing<Arrival> q_[2];  // [0] data, [1] control
+    bool paused_ = false;     // PFC: the data class waits
+    bool listed_ = false;     // in its switch's busy ports
+    uint16_t port_;
+    Pipe* pipe_;
+    PacketPool& packets_;
+    uint64_t kmin_, kmax_;
+    SimSwitch& sw_;
+    QueueCounters c_;
+    SimTime paused_at_ = 0;
+    // The rest.
+    std::unique_ptr<Pipe> own_pipe_;
+    double gbps_;
     uint32_t tap_ = 0;
     QueueLog* log_ = nullptr;
     uint32_t log_id_ = 0;
     Rng rng_;  // RED's draws: per port, so a port's marks do not depend on the others' order
-    PacketPool& packets_;
-    FifoRing<Arrival> q_[2];  // [0] data, [1] control
     struct PfcFrame {
         SimTime t;
         bool on;
     };
     FifoRing<PfcFrame> pfc_;  // pauses and resumes on their way from downstream, in time order
-    QueueCounters c_;
 };
 
 // What a switch works with while it runs its share of a window. Switches run one at a time, so
@@ -225,7 +232,7 @@ public:
     // Port i's queue has something for advance() (Egress::listed keeps it once).
     void list_busy(uint16_t i)
     {
-        ports_[i]->listed = true;
+        ports_[i]->set_listed(true);
         busy_.push_back(i);
     }
     // Routes: the ports on shortest paths to each host (set up by SimNetwork).
@@ -269,25 +276,27 @@ private:
     void advance_all(SimTime t);
     void advance_busy(SimTime t);
     void take_due(SimTime end);
+    // What windows and hops touch, first and together (as Egress's).
+    std::vector<Arrival> incoming_;      // arrivals not yet taken, in the order pipes gave them
+    SimTime incoming_at_ = kNever;       // the earliest of them
+    std::vector<uint16_t> busy_;         // ports whose queue or PFC frames may need advance()
+    std::vector<std::unique_ptr<Egress>> ports_;
+    std::vector<uint32_t> route_;        // per host: first ECMP port index << 8 | count
+    std::vector<uint16_t> ecmp_ports_;
+    uint32_t salt_;                      // per switch, so hashing is not the same decision at every tier
+    uint64_t used_ = 0;                  // buffered bytes
+    uint64_t window_bytes_ = 0;          // the bytes of the window's arrivals
+    SweepScratch& sc_;                   // the network's, shared by all switches
+    PacketPool& packets_;
+    SwitchParams p_;
+    uint64_t pool_ = 0;                  // the whole buffer: shared, or every port's
+    // The rest.
     std::map<uint32_t, std::vector<uint16_t>> mcast_ports_;  // group -> ports on its tree
     int up_port_ = -1;  // towards the multicast root (-1: this is the root)
     SimNetwork& net_;
     uint32_t node_;
-    SwitchParams p_;
     uint64_t seed_;
-    uint32_t salt_;  // per switch, so hashing is not the same decision at every tier
-    std::vector<std::unique_ptr<Egress>> ports_;
-    std::vector<Arrival> incoming_;        // arrivals not yet taken, in the order pipes gave them
-    SimTime incoming_at_ = kNever;   // the earliest of them
-    std::vector<uint16_t> busy_;           // ports whose queue or PFC frames may need advance()
     std::vector<uint32_t> peers_;
-    std::vector<uint32_t> route_;        // per host: first ECMP port index << 8 | count
-    std::vector<uint16_t> ecmp_ports_;
-    uint64_t window_bytes_ = 0;          // the bytes of the window's arrivals
-    SweepScratch& sc_;                   // the network's, shared by all switches
-    PacketPool& packets_;
-    uint64_t used_ = 0;                  // buffered bytes
-    uint64_t pool_ = 0;                  // the whole buffer: shared, or every port's
     // PFC, per ingress port: bytes buffered that came in by it, the upstream egress or NIC port
     // to pause, the link's delay, and whether it is paused now.
     struct Ingress {
