@@ -301,11 +301,12 @@ private:
         bool ack_queued = false, nak_sent = false;
         uint8_t nak_code = 0;  // 1 + the NAK code the queued response carries, 0: an ACK
         uint32_t epsn = 0, msn = 0, unacked_rx = 0;
-        // DCQCN (nic_dcqcn.cpp): the sender's rate and the time its next packet may leave; the
-        // receiver's CNP limit.
+        // DCQCN (nic_dcqcn.cpp): the time the next packet may leave and the sender's rate, what
+        // every packet reads, on a line of their own (DcqcnRp's per-packet fields come first);
+        // the receiver's CNP limit.
+        alignas(64) uint64_t next_send_ns = 0;
         DcqcnRp rp;
         DcqcnNp np;
-        uint64_t next_send_ns = 0;
 
         void set_live(bool on) { live = rx.live = on; }
         QpCounters counters() const
