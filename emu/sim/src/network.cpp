@@ -271,6 +271,7 @@ uint16_t SimSwitch::add_port(double gbps, std::unique_ptr<Pipe> pipe, uint32_t p
                                               red_seed(seed_, ports_.size())));
     peers_.push_back(peer_node);
     ingress_.emplace_back();
+    incoming_.emplace_back(8);
     if (sc_.port_n.size() < ports_.size()) {
         sc_.port_n.resize(ports_.size(), 0);
         sc_.first.resize(ports_.size(), 0);

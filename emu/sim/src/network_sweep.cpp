@@ -17,6 +17,12 @@
 
 namespace sdr::emu {
 
+namespace {
+
+bool later_arrival(const Arrival& a, const Arrival& b) { return a.t > b.t; }
+
+}  // namespace
+
 SimTime SimSwitch::next_work() const
 {
     SimTime w = incoming_at_;
@@ -24,25 +30,36 @@ SimTime SimSwitch::next_work() const
     return w;
 }
 
-// The window's arrivals move to sc_.arrivals; later ones stay, in their order.
+// The window's arrivals move to sc_.arrivals, port by port; later ones stay. Each port's wait in
+// time order, so a window looks at little more than its own (a long haul holds thousands in
+// flight).
 void SimSwitch::take_due(SimTime end)
 {
     sc_.arrivals.clear();
     if (incoming_at_ >= end) return;
     SimTime later = kNever;
-    size_t kept = 0;
-    for (size_t i = 0; i < incoming_.size(); i++) {
-        const Arrival& a = incoming_[i];
-        if (a.t < end) {
-            sc_.arrivals.push_back(a);
-        } else {
-            later = std::min(later, a.t);
-            if (kept != i) incoming_[kept] = a;
-            kept++;
+    for (FifoRing<Arrival>& in : incoming_) {
+        while (!in.empty() && in.front().t < end) {
+            sc_.arrivals.push_back(in.front());
+            in.pop();
         }
+        if (!in.empty()) later = std::min(later, in.front().t);
     }
-    incoming_.resize(kept);
+    while (!overtaken_.empty() && overtaken_.front().t < end) {
+        std::pop_heap(overtaken_.begin(), overtaken_.end(), later_arrival);
+        sc_.arrivals.push_back(overtaken_.back());
+        overtaken_.pop_back();
+    }
+    if (!overtaken_.empty()) later = std::min(later, overtaken_.front().t);
     incoming_at_ = later;
+}
+
+void SimSwitch::overtake(const Arrival& a, SimTime t, uint16_t port)
+{
+    Arrival& d = overtaken_.emplace_back(a);
+    d.t = t;
+    d.in_port = port;
+    std::push_heap(overtaken_.begin(), overtaken_.end(), later_arrival);
 }
 
 // Arrivals in time order; at equal times by the port they came in by, then in the order their

@@ -221,11 +221,15 @@ public:
     Egress& port(size_t i) { return *ports_[i]; }
     const Egress& port(size_t i) const { return *ports_[i]; }
     uint32_t peer(size_t i) const { return peers_[i]; }
-    // A pipe hands over a packet arriving at t by port `port`; its window takes it.
+    // A pipe hands over a packet arriving at t by port `port`; its window takes it. A pipe
+    // delivers in order, but for reordered packets, which wait apart.
     void arrive(const Arrival& a, SimTime t, uint16_t port)
     {
         if (t < incoming_at_) incoming_at_ = t;
-        Arrival& d = incoming_.emplace_back(a);
+        FifoRing<Arrival>& in = incoming_[port];
+        if (!in.empty() && t < in.at(in.size() - 1).t) [[unlikely]] return overtake(a, t, port);
+        Arrival& d = in.push_slot();
+        d = a;
         d.t = t;
         d.in_port = port;
     }
@@ -276,8 +280,10 @@ private:
     void advance_all(SimTime t);
     void advance_busy(SimTime t);
     void take_due(SimTime end);
+    void overtake(const Arrival& a, SimTime t, uint16_t port);
+    std::vector<Arrival> overtaken_;  // reordered arrivals, each ahead of its port's last (min-heap on t)
     // What windows and hops touch, first and together (as Egress's).
-    std::vector<Arrival> incoming_;      // arrivals not yet taken, in the order pipes gave them
+    std::vector<FifoRing<Arrival>> incoming_;  // per port: arrivals not yet taken, in time order
     SimTime incoming_at_ = kNever;       // the earliest of them
     std::vector<uint16_t> busy_;         // ports whose queue or PFC frames may need advance()
     std::vector<std::unique_ptr<Egress>> ports_;
