@@ -157,8 +157,8 @@ TEST(NicHostile, EachBadFrameIsACountedDropAndWritesNothing)
     EXPECT_EQ(c.rx_placed_bytes, 1024u);
     // per-QP view: the frames that reached channel QP 0 (two unknown keys, two out-of-bounds,
     // wrong opcode) are its drops; the good one its only packet
-    const emu::QpCounters* q = r.w.nic(1).qp_counters(0);
-    ASSERT_NE(q, nullptr);
+    const std::optional<emu::QpCounters> q = r.w.nic(1).qp_counters(0);
+    ASSERT_TRUE(q.has_value());
     EXPECT_EQ(q->rx_drops, 5u);
     EXPECT_EQ(q->rx_packets, 1u);
     ASSERT_EQ(sdr_recv_complete(r.rh), SDR_SUCCESS);

@@ -35,13 +35,13 @@ uint32_t pick(uint32_t flow, uint32_t salt, uint32_t n)
 // ---- pipes --------------------------------------------------------------------------------
 
 Pipe::Pipe(SimNetwork& net, SimTime delay_ps, const ImpairmentParams& imp, uint64_t seed)
-    : net_(net), delay_ps_(delay_ps), imp_([&] {
+    : net_(net), delay_ps_(delay_ps), fifo_(8), imp_([&] {
           ImpairmentParams ip = imp;
           ip.seed = seed;
           return ip;
-      }()),
-      fifo_(8)
+      }())
 {
+    clean_ = imp_.none();
 }
 
 SimTime Pipe::max_extra_ps() const
@@ -50,47 +50,61 @@ SimTime Pipe::max_extra_ps() const
     return (i.reorder > 0 ? i.reorder_max_ps : 0) + (i.duplicate > 0 ? kPsPerNs : 0);
 }
 
-void Pipe::send(const FabricPacket& p)
+void Pipe::send(const Arrival& a, SimTime leaves)
 {
-    if (!imp_.none()) return send_impaired(p);
-    FabricPacket& f = fifo_.push_slot();
-    f = p;
-    f.t += delay_ps_;
-    if (fifo_.size() == 1) net_.sim().at(f.t, this, 0);
+    if (!clean_) return send_impaired(a, leaves);
+    push(a, leaves + delay_ps_);
 }
 
-void Pipe::send_impaired(const FabricPacket& p)
+// Into a switch, the packet is the switch's at once, stamped with its arrival (no event); into
+// a NIC, it joins the FIFO whose head has an event, or, if it overtakes the FIFO's last
+// (reordered), waits with an event of its own.
+void Pipe::push(const Arrival& a, SimTime arrival)
+{
+    if (sw_) {
+        delivered_++;
+        sw_->arrive(a, arrival, sw_port_);
+        return net_.wake(*sw_, arrival);
+    }
+    if (!fifo_.empty() && arrival < fifo_.at(fifo_.size() - 1).t) [[unlikely]] {  // overtakes (reordered)
+        Arrival& d = late_.emplace_back(a);
+        d.t = arrival;
+        std::push_heap(late_.begin(), late_.end(), later);
+        net_.sim().at(arrival, this, 1);
+        return;
+    }
+    Arrival& d = fifo_.push_slot();
+    d = a;
+    d.t = arrival;
+    if (fifo_.size() == 1) net_.sim().at(arrival, this, 0);
+}
+
+void Pipe::send_impaired(const Arrival& a, SimTime leaves)
 {
     ImpairmentVerdict v = imp_.decide();
     if (v.drop) {
         dropped_++;
-        net_.drop(p, p.t + delay_ps_, v.burst ? capture_note::kBurstDrop : capture_note::kLossDrop);
+        net_.drop(a.pkt, leaves + delay_ps_, v.burst ? capture_note::kBurstDrop : capture_note::kLossDrop);
         return;
     }
-    FabricPacket f = p;
-    f.t += delay_ps_ + v.extra_delay_ps;
-    if (v.extra_delay_ps) f.note |= capture_note::kBitDelayed;
+    const SimTime arrival = leaves + delay_ps_ + v.extra_delay_ps;
+    PacketPool& pool = net_.pool();
+    if (v.extra_delay_ps) pool[a.pkt].note |= capture_note::kBitDelayed;
     if (v.duplicate) {
-        FabricPacket d = f;
-        d.t += kPsPerNs;
-        d.note |= capture_note::kBitCopy;
+        Arrival d = a;
+        d.pkt = pool.take();
+        FabricPacket& f = pool[a.pkt];
+        FabricPacket& c = pool[d.pkt];
         f.note |= capture_note::kBitDuplicated;
+        c = f;
+        c.note = static_cast<uint8_t>((f.note & ~capture_note::kBitDuplicated) | capture_note::kBitCopy);
         if (f.frame) {
-            d.frame = net_.fabric().frame_alloc();
-            std::memcpy(d.frame, f.frame, f.frame_len);
+            c.frame = net_.fabric().frame_alloc();
+            std::memcpy(c.frame, f.frame, f.frame_len);
         }
-        push_late(d);
+        push(d, arrival + kPsPerNs);
     }
-    if (v.extra_delay_ps) return push_late(f);
-    fifo_.push_slot() = f;
-    if (fifo_.size() == 1) net_.sim().at(f.t, this, 0);
-}
-
-void Pipe::push_late(const FabricPacket& p)
-{
-    late_.push_back(p);
-    std::push_heap(late_.begin(), late_.end(), later);
-    net_.sim().at(p.t, this, 1);
+    push(a, arrival);
 }
 
 void Pipe::fire(SimTime now, uint64_t arg)
@@ -99,37 +113,38 @@ void Pipe::fire(SimTime now, uint64_t arg)
     if (arg == 1) {
         while (!late_.empty() && late_.front().t <= now) {
             std::pop_heap(late_.begin(), late_.end(), later);
-            FabricPacket p = late_.back();
+            const Arrival a = late_.back();
             late_.pop_back();
-            deliver(p);
+            deliver(a);
         }
         return;
     }
-    // As SimLink: deliver the head, then followers while nothing else is due before them; a
-    // pipe into a NIC also stops when a host could notice something.
+    // As SimLink: deliver the head, then followers while nothing else is due before them and
+    // no host could have noticed something.
     const uint64_t seen = net_.fabric().host_events_now();
-    for (int n = 0; !fifo_.empty() && n < kMaxRunAhead && (sw_ || net_.fabric().host_events_now() == seen); n++) {
+    for (int n = 0; !fifo_.empty() && n < kMaxRunAhead && net_.fabric().host_events_now() == seen; n++) {
         if (fifo_.front().t > now && !sim.run_ahead_to(fifo_.front().t)) break;
         now = sim.now();
-        FabricPacket p = fifo_.front();
+        const Arrival a = fifo_.front();
         fifo_.pop();
-        deliver(p);
+        deliver(a);
     }
     if (!fifo_.empty()) sim.at(fifo_.front().t, this, 0);
 }
 
-void Pipe::deliver(FabricPacket& p)
+void Pipe::deliver(const Arrival& a)
 {
     delivered_++;
     net_.count_hop();
-    if (sw_) sw_->receive(p, sw_port_);
-    else net_.deliver_host(host_, p);
+    net_.deliver_host(host_, a);
 }
 
 // ---- egress queues ------------------------------------------------------------------------
 
-Egress::Egress(SimSwitch& sw, double gbps, std::unique_ptr<Pipe> pipe)
-    : sw_(sw), pipe_(std::move(pipe)), gbps_(gbps), ps_per_byte_fp_(ps_per_byte_fp(gbps)), q_{FifoRing<FabricPacket>(8), FifoRing<FabricPacket>(4)}
+Egress::Egress(SimSwitch& sw, uint16_t port, double gbps, std::unique_ptr<Pipe> pipe, uint64_t red_seed)
+    : ps_per_byte_fp_(ps_per_byte_fp(gbps)), q_{FifoRing<Arrival>(8), FifoRing<Arrival>(4)}, port_(port),
+      pipe_(pipe.get()), packets_(sw.net().pool()), sw_(sw), own_pipe_(std::move(pipe)), gbps_(gbps), rng_(red_seed),
+      pfc_(4)
 {
     // HPCC's defaults: Kmin 100 KB and Kmax 400 KB per 25 Gbit/s (KB = 1000 bytes, as its MMU).
     const SwitchParams& p = sw.params();
@@ -137,23 +152,57 @@ Egress::Egress(SimSwitch& sw, double gbps, std::unique_ptr<Pipe> pipe)
     kmax_ = p.kmax_bytes ? p.kmax_bytes : static_cast<uint64_t>(std::llround(400e3 * gbps / 25.0));
 }
 
-void Egress::enqueue(FabricPacket& p, SimTime now, uint32_t bytes)
+SimTime Egress::next_work() const
+{
+    const SimTime start = waiting() ? wire_free_ : kNever;
+    return pfc_.empty() ? start : std::min(start, pfc_.front().t);
+}
+
+void Egress::pfc(SimTime t, bool on)
+{
+    pfc_.push_slot() = PfcFrame{t, on};
+    if (!listed_) sw_.list_busy(port_);
+}
+
+// At equal times a packet starts before a PFC frame is taken, and both before an arrival.
+void Egress::advance(SimTime t)
+{
+    for (;;) {
+        const SimTime start = waiting() ? wire_free_ : kNever;
+        const SimTime frame = pfc_.empty() ? kNever : pfc_.front().t;
+        if (start <= frame && start <= t) {
+            start_next(start);
+            continue;
+        }
+        if (frame > t) return;
+        const bool on = pfc_.front().on;
+        pfc_.pop();
+        if (on) {
+            if (!paused_) paused_at_ = frame;
+            paused_ = true;
+        } else if (paused_) {
+            paused_ = false;
+            c_.paused_ps += frame - paused_at_;
+            wire_free_ = std::max(wire_free_, frame);  // what waited starts now, or when the wire frees
+        }
+    }
+}
+
+void Egress::enqueue(Arrival& a)
 {
     c_.enqueued++;
-    // An idle wire with nothing waiting before it (only paused data can wait while the wire is
-    // idle, and control overtakes it): the packet starts now, through no queue.
-    if (!busy_ && wire_free_ <= now && (!paused_ || p.prio)) {
-        c_.peak_bytes = std::max<uint64_t>(c_.peak_bytes, bytes);
-        return transmit(p, now, bytes);
+    // An idle wire: after advance(a.t) nothing that may go waits, so the packet starts now,
+    // through no queue (paused data waits; control overtakes it).
+    if (wire_free_ <= a.t && (!paused_ || a.prio)) {
+        c_.peak_bytes = std::max<uint64_t>(c_.peak_bytes, a.bytes);
+        return transmit(a, a.t);
     }
-    q_[p.prio].push_slot() = p;
-    c_.bytes += bytes;
+    q_[a.prio].push_slot() = a;
+    if (!listed_) sw_.list_busy(port_);
+    c_.bytes += a.bytes;
     c_.peak_bytes = std::max(c_.peak_bytes, c_.bytes);
-    if (!p.prio) data_bytes_ += bytes;
-    if (log_) [[unlikely]] log_->sample(log_id_, now, c_.bytes);
-    if (busy_) return;
-    busy_ = true;
-    sw_.net().sim().at(std::max(wire_free_, now), this, kWireFree);
+    if (!a.prio) data_bytes_ += a.bytes;
+    if (log_) [[unlikely]] log_->sample(log_id_, a.t, c_.bytes);
 }
 
 // RED on the data bytes still queued when a packet leaves (HPCC's switch: ShouldSendCN).
@@ -162,88 +211,72 @@ bool Egress::red_marks(uint64_t queued)
     if (queued <= kmin_) return false;
     if (queued >= kmax_) return true;
     const double prob = sw_.params().pmax * static_cast<double>(queued - kmin_) / static_cast<double>(kmax_ - kmin_);
-    return sw_.rng().uniform() < prob;
+    return rng_.uniform() < prob;
 }
 
 void Egress::start_next(SimTime now)
 {
-    const int cls = !q_[1].empty() ? 1 : !q_[0].empty() && !paused_ ? 0 : -1;
-    if (cls < 0) {
-        busy_ = false;
-        return;
-    }
-    FabricPacket& p = q_[cls].front();
-    const uint32_t bytes = p.frame_len + kWireOverheadBytes;
-    c_.bytes -= bytes;
-    if (!cls) data_bytes_ -= bytes;
-    if (log_) [[unlikely]] log_->sample(log_id_, now, c_.bytes);
-    transmit(p, now, bytes);
+    const int cls = !q_[1].empty() ? 1 : 0;
+    Arrival a = q_[cls].front();
     q_[cls].pop();
-    // The next start needs an event only if something waits; else the next enqueue starts it.
-    busy_ = !q_[0].empty() || !q_[1].empty();
-    if (busy_) sw_.net().sim().at(wire_free_, this, kWireFree);
+    c_.bytes -= a.bytes;
+    if (!cls) data_bytes_ -= a.bytes;
+    if (log_) [[unlikely]] log_->sample(log_id_, now, c_.bytes);
+    transmit(a, now);
 }
 
-// p leaves the queue (or skips it) and starts on the wire now: marked or not, its buffer freed,
+// a leaves the queue (or skips it) and starts on the wire now: marked or not, its buffer freed,
 // captured, into the pipe when its last bit is out.
-void Egress::transmit(FabricPacket& p, SimTime now, uint32_t bytes)
+void Egress::transmit(Arrival& a, SimTime now)
 {
     bool marked = false;
-    if (!p.prio && sw_.params().ecn && (p.meta.ecn == wire::kEcnEct0 || p.meta.ecn == wire::kEcnEct1) &&
-        red_marks(data_bytes_)) {
+    if (!a.prio && a.ect && sw_.params().ecn && red_marks(data_bytes_)) {
         c_.marked++;
         marked = true;
+        a.ect = false;
+        FabricPacket& p = packets_[a.pkt];
         p.meta.ecn = wire::kEcnCe;
         if (p.frame) wire::mark_ce(p.frame, p.frame_len);
     }
-    sw_.release(p, bytes);
+    sw_.release(a, now);
     if (tap_) [[unlikely]]
-        sw_.net().fabric().tap_switch(tap_ - 1, now, p, marked, nullptr);
-    const uint64_t t = frac_ + bytes * ps_per_byte_fp_;
+        sw_.net().fabric().tap_switch(tap_ - 1, now, packets_[a.pkt], marked, nullptr);
+    const uint64_t t = frac_ + a.bytes * ps_per_byte_fp_;
     frac_ = t & ((1u << kFracBits) - 1);
     wire_free_ = now + (t >> kFracBits);
-    p.t = wire_free_;
-    pipe_->send(p);
-}
-
-void Egress::fire(SimTime now, uint64_t arg)
-{
-    if (arg == kPause) {
-        if (!paused_) paused_at_ = now;
-        paused_ = true;
-        return;
-    }
-    if (arg == kResume) {
-        if (!paused_) return;
-        paused_ = false;
-        c_.paused_ps += now - paused_at_;
-        if (busy_) return;
-        busy_ = true;
-        sw_.net().sim().at(std::max(wire_free_, now), this, kWireFree);
-        return;
-    }
-    busy_ = false;
-    start_next(now);
+    pipe_->send(a, wire_free_);
 }
 
 // ---- switches -----------------------------------------------------------------------------
 
 SimSwitch::SimSwitch(SimNetwork& net, uint32_t node, const SwitchParams& p, uint64_t seed)
-    : net_(net), node_(node), p_(p), salt_(static_cast<uint32_t>(seed >> 32)), rng_(seed)
+    : salt_(static_cast<uint32_t>(seed >> 32)), sc_(net.scratch()), packets_(net.pool()), p_(p), net_(net), node_(node),
+      seed_(seed)
 {
 }
 
+// RED's stream of port i: the switch's seed and the port, mixed.
+static uint64_t red_seed(uint64_t seed, size_t port) { return seed ^ ((port + 1) * 0x9E3779B97F4A7C15ull); }
+
 void SimSwitch::reseed(uint64_t seed)
 {
+    seed_ = seed;
     salt_ = static_cast<uint32_t>(seed >> 32);
-    rng_ = Rng(seed);
+    for (size_t i = 0; i < ports_.size(); i++) ports_[i]->reseed(red_seed(seed, i));
 }
 
 uint16_t SimSwitch::add_port(double gbps, std::unique_ptr<Pipe> pipe, uint32_t peer_node)
 {
-    ports_.push_back(std::make_unique<Egress>(*this, gbps, std::move(pipe)));
+    ports_.push_back(std::make_unique<Egress>(*this, static_cast<uint16_t>(ports_.size()), gbps, std::move(pipe),
+                                              red_seed(seed_, ports_.size())));
     peers_.push_back(peer_node);
     ingress_.emplace_back();
+    incoming_.emplace_back(8);
+    if (sc_.port_n.size() < ports_.size()) {
+        sc_.port_n.resize(ports_.size(), 0);
+        sc_.first.resize(ports_.size(), 0);
+        sc_.port_bytes.resize(ports_.size(), 0);
+    }
     // PFC thresholds, unless given: a quarter of the buffer shared among the ports; XON 3 KB
     // below (HPCC's resume offset).
     pool_ = p_.shared_buffer ? p_.buffer_bytes : p_.buffer_bytes * ports_.size();
@@ -271,16 +304,17 @@ void SimSwitch::set_routes(std::vector<uint32_t> route, std::vector<uint16_t> ec
     ecmp_ports_ = std::move(ecmp_ports);
 }
 
-void SimSwitch::set_pfc_upstream(uint16_t port, SimTarget* target, SimTime delay_ps)
+void SimSwitch::set_pfc_upstream(uint16_t port, SimTarget* host_port, Egress* egress, SimTime delay_ps)
 {
-    ingress_[port].upstream = target;
+    ingress_[port].host_port = host_port;
+    ingress_[port].egress = egress;
     ingress_[port].delay_ps = delay_ps;
 }
 
-uint16_t SimSwitch::route(const FabricPacket& p) const
+uint16_t SimSwitch::route(const Arrival& a) const
 {
-    const uint32_t r = route_[p.dst], n = r & 0xFF;
-    return ecmp_ports_[(r >> 8) + (n == 1 ? 0 : pick(p.flow, salt_, n))];
+    const uint32_t r = route_[a.dst], n = r & 0xFF;
+    return ecmp_ports_[(r >> 8) + (n == 1 ? 0 : pick(a.flow, salt_, n))];
 }
 
 // Drop-tail. With PFC the data class is paused upstream long before a queue fills, so only the
@@ -296,68 +330,58 @@ bool SimSwitch::admit(const Egress& e, uint32_t bytes) const
     return static_cast<double>(q) <= p_.dt_alpha * static_cast<double>(p_.buffer_bytes - used_);
 }
 
-void SimSwitch::receive(FabricPacket& p, uint16_t in_port)
+void SimSwitch::drop(Egress& e, const Arrival& a)
 {
-    const SimTime now = net_.sim().now();
-    if (p.dst == kMulticastDst) [[unlikely]] return replicate(p, in_port, now);
-    forward(p, in_port, *ports_[route(p)], now);
+    e.counters().dropped++;
+    if (e.tapped()) [[unlikely]]
+        net_.fabric().tap_switch(e.tapped() - 1, a.t, packets_[a.pkt], false, capture_note::kQueueDrop);
+    net_.drop(a.pkt, a.t, capture_note::kQueueDrop);
 }
 
-void SimSwitch::forward(FabricPacket& p, uint16_t in_port, Egress& e, SimTime now)
+// a is admitted to e (advanced to its arrival) or dropped.
+void SimSwitch::forward(Arrival& a, Egress& e)
 {
-    const uint32_t bytes = p.frame_len + kWireOverheadBytes;
-    if (!admit(e, bytes)) {
-        e.counters().dropped++;
-        if (e.tapped()) [[unlikely]]
-            net_.fabric().tap_switch(e.tapped() - 1, now, p, false, capture_note::kQueueDrop);
-        net_.drop(p, now, capture_note::kQueueDrop);
-        return;
-    }
-    used_ += bytes;
-    p.in_port = in_port;
-    if (p_.pfc && !p.prio) {
-        Ingress& in = ingress_[in_port];
-        in.bytes += bytes;
-        if (!in.paused && in.bytes > xoff_ && in.upstream) {
+    if (!admit(e, a.bytes)) return drop(e, a);
+    used_ += a.bytes;
+    if (p_.pfc && !a.prio) {
+        Ingress& in = ingress_[a.in_port];
+        in.bytes += a.bytes;
+        if (!in.paused && in.bytes > xoff_ && (in.host_port || in.egress)) {
             in.paused = true;
-            ports_[in_port]->counters().pauses_sent++;
-            net_.sim().at(now + in.delay_ps, in.upstream, Egress::kPause);
+            ports_[a.in_port]->counters().pauses_sent++;
+            pause_upstream(in, true, a.t);
         }
     }
-    e.enqueue(p, now, bytes);
+    e.enqueue(a);
 }
 
-// One copy per port of the group's tree but the one it came in by; off the tree, up towards
-// the root, where the tree begins.
-void SimSwitch::replicate(FabricPacket& p, uint16_t in_port, SimTime now)
+void SimSwitch::pause_upstream(Ingress& in, bool on, SimTime now)
 {
-    auto it = mcast_ports_.find(p.flow);
-    if (it == mcast_ports_.end()) {
-        if (up_port_ >= 0 && up_port_ != in_port) return forward(p, in_port, *ports_[up_port_], now);
-        return net_.drop(p, now, capture_note::kNoRoute);  // nobody listens
+    if (in.egress) {
+        in.egress->pfc(now + in.delay_ps, on);
+        net_.wake(in.egress->owner(), now + in.delay_ps);
+    } else {
+        net_.sim().at(now + in.delay_ps, in.host_port, on ? Egress::kPause : Egress::kResume);
     }
-    for (uint16_t port : it->second) {
-        if (port == in_port) continue;
-        FabricPacket copy = p;
-        if (p.frame) {
-            copy.frame = net_.fabric().frame_alloc();
-            std::memcpy(copy.frame, p.frame, p.frame_len);
-        }
-        forward(copy, in_port, *ports_[port], now);
-    }
-    if (p.frame) net_.fabric().frame_free(p.frame);
 }
 
-void SimSwitch::release(const FabricPacket& p, uint32_t bytes)
+void SimSwitch::release(const Arrival& a, SimTime now)
 {
-    used_ -= bytes;
-    if (!p_.pfc || p.prio) return;
-    Ingress& in = ingress_[p.in_port];
-    in.bytes -= bytes;
+    used_ -= a.bytes;
+    if (!p_.pfc || a.prio) return;
+    Ingress& in = ingress_[a.in_port];
+    in.bytes -= a.bytes;
     if (in.paused && in.bytes <= xon_) {
         in.paused = false;
-        net_.sim().at(net_.sim().now() + in.delay_ps, in.upstream, Egress::kResume);
+        pause_upstream(in, false, now);
     }
+}
+
+void PacketPool::grow()
+{
+    const uint32_t first = static_cast<uint32_t>(blocks_.size()) << kBlockBits;
+    blocks_.push_back(std::make_unique_for_overwrite<FabricPacket[]>(kBlock));
+    for (uint32_t i = kBlock; i > 0; i--) free_.push_back(first + i - 1);  // lowest first out
 }
 
 }  // namespace sdr::emu

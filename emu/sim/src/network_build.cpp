@@ -74,11 +74,12 @@ void SimNetwork::build()
             Pipe* p = topo_.is_host(from.node) ? uplinks_[from.node].get() : &switches_[from.node - hosts]->port(from.port).pipe();
             p->to_switch(&dst, to.port);
             if (topo_.is_host(from.node)) host_switch_[from.node] = {to.node - hosts, to.port};
-            else dst.set_pfc_upstream(to.port, &switches_[from.node - hosts]->port(from.port), l.delay_ps);
+            else dst.set_pfc_upstream(to.port, nullptr, &switches_[from.node - hosts]->port(from.port), l.delay_ps);
         }
     }
     build_routes();
     build_mcast_root();
+    build_lookahead();
     const FabricParams& fp = f_.params();
     if (!fp.queue_log.empty() && queue_log_.open(fp.queue_log, fp.queue_log_interval_ps, nullptr))
         for_ports(fp.queue_log_ports, [&](SimSwitch& s, size_t p, const std::string& name) {
@@ -187,6 +188,21 @@ void SimNetwork::build_routes()
     max_transit_ps_ = hop * diameter;
 }
 
+// The windows' width L (network_sweep.cpp): the least time from one switch's step to
+// another's, over every link into a switch (propagation and hop latency) and, with PFC, every
+// pause between two switches (propagation). Links into NICs do not count: a NIC's arrivals are
+// events.
+void SimNetwork::build_lookahead()
+{
+    SimTime l = kNever;
+    for (const TopoLink& k : topo_.links) {
+        const bool both = !topo_.is_host(k.a) && !topo_.is_host(k.b);
+        l = std::min(l, k.delay_ps + topo_.sw.latency_ps);
+        if (both && topo_.sw.pfc) l = std::min(l, k.delay_ps);
+    }
+    lookahead_ps_ = l == kNever ? 0 : l;
+}
+
 // Multicast trees hang from switch 0 (the first core or spine of the built topologies): each
 // switch's parent is its neighbour one hop closer to it.
 void SimNetwork::build_mcast_root()
@@ -239,57 +255,68 @@ void SimNetwork::attach_host_port(uint32_t host, SimTarget* port)
 {
     if (host >= topo_.hosts) return;
     auto [s, p] = host_switch_[host];
-    switches_[s]->set_pfc_upstream(p, port, uplinks_[host]->delay_ps() - topo_.sw.latency_ps);
+    switches_[s]->set_pfc_upstream(p, port, nullptr, uplinks_[host]->delay_ps() - topo_.sw.latency_ps);
 }
 
 void SimNetwork::inject(uint32_t host, SimTime leaves, const PacketMeta& m, uint32_t dst_ip, uint8_t* frame,
                         uint32_t frame_len, uint8_t prio)
 {
-    FabricPacket p;
-    p.t = leaves;
+    const uint32_t dst = (dst_ip >> 24) == 10 ? (dst_ip & 0xFFFFFF) - 1 : UINT32_MAX;
+    const bool mcast = wire::is_ipv4_multicast(dst_ip);
+    if (!mcast && dst >= topo_.hosts) [[unlikely]] {  // no such host: the first switch has no route
+        unroutable_++;
+        f_.network_drop(leaves, host, dst, m, frame, frame_len, capture_note::kNoRoute);
+        return;
+    }
+    Arrival a;
+    a.t = leaves;
+    a.pkt = pool_.take();
+    a.dst = mcast ? kMulticastDst : dst;
+    // The 5-tuple (the UDP destination port and the protocol are RoCEv2's constants); a
+    // multicast packet's flow is its group.
+    a.flow = mcast ? dst_ip
+                   : SimFabric::address_of(host).ip * 0x9E3779B1u ^ dst_ip * 0x85EBCA77u ^
+                         uint32_t{m.udp_src_port} * 0xC2B2AE3Du;
+    a.bytes = frame_len + kWireOverheadBytes;
+    a.in_port = a.out_port = 0;
+    a.prio = prio;
+    a.ect = m.ecn == wire::kEcnEct0 || m.ecn == wire::kEcnEct1;
+    FabricPacket& p = pool_[a.pkt];
     p.meta = m;
     p.frame = frame;
     p.frame_len = frame_len;
     p.src = host;
-    p.dst = (dst_ip >> 24) == 10 ? (dst_ip & 0xFFFFFF) - 1 : UINT32_MAX;
-    if (wire::is_ipv4_multicast(dst_ip)) [[unlikely]] {
-        p.dst = kMulticastDst;
-        p.flow = dst_ip;
-        p.in_port = 0;
-        p.prio = prio;
-        p.note = 0;
-        return uplinks_[host]->send(p);
-    }
-    if (p.dst >= topo_.hosts) {  // no such host: the first switch has no route
-        unroutable_++;
-        f_.network_drop(leaves, p.src, p.dst, m, frame, frame_len, capture_note::kNoRoute);
-        return;
-    }
-    // The 5-tuple (the UDP destination port and the protocol are RoCEv2's constants).
-    const uint32_t src_ip = SimFabric::address_of(host).ip;
-    p.flow = src_ip * 0x9E3779B1u ^ dst_ip * 0x85EBCA77u ^ uint32_t{m.udp_src_port} * 0xC2B2AE3Du;
-    p.in_port = 0;
-    p.prio = prio;
+    p.dst = a.dst;
     p.note = 0;
-    uplinks_[host]->send(p);
+    uplinks_[host]->send(a, leaves);
 }
 
-void SimNetwork::deliver_host(uint32_t host, FabricPacket& p)
+void SimNetwork::deliver_host(uint32_t host, const Arrival& a)
 {
     delivered_++;
-    f_.deliver_to_nic(host, p.src, p.t, p.meta, p.frame, p.frame_len, p.note);
+    FabricPacket& p = pool_[a.pkt];
+    f_.deliver_to_nic(host, p.src, a.t, p.meta, p.frame, p.frame_len, p.note);
+    pool_.give_back(a.pkt);
 }
 
-void SimNetwork::drop(const FabricPacket& p, SimTime t, const char* cause)
+void SimNetwork::drop(uint32_t pkt, SimTime t, const char* cause)
 {
+    FabricPacket& p = pool_[pkt];
     f_.network_drop(t, p.src, p.dst, p.meta, p.frame, p.frame_len, cause);
+    pool_.give_back(pkt);
+}
+
+void SimNetwork::drop_quietly(uint32_t pkt)
+{
+    if (uint8_t* frame = pool_[pkt].frame) f_.frame_free(frame);
+    pool_.give_back(pkt);
 }
 
 SimTime SimNetwork::base_rtt_ps(uint32_t src, uint32_t dst, uint32_t bytes, uint32_t back_bytes) const
 {
     auto one_way = [&](uint32_t from, uint32_t to, uint32_t frame) {
         SimTime t = uplinks_[from]->delay_ps();
-        FabricPacket p{};
+        Arrival p{};
         p.dst = to;
         for (uint32_t s = host_switch_[from].first, hops = 0; hops <= switches_.size(); hops++) {
             const SimSwitch& sw = *switches_[s];

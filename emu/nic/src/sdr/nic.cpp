@@ -41,15 +41,13 @@ bool Nic::reconfigure_workers(uint32_t num_workers)
 {
     for (const auto& q : qps_)
         if (q.live) return false;
-    workers_.clear();
-    rx_workers_.clear();
-    for (uint32_t i = 0; i < num_workers; i++)
-        for (auto* v : {&workers_, &rx_workers_}) {
-            auto w = std::make_unique<hal_worker>();
-            w->nic = this;
-            w->index = i;
-            v->push_back(std::move(w));
+    for (auto* v : {&workers_, &rx_workers_}) {
+        *v = std::vector<hal_worker>(num_workers);
+        for (uint32_t i = 0; i < num_workers; i++) {
+            (*v)[i].nic = this;
+            (*v)[i].index = i;
         }
+    }
     return true;
 }
 
@@ -74,7 +72,7 @@ void Nic::timer_fired(uint32_t worker, uint32_t id)
         return exec_->tx_ready(*this);
     }
     if (worker >= workers_.size()) return;
-    hal_worker* w = workers_[worker].get();
+    hal_worker* w = &workers_[worker];
     counter_add(w->timer_handler_calls, 1);
     fw_handle_timer(fw_, w, id);
 }
@@ -84,7 +82,7 @@ uint64_t Nic::fw_counter(uint32_t counter) const
     uint64_t n = 0;
     if (counter < HAL_MAX_COUNTERS)
         for (uint32_t i = 0; i < workers_.size(); i++)
-            n += counter_read(workers_[i]->counters[counter]) + counter_read(rx_workers_[i]->counters[counter]);
+            n += counter_read(workers_[i].counters[counter]) + counter_read(rx_workers_[i].counters[counter]);
     return n;
 }
 
@@ -93,7 +91,7 @@ hal_worker Nic::worker(uint32_t i) const
     hal_worker sum;
     sum.nic = const_cast<Nic*>(this);
     sum.index = i;
-    for (const hal_worker* w : {workers_[i].get(), rx_workers_[i].get()}) {
+    for (const hal_worker* w : {&workers_[i], &rx_workers_[i]}) {
         for (uint32_t c = 0; c < HAL_MAX_COUNTERS; c++) sum.counters[c] += counter_read(w->counters[c]);
         sum.window_writes += counter_read(w->window_writes);
         sum.window_adds += counter_read(w->window_adds);

@@ -80,9 +80,9 @@ void Nic::dcqcn_notify(TransportQp& q)
 void Nic::dcqcn_cnp(const PacketMeta& m, const NicAddress& src)
 {
     const uint32_t h = NicIds::qpn_index(m.dest_qp);
-    if (h >= qps_.size() || qps_[h].qpn != m.dest_qp || !qps_[h].live) return drop(RxDrop::UnknownQp, nullptr);
+    if (h >= qps_.size() || qps_[h].rx.qpn != m.dest_qp || !qps_[h].live) return drop(RxDrop::UnknownQp, nullptr);
     TransportQp& q = qps_[h];
-    if ((m.udp_src_port | q.port_mask) != q.peer_port || src.ip != q.remote_ip || !same_mac(src.mac, q.remote_mac))
+    if ((m.udp_src_port | q.rx.port_mask) != q.rx.peer_port || src.ip != q.remote_ip || !same_mac(src.mac, q.remote_mac))
         return drop(RxDrop::WrongPeer, &q);
     if (!dcqcn_on_) return drop(RxDrop::WrongOpcode, &q);
     port_.cnp_received++;

@@ -15,7 +15,7 @@ namespace sdr::emu {
 void Nic::drop(RxDrop d, TransportQp* qp)
 {
     port_.rx_drops[static_cast<size_t>(d)]++;
-    if (qp) qp->counters.rx_drops++;
+    if (qp) qp->rx.drops++;
 }
 
 void Nic::rx_frame(const uint8_t* frame, size_t len)
@@ -78,15 +78,16 @@ void Nic::rx_frame(const uint8_t* frame, size_t len)
 void Nic::respond(const PacketMeta& m, const uint8_t* payload, const NicAddress& src)
 {
     uint32_t h = NicIds::qpn_index(m.dest_qp);
-    if (h >= qps_.size() || qps_[h].qpn != m.dest_qp || !qps_[h].live) return drop(RxDrop::UnknownQp, nullptr);
+    if (h >= qps_.size() || qps_[h].rx.qpn != m.dest_qp || !qps_[h].rx.live) return drop(RxDrop::UnknownQp, nullptr);
     TransportQp& qp = qps_[h];
+    const TransportQp::Rx& r = qp.rx;
     // Only the connected peer's frames, before anything else is looked at (an unconnected QP
     // has a peer port no frame carries).
-    if ((m.udp_src_port | qp.port_mask) != qp.peer_port || src.ip != qp.remote_ip || !same_mac(src.mac, qp.remote_mac))
+    if ((m.udp_src_port | r.port_mask) != r.peer_port || src.ip != r.remote_ip || !same_mac(src.mac, r.remote_mac))
         return drop(RxDrop::WrongPeer, &qp);
     if (m.ecn == wire::kEcnCe) [[unlikely]] dcqcn_notify(qp);  // a switch on the way is congested
-    if (m.opcode != wire::kOpUcWriteOnlyImm || qp.rc) [[unlikely]] {
-        if (qp.rc && m.opcode == wire::kOpRcWriteOnlyImm) return sdr_rc_receive(qp, h, m, payload);
+    if (m.opcode != wire::kOpUcWriteOnlyImm || r.rc) [[unlikely]] {
+        if (r.rc && m.opcode == wire::kOpRcWriteOnlyImm) return sdr_rc_receive(qp, h, m, payload);
         return drop(RxDrop::WrongOpcode, &qp);
     }
     place(qp, m, payload);
@@ -94,7 +95,7 @@ void Nic::respond(const PacketMeta& m, const uint8_t* payload, const NicAddress&
 
 bool Nic::place(TransportQp& qp, const PacketMeta& m, const uint8_t* payload)
 {
-    RootKey* rk = (m.rkey == qp.rkey && qp.rkey) ? root_key(m.rkey) : nullptr;
+    RootKey* rk = (m.rkey == qp.rx.rkey && qp.rx.rkey) ? root_key(m.rkey) : nullptr;
     if (!rk) return drop(RxDrop::UnknownKey, &qp), false;
     uint64_t slot, off;
     if (rk->slot_shift) {  // SDR's slots are powers of two: no division per packet
@@ -110,29 +111,29 @@ bool Nic::place(TransportQp& qp, const PacketMeta& m, const uint8_t* payload)
         // NULL key: a late packet of a completed message; payload discarded, CQE still raised
         // (the firmware's tag check drops it).
         port_.rx_null_key++;
-        qp.counters.rx_null_key++;
+        qp.rx.null_key++;
     } else if (m.dma_len != 0) {
         if (off > e.len || m.dma_len > e.len - off) return drop(RxDrop::OutOfBounds, &qp), false;
         if (payload) std::memcpy(e.addr + off, payload, m.dma_len);  // the DMA
         port_.rx_placed_bytes += m.dma_len;
     }
-    qp.counters.rx_packets++;
+    qp.rx.packets++;
     port_.rx_cqes++;
     hal_cqe cqe{};
-    cqe.qp_tag = qp.tag;
+    cqe.qp_tag = qp.rx.tag;
     cqe.imm = m.imm;
     cqe.byte_len = m.dma_len;
     cqe.opcode = HAL_CQE_RECV_WRITE_IMM;
     cqe.status = HAL_CQE_OK;
     // The channel's DPA worker drains its CQ: at once (the simulator without its cost model),
     // on its own thread (real-time executors with worker cores), or later in virtual time.
-    if (!(cqe_dispatch_ && exec_->dispatch_rx_cqe(*this, qp.channel, cqe))) run_rx_cqe(qp.channel, cqe);
+    if (!(cqe_dispatch_ && exec_->dispatch_rx_cqe(*this, qp.rx.channel, cqe))) run_rx_cqe(qp.rx.channel, cqe);
     return true;
 }
 
 void Nic::run_rx_cqe(uint32_t worker, const hal_cqe& cqe)
 {
-    hal_worker* w = rx_workers_[worker].get();
+    hal_worker* w = &rx_workers_[worker];
     counter_add(w->cqe_handler_calls, 1);
     fw_handle_cqe(fw_, w, &cqe);
 }

@@ -49,6 +49,7 @@ bool Nic::sdr_rc_tx_next(TxPacket* out)
     while (!rc_acks_.empty()) {
         const uint32_t h = rc_acks_.front();
         rc_acks_.pop_front();
+        rc_queued_--;
         TransportQp& q = qps_[h];
         q.ack_queued = false;
         if (!q.live) continue;
@@ -73,6 +74,7 @@ bool Nic::sdr_rc_tx_next(TxPacket* out)
         TransportQp& q = qps_[h];
         if (!q.live || q.rc_failed || psn::diff(q.resend, q.una) >= psn::diff(q.psn, q.una)) {
             rc_resends_.pop_front();
+            rc_queued_--;
             q.resend_queued = false;
             continue;
         }
@@ -81,6 +83,7 @@ bool Nic::sdr_rc_tx_next(TxPacket* out)
         const bool last = q.resend == q.psn;
         if (last) {
             rc_resends_.pop_front();
+            rc_queued_--;
             q.resend_queued = false;
         }
         const hal_tx_wqe& w = q.sent[psn & (kSqDepth - 1)];
@@ -107,7 +110,7 @@ bool Nic::sdr_rc_tx_next(TxPacket* out)
         out->remote_mac = q.remote_mac;
         out->payload = reinterpret_cast<const uint8_t*>(w.local_addr);
         q.in_port++;
-        q.counters.tx_retransmits++;
+        q.tx_retransmits++;
         return true;
     }
     return false;
@@ -119,6 +122,7 @@ void Nic::sdr_rc_queue_ack(TransportQp& q, uint32_t h, uint8_t nak_code)
     if (q.ack_queued) return;  // the queued one will say the latest
     q.ack_queued = true;
     rc_acks_.push_back(h);
+    rc_queued_++;
     exec_->tx_ready(*this);
 }
 
@@ -148,10 +152,10 @@ void Nic::sdr_rc_receive(TransportQp& q, uint32_t h, const PacketMeta& m, const 
 void Nic::sdr_rc_ack(const PacketMeta& m, uint32_t aeth, const NicAddress& src)
 {
     const uint32_t h = NicIds::qpn_index(m.dest_qp);
-    if (m.dest_qp & NicIds::kCtrlQpnBit || h >= qps_.size() || qps_[h].qpn != m.dest_qp || !qps_[h].live)
+    if (m.dest_qp & NicIds::kCtrlQpnBit || h >= qps_.size() || qps_[h].rx.qpn != m.dest_qp || !qps_[h].live)
         return drop(RxDrop::UnknownQp, nullptr);
     TransportQp& q = qps_[h];
-    if ((m.udp_src_port | q.port_mask) != q.peer_port || src.ip != q.remote_ip || src.mac != q.remote_mac)
+    if ((m.udp_src_port | q.rx.port_mask) != q.rx.peer_port || src.ip != q.remote_ip || src.mac != q.remote_mac)
         return drop(RxDrop::WrongPeer, &q);
     if (!q.rc) return drop(RxDrop::WrongOpcode, &q);
     const uint32_t outstanding = psn::diff(q.psn, q.una), syndrome = aeth >> 24;
@@ -187,6 +191,7 @@ void Nic::sdr_rc_rewind(TransportQp& q, uint32_t h, uint32_t psn)
     if (!q.resend_queued) {
         q.resend_queued = true;
         rc_resends_.push_back(h);
+        rc_queued_++;
     }
     exec_->tx_ready(*this);
 }

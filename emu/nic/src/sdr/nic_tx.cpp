@@ -45,7 +45,7 @@ bool Nic::tx_next(TxPacket* out)
     if (dcqcn_on_ && !cnps_.empty()) [[unlikely]]  // DCQCN's notifications: control traffic, next
         return cnp_tx_next(out);
     // RC transport QPs' ACKs, then their packets sent again (older PSNs before new ones).
-    if (!rc_acks_.empty() || !rc_resends_.empty()) [[unlikely]]
+    if (rc_queued_) [[unlikely]]
         if (sdr_rc_tx_next(out)) return true;
     // Only a NIC with verbs work pays for the turn: SDR alone tests one counter.
     if (engine_tx_ && (sq_ring_.empty() || (verbs_turn_ = !verbs_turn_)))
@@ -96,8 +96,8 @@ void Nic::tx_done(const TxPacket* batch, size_t n)
             q.in_port--;
             port_.tx_frames++;
             port_.tx_bytes += wire::frame_bytes_write_imm(p->meta.dma_len);
-            q.counters.tx_packets++;
-            q.counters.tx_bytes += p->meta.dma_len;
+            q.tx_packets++;
+            q.tx_bytes += p->meta.dma_len;
             continue;
         }
         q.sq_used--;
@@ -107,8 +107,8 @@ void Nic::tx_done(const TxPacket* batch, size_t n)
         } else {
             port_.tx_frames++;
             port_.tx_bytes += wire::frame_bytes_write_imm(p->meta.dma_len);
-            q.counters.tx_packets++;
-            q.counters.tx_bytes += p->meta.dma_len;
+            q.tx_packets++;
+            q.tx_bytes += p->meta.dma_len;
         }
         if (p->signaled || q.sq_blocked) complete_send(q, p->cookie, p->signaled, p->local_error);  // else it has nothing to do
     }

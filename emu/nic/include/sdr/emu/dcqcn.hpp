@@ -132,11 +132,15 @@ private:
         if (p_->line_gbps - rc_ < 1e-9 * p_->line_gbps) rc_ = p_->line_gbps;  // home: the timers rest
     }
 
+    // What every packet reads or writes first (advance, on_sent): with the QP's next send time
+    // they fill one cache line.
     const DcqcnParams* p_ = nullptr;
-    double rc_ = 0, rt_ = 0, alpha_ = 1;
-    uint32_t timer_stage_ = 0, bc_ = 0;
-    uint64_t bytes_ = 0, cnps_ = 0;
+    double rc_ = 0;
+    uint64_t bytes_ = 0;
     uint64_t next_alpha_ns_ = 0, next_increase_ns_ = 0;
+    double rt_ = 0, alpha_ = 1;
+    uint32_t timer_stage_ = 0, bc_ = 0;
+    uint64_t cnps_ = 0;
 };
 
 // The notification point's limit: a CNP for a QP at most once per interval.

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <stdexcept>
 #include <type_traits>
 
 namespace sdr::emu {
@@ -18,10 +19,13 @@ class FifoRing {
     static_assert(std::is_trivially_copyable_v<T> && std::is_trivially_destructible_v<T>);
 
 public:
-    explicit FifoRing(size_t capacity = 1024) : buf_(allocate(capacity)), mask_(capacity - 1) {}
+    explicit FifoRing(uint32_t capacity = 1024) : buf_(allocate(capacity)), mask_(capacity - 1) {}
     size_t size() const { return count_; }
     bool empty() const { return count_ == 0; }
     T& front() { return buf_[head_]; }
+    const T& front() const { return buf_[head_]; }
+    // The k-th item from the front (k < size()).
+    const T& at(size_t k) const { return buf_[(head_ + k) & mask_]; }
     // A slot at the back for the caller to fill; valid until the next push_slot.
     T& push_slot()
     {
@@ -38,7 +42,7 @@ public:
     Back reserve(size_t n)
     {
         while (count_ + n > mask_ + 1) grow();
-        return Back{buf_.get(), mask_, head_ + count_};
+        return Back{buf_.get(), mask_, size_t{head_} + count_};
     }
     void commit(size_t n) { count_ += n; }
     void pop()
@@ -48,28 +52,31 @@ public:
     }
 
 private:
+    // On cache-line boundaries: a link's 64-byte packets then take one line each, not two.
+    static constexpr std::align_val_t kAlign{alignof(T) > 64 ? alignof(T) : 64};
     struct Free {
-        void operator()(T* p) const { ::operator delete[](p, std::align_val_t{alignof(T)}); }
+        void operator()(T* p) const { ::operator delete[](p, kAlign); }
     };
     using Buffer = std::unique_ptr<T[], Free>;
     // T is an implicit-lifetime type: the allocation itself creates its objects (C++20).
-    static Buffer allocate(size_t n)
-    {
-        return Buffer(static_cast<T*>(::operator new[](n * sizeof(T), std::align_val_t{alignof(T)})));
-    }
+    static Buffer allocate(size_t n) { return Buffer(static_cast<T*>(::operator new[](n * sizeof(T), kAlign))); }
     [[gnu::noinline, gnu::cold]] void grow()
     {
-        size_t cap = mask_ + 1, first = cap - head_;  // items from head_ to the end, then from 0
+        if (mask_ >= kMaxCapacity / 2) throw std::length_error("FifoRing: more than 2^31 items");
+        size_t cap = size_t{mask_} + 1, first = cap - head_;  // items from head_ to the end, then from 0
         Buffer bigger = allocate(2 * cap);
         std::memcpy(bigger.get(), buf_.get() + head_, first * sizeof(T));
         std::memcpy(bigger.get() + first, buf_.get(), head_ * sizeof(T));
         buf_ = std::move(bigger);
-        mask_ = 2 * cap - 1;
+        mask_ = static_cast<uint32_t>(2 * cap - 1);
         head_ = 0;
     }
 
+    // 32-bit positions: the ring is 24 bytes, so its owner's other per-packet fields share its
+    // cache line (a link, the NIC's send queue).
+    static constexpr uint32_t kMaxCapacity = 1u << 31;
     Buffer buf_;
-    size_t mask_, head_ = 0, count_ = 0;
+    uint32_t mask_, head_ = 0, count_ = 0;
 };
 
 }  // namespace sdr::emu

@@ -83,7 +83,7 @@ public:
     // rc_timeout_ns: an RC QP's retransmission timeout (0: kSdrRcDefaultTimeoutNs).
     [[nodiscard]] uint32_t qp_create(uint32_t tag, uint32_t channel, bool rc = false);
     void qp_destroy(uint32_t handle);
-    uint32_t qpn(uint32_t handle) const { return handle < qps_.size() ? qps_[handle].qpn : 0; }
+    uint32_t qpn(uint32_t handle) const { return handle < qps_.size() ? qps_[handle].rx.qpn : 0; }
     bool qp_is_rc(uint32_t handle) const { return handle < qps_.size() && qps_[handle].rc; }
     [[nodiscard]] bool qp_connect(uint32_t handle, const NicAddress& remote, uint32_t remote_qpn, uint64_t rc_timeout_ns = 0);
     void qp_bind_root_key(uint32_t handle, uint32_t rkey);
@@ -106,7 +106,7 @@ public:
     // drops a spraying peer's frames as wrong_peer. For transports that tolerate reordering
     // (SDR's UC QPs); an RC QP sees the reordering of diverse paths as loss. False: no such QP.
     [[nodiscard]] bool qp_set_spray(uint32_t handle, bool on);
-    uint32_t qp_root_key(uint32_t handle) const { return handle < qps_.size() ? qps_[handle].rkey : 0; }
+    uint32_t qp_root_key(uint32_t handle) const { return handle < qps_.size() ? qps_[handle].rx.rkey : 0; }
 
     // Zero-based indirect root keys: nslots entries of slot_bytes each, all NULL at start; 0
     // when 4096 live.
@@ -124,10 +124,15 @@ public:
     // the verbs QPs' messages, one packet each in turn while both have work (nic_tx.cpp).
     bool tx_pending() const
     {
-        return !sq_ring_.empty() || ctrl_next_ != ctrl_head_ || engine_tx_ || !rc_acks_.empty() ||
-               !rc_resends_.empty() || !cnps_.empty();
+        return !sq_ring_.empty() || ctrl_next_ != ctrl_head_ || engine_tx_ || rc_queued_ || !cnps_.empty();
     }
     [[nodiscard]] bool tx_next(TxPacket* out);
+    // Start loading the send queue's next n WQEs into the cache: a port calls it before the work
+    // that precedes its tx_next calls (with many NICs each WQE is a cache miss).
+    void tx_prefetch_wqes(size_t n) const
+    {
+        for (size_t k = 0; k < n && k < sq_ring_.size(); k++) __builtin_prefetch(&sq_ring_.at(k));
+    }
     // The packets left the port (or failed locally), in the order tx_next gave them.
     void tx_done(const TxPacket* batch, size_t n);
     void tx_done(const TxPacket& p) { tx_done(&p, 1); }
@@ -217,13 +222,13 @@ public:
         return i;
     }
 
-    const QpCounters* qp_counters(uint32_t handle) const;
+    std::optional<QpCounters> qp_counters(uint32_t handle) const;
     // f(tag, counters) for every live transport QP (counter reports).
     template <class F>
     void for_each_qp(F&& f) const
     {
         for (const TransportQp& q : qps_)
-            if (q.live) f(q.tag, q.counters);
+            if (q.live) f(q.tag, q.counters());
     }
     // DPA worker i's counters: a snapshot summed over its two contexts (worker.hpp).
     hal_worker worker(uint32_t i) const;
@@ -253,42 +258,63 @@ private:
     };
     // A UDP source port no frame carries: the peer port of a QP that is not connected.
     static constexpr uint32_t kNoPeer = 0x10000;
-    struct TransportQp {
+    // A transport QP in two cache lines: what the send engine and the port's completions read
+    // and update per packet, and what the responder does (rx). With 128 NICs every line a
+    // packet touches misses the caches (cachegrind: the entry, 288 bytes with its hot fields
+    // over three lines, cost five misses per packet); so each side reads one line, and the few
+    // fields both sides check (live, rc, the peer's address, the tag) are kept in both.
+    struct alignas(64) TransportQp {
         bool live = false;
-        uint32_t qpn = 0;
-        uint32_t tag = 0, channel = 0, rkey = 0;
-        uint32_t remote_qpn = 0, remote_ip = 0, psn = 0;
-        std::array<uint8_t, 6> remote_mac{};
-        // What the peer's frames must carry: (port | port_mask) == peer_port. Connected:
-        // udp_src_port(qpn, remote_qpn) and mask 0, or spraying kSprayPeerPort, kSprayPortMask.
-        uint32_t peer_port = kNoPeer;
-        uint16_t port_mask = 0;
-        uint16_t conn_port = 0xC000;  // udp_src_port(qpn, remote_qpn): this QP's frames
-        bool spray = false;
-        uint32_t spray_n = 0;  // packets sprayed: the next one's port
-
-        uint32_t sq_used = 0;     // WQEs queued or in the port (RC: until acknowledged)
-        bool sq_blocked = false;  // firmware was refused: doorbell when space frees
         bool rc = false;
-        QpCounters counters;
+        bool rc_failed = false;   // RC: retries exhausted or a NAK: every WQE completes in error
+        bool spray = false;
+        bool sq_blocked = false;  // firmware was refused: doorbell when space frees
+        uint16_t conn_port = 0xC000;  // udp_src_port(qpn, remote_qpn): this QP's frames
+        uint32_t remote_qpn = 0, psn = 0, remote_ip = 0;
+        std::array<uint8_t, 6> remote_mac{};
+        uint32_t spray_n = 0;  // packets sprayed: the next one's port
+        uint32_t sq_used = 0;  // WQEs queued or in the port (RC: until acknowledged)
+        uint32_t tag = 0;
+        uint32_t in_port = 0;  // RC: WQEs between tx_next and tx_done
+        uint64_t tx_packets = 0, tx_bytes = 0;
+        struct alignas(64) Rx {
+            bool live = false, rc = false;
+            // What the peer's frames must carry: (port | port_mask) == peer_port. Connected:
+            // udp_src_port(qpn, remote_qpn) and mask 0, or spraying kSprayPeerPort, kSprayPortMask.
+            uint16_t port_mask = 0;
+            uint32_t qpn = 0;
+            uint32_t peer_port = kNoPeer;
+            uint32_t remote_ip = 0;
+            std::array<uint8_t, 6> remote_mac{};
+            uint32_t rkey = 0, channel = 0, tag = 0;
+            uint64_t packets = 0, drops = 0, null_key = 0;
+        } rx;
+        uint64_t tx_retransmits = 0;
         // RC requester (nic_sdr_rc.cpp): PSNs [una, psn) are sent and not acknowledged, their
         // WQEs in sent[psn % kSqDepth] (sq_used bounds them); resend is the next to send again.
-        bool rc_failed = false;      // retries exhausted or a NAK: every WQE completes in error
         bool resend_queued = false;  // in rc_resends_
         bool timer_armed = false;    // the executor holds a timer for this QP
-        uint32_t una = 0, resend = 0, retry_left = 0, in_port = 0;  // in_port: between tx_next and tx_done
+        uint32_t una = 0, resend = 0, retry_left = 0;
         uint64_t rc_timeout_ns = 0, timer_ns = 0;  // timer_ns: the deadline in force, 0: none
         std::vector<hal_tx_wqe> sent;
         // RC responder: the expected PSN, messages received (AETH MSN), packets since the last ACK
         bool ack_queued = false, nak_sent = false;
         uint8_t nak_code = 0;  // 1 + the NAK code the queued response carries, 0: an ACK
         uint32_t epsn = 0, msn = 0, unacked_rx = 0;
-        // DCQCN (nic_dcqcn.cpp): the sender's rate and the time its next packet may leave; the
-        // receiver's CNP limit.
+        // DCQCN (nic_dcqcn.cpp): the time the next packet may leave and the sender's rate, what
+        // every packet reads, on a line of their own (DcqcnRp's per-packet fields come first);
+        // the receiver's CNP limit.
+        alignas(64) uint64_t next_send_ns = 0;
         DcqcnRp rp;
         DcqcnNp np;
-        uint64_t next_send_ns = 0;
+
+        void set_live(bool on) { live = rx.live = on; }
+        QpCounters counters() const
+        {
+            return QpCounters{rx.packets, rx.drops, rx.null_key, tx_packets, tx_bytes, tx_retransmits};
+        }
     };
+    static_assert(sizeof(TransportQp::Rx) == 64, "the responder's fields take one cache line");
     struct CtrlQp {
         bool live = false;
         uint32_t qpn = 0, qkey = 0;
@@ -343,25 +369,29 @@ private:
     {
         return q.spray ? sprayed_udp_src_port(q.conn_port, q.spray_n++) : q.conn_port;
     }
-    hal_worker* tx_worker(uint32_t qp_index) { return workers_[qp_index % workers_.size()].get(); }
+    hal_worker* tx_worker(uint32_t qp_index) { return &workers_[qp_index % workers_.size()]; }
 
-    bool tx_prefetch_ = false;
+    // The members every packet reads first, on cache lines of their own (as NicCore's): the
+    // receive path reads the first two lines, the send engine the first three.
+    alignas(64) bool tx_prefetch_ = false;
     bool cqe_dispatch_ = false;
     bool verbs_turn_ = false;  // toggled per packet while both SDR and verbs have work
+    uint32_t rc_queued_ = 0;   // entries of rc_acks_ and rc_resends_: one word for the send engine to test
+    std::vector<TransportQp> qps_;
+    FifoRing<hal_tx_wqe> sq_ring_;  // every transport QP's WQEs, in posting order
+    fw_device* fw_ = nullptr;
     // One record per DPA worker and context (worker.hpp): workers_ for send completions,
     // doorbells and timers (under the executor's lock), rx_workers_ for the receive handler
     // (run_rx_cqe, on the worker's own thread when the executor has worker threads).
-    std::vector<std::unique_ptr<hal_worker>> workers_;
-    std::vector<std::unique_ptr<hal_worker>> rx_workers_;
-    std::vector<MemoryRegion> mrs_;
+    std::vector<hal_worker> rx_workers_;
     std::vector<RootKey> root_keys_;
-    std::vector<TransportQp> qps_;
-    FifoRing<hal_tx_wqe> sq_ring_;  // every transport QP's WQEs, in posting order
+    uint64_t ctrl_head_ = 0, ctrl_next_ = 0;
+    std::vector<MemoryRegion> mrs_;
+    uint64_t ctrl_done_ = 0;
     std::deque<uint32_t> rc_acks_, rc_resends_;  // RC transport QPs with an ACK / packets to send again
+    std::vector<hal_worker> workers_;
     std::vector<CtrlQp> ctrl_qps_;
     std::vector<CtrlSend> ctrl_sq_;  // kCtrlSqDepth from the first control QP; entries live until tx_done
-    uint64_t ctrl_head_ = 0, ctrl_next_ = 0, ctrl_done_ = 0;
-    fw_device* fw_ = nullptr;
     uint64_t nic_mem_bytes_ = 0;
 };
 

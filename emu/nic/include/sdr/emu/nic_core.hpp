@@ -53,10 +53,12 @@ struct NicAddress {
 // header (the send engine's frames and the payload-free pcap records alike).
 wire::Headers roce_headers(const PacketMeta& m, const NicAddress& src, const NicAddress& dst);
 
+// The ones every packet adds to first, together (NicCore keeps them beside its other per-packet
+// fields): with many NICs each line a packet touches is a cache miss.
 struct PortCounters {
-    uint64_t rx_frames = 0, rx_bytes = 0, rx_placed_bytes = 0, rx_null_key = 0, rx_cqes = 0;
-    uint64_t rx_drops[static_cast<size_t>(RxDrop::Count)] = {};
+    uint64_t rx_frames = 0, rx_bytes = 0, rx_placed_bytes = 0, rx_cqes = 0, rx_null_key = 0;
     uint64_t tx_frames = 0, tx_bytes = 0, tx_local_errors = 0;
+    uint64_t rx_drops[static_cast<size_t>(RxDrop::Count)] = {};
     uint64_t rx_ctrl = 0, tx_ctrl = 0;  // control datagrams (also counted in rx/tx_frames)
     // DCQCN (dcqcn.hpp): CE-marked data packets received, CNPs sent (as NP) and taken (as RP)
     uint64_t rx_ce = 0, cnp_sent = 0, cnp_received = 0;
@@ -212,7 +214,7 @@ protected:
     // id_seed: QPNs, keys and Q_Keys drawn from a generator with this seed (replayable runs);
     // nullopt: from getrandom() (ids.hpp).
     NicCore(uint32_t index, NicAddress addr, bool payload, NicExecutor* exec, std::optional<uint64_t> id_seed)
-        : index_(index), addr_(addr), payload_(payload), exec_(exec), ids_(id_seed)
+        : payload_(payload), index_(index), exec_(exec), addr_(addr), ids_(id_seed)
     {
     }
     ~NicCore() = default;
@@ -232,19 +234,20 @@ protected:
     // A data packet of frame_bytes left a QP with reaction point rp: the time its next may leave
     // (wire bytes at the rate Rc after this one), and the byte counter.
     void dcqcn_paced(DcqcnRp& rp, uint64_t* next_send_ns, uint64_t frame_bytes);
+    // What the per-packet paths read or count first, on the object's first two cache lines.
     bool dcqcn_on_ = false;    // dcqcn_.enabled: the one flag the per-packet paths test
+    bool payload_;
+    bool engine_tx_ = false;  // the attached engine has packets to send (NicEngine::tx_next)
+    uint32_t index_;
+    NicExecutor* exec_;
+    std::atomic<uint64_t> host_events_{0};
+    std::atomic<uint64_t>* event_sink_ = nullptr;
+    PortCounters port_;
+    NicAddress addr_;
+    NicIds ids_;
     DcqcnParams dcqcn_;
     uint64_t dcqcn_wake_ns_ = 0;  // the pacing timer's deadline in force, 0: none
     std::deque<CnpSend> cnps_;
-    uint32_t index_;
-    NicAddress addr_;
-    bool payload_;
-    bool engine_tx_ = false;  // the attached engine has packets to send (NicEngine::tx_next)
-    NicExecutor* exec_;
-    NicIds ids_;
-    PortCounters port_;
-    std::atomic<uint64_t> host_events_{0};
-    std::atomic<uint64_t>* event_sink_ = nullptr;
     std::unique_ptr<NicEngine> engine_;  // attached on first use; last, so it goes first
 };
 

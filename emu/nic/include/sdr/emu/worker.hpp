@@ -34,16 +34,18 @@ inline uint64_t counter_read(const uint64_t& c)
 }  // namespace sdr::emu
 
 // alignas(64): each record on cache lines of its own, so the two contexts never share a line.
+// The handler counts before the firmware's counters: a receive CQE adds to cqe_handler_calls
+// and to the firmware's first counters, and with many NICs each line it touches is a cache miss.
 struct alignas(64) hal_worker {
     sdr::emu::Nic* nic = nullptr;
     uint32_t index = 0;  // the DPA worker this record belongs to (same in both contexts)
+    // Per-handler invocation counts (PsPIN-style handler counters).
+    uint64_t cqe_handler_calls = 0;
+    uint64_t doorbell_handler_calls = 0;
+    uint64_t timer_handler_calls = 0;
     uint64_t counters[HAL_MAX_COUNTERS] = {};
     // Host-memory window traffic: each write is a PCIe transaction on hardware.
     uint64_t window_writes = 0;
     uint64_t window_adds = 0;  // of which fetch-and-adds (non-posted: a round trip each)
     uint64_t window_refused = 0;  // outside the window: not written
-    // Per-handler invocation counts (PsPIN-style handler counters).
-    uint64_t cqe_handler_calls = 0;
-    uint64_t doorbell_handler_calls = 0;
-    uint64_t timer_handler_calls = 0;
 };

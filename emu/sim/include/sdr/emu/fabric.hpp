@@ -81,8 +81,9 @@ struct DropRecord {
 
 class SimFabric;
 
-// One direction between two NICs.
-class SimLink final : public SimTarget {
+// One direction between two NICs. On cache-line boundaries: its first lines hold what a
+// packet's send and delivery read (see the members).
+class alignas(64) SimLink final : public SimTarget {
 public:
     SimLink(SimFabric& fabric, Nic& dst, uint32_t src_index, const LinkParams& p, uint64_t seed);
     // The per-packet steps are hidden (called only inside libsdr, never interposed), so the
@@ -105,6 +106,7 @@ private:
         uint32_t frame_len;
         uint8_t note;  // capture_note bits: what the link did (delayed, duplicated, the copy)
     };
+    static_assert(sizeof(InFlight) == 64, "a packet in flight takes one cache line");
     [[gnu::visibility("hidden")]] void deliver(const InFlight& f);
     void tap_deliver(const InFlight& f);  // deliver with the pcap tap on
     void push_late(const InFlight& f);
@@ -113,16 +115,23 @@ private:
     static bool later(const InFlight& a, const InFlight& b) { return a.arrival > b.arrival; }
     static constexpr int kMaxRunAhead = 64;
 
+    // What a packet's send reads, on the object's first cache line, and what its delivery
+    // reads besides, on the second: with many NICs each line a packet touches is a cache miss.
     SimFabric& fabric_;
     Nic& dst_;
+    // Arrivals in order. It starts small and grows to the packets in flight: a ring cycles
+    // through all its slots, and 1024 of them per link (64 KiB) put every packet on a cold line
+    // and a page of its own to fault in, over 128 links.
+    FifoRing<InFlight> fifo_{32};
+    SimTime prop_ps_;
+    bool plain_ = false;  // imp_.none(), set once imp_ is built
+    alignas(64) uint64_t delivered_ = 0;
+    const int max_run_ahead_;  // kMaxRunAhead, or 1 with FabricParams::per_packet_events
     uint32_t src_index_;
     NicAddress src_addr_;  // what the source NIC's frames carry (payload-free packets have none)
-    SimTime prop_ps_;
     Impairment imp_;
-    FifoRing<InFlight> fifo_;  // arrivals in order
     std::vector<InFlight> late_;  // reordered and duplicated packets (min-heap on arrival)
-    uint64_t delivered_ = 0, dropped_ = 0, dropped_burst_ = 0, duplicated_ = 0, reordered_ = 0, ce_marked_ = 0;
-    const int max_run_ahead_;  // kMaxRunAhead, or 1 with FabricParams::per_packet_events
+    uint64_t dropped_ = 0, dropped_burst_ = 0, duplicated_ = 0, reordered_ = 0, ce_marked_ = 0;
 };
 
 class SimFabric final : public NicExecutor {
@@ -137,7 +146,15 @@ public:
     Nic& nic(uint32_t index, uint32_t num_workers);
     Nic* find_nic(uint32_t index);
     Nic* nic_by_ip(uint32_t ip);
-    static NicAddress address_of(uint32_t index);
+    // NIC i's addresses: 10.0.0.(i+1), never leaving the process (inline: every payload-free
+    // packet's receipt names its sender by them).
+    static NicAddress address_of(uint32_t index)
+    {
+        NicAddress a;
+        a.mac = {0x02, 0x00, 0x00, 0x00, static_cast<uint8_t>(index >> 8), static_cast<uint8_t>(index + 1)};
+        a.ip = (10u << 24) | (index + 1);
+        return a;
+    }
     // How many NICs (hosts) the fabric can hold: a topology's hosts, else 256.
     uint32_t host_limit() const { return net_ ? net_->topology().hosts : 256; }
     // The network of switches, if params().topology is set.
@@ -240,15 +257,21 @@ private:
     uint32_t tap_interface(const std::string& name) { return pcap_.interface(name); }
     bool tap_pcapng() const { return pcap_.pcapng(); }
     // The pcapng tap. A dropped frame waits in pending_drops_ until the tap reaches the time it
-    // would have arrived, so the file stays in time order.
+    // would have arrived, so the file stays in time order; so does a switch port's record.
     struct PendingDrop {
         SimTime t;
+        uint64_t seq;       // equal times: in the order they were made
         uint32_t dst;
         const char* cause;  // a capture_note string
         uint32_t origlen;
         std::vector<uint8_t> bytes;
+        uint32_t iface;     // a switch port's interface + 1; 0: the receiving NIC's
+        uint32_t flags;     // pcapng flags
     };
-    static bool pending_later(const PendingDrop& a, const PendingDrop& b) { return a.t > b.t; }
+    static bool pending_later(const PendingDrop& a, const PendingDrop& b)
+    {
+        return a.t != b.t ? a.t > b.t : a.seq > b.seq;
+    }
     void capture_drop(SimTime t, uint32_t src, uint32_t dst, const PacketMeta& m, const uint8_t* frame,
                       uint32_t frame_len, const char* cause);
     void flush_drops(SimTime upto);
@@ -257,6 +280,7 @@ private:
     size_t capture_bytes(const PacketMeta& m, uint32_t src, uint32_t dst, const uint8_t* frame, uint32_t frame_len,
                          const uint8_t** bytes, uint8_t* hdr, uint32_t* origlen) const;
     std::vector<PendingDrop> pending_drops_;
+    uint64_t pending_seq_ = 0;
     bool tap_ = false;                 // the pcap tap is open
     std::vector<uint32_t> rx_ifaces_;  // pcapng interface id + 1 per NIC (0: not declared yet)
     SimTime wall_ps() const;

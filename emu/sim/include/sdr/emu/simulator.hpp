@@ -2,7 +2,11 @@
 // Events are (time, sequence, target, argument); equal times run in scheduling order, so a
 // run is a pure function of its inputs and seed. Packet streams do not each own an event:
 // a link holds its packets in a FIFO and keeps one event for its head (see SimLink).
+// Once dozens are pending, events due within a few microseconds go to a timing wheel
+// (event_wheel.hpp), the rest to a heap; a step runs the earlier of the two fronts.
 #pragma once
+
+#include <sdr/emu/event_wheel.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -33,7 +37,7 @@ public:
     uint64_t run(uint64_t max_events);
     // Move the clock to t and count it as an event, if no pending event comes before t
     // (strictly: equal times keep their scheduling order). Lets a target that owns a stream of
-    // timed items handle the next one without a round trip through the heap — exact, since
+    // timed items handle the next one without a round trip through the scheduler — exact, since
     // nothing else could have run in between.
     bool run_ahead_to(SimTime t)
     {
@@ -42,46 +46,45 @@ public:
         events_++;
         return true;
     }
-    bool idle() const { return heap_.size() == size_t{firing_}; }
+    bool idle() const { return !near_.front() && heap_.size() == size_t{firing_}; }
     SimTime next_time() const
     {
-        const Event* e = front();
+        const SimEvent* e = front();
         return e ? e->t : now_;
     }
     uint64_t events_run() const { return events_; }
 
 private:
-    struct Event {
-        SimTime t;
-        uint64_t seq;
-        SimTarget* target;
-        uint64_t arg;
-    };
-    static bool later(const Event& a, const Event& b)
-    {
-        return a.t != b.t ? a.t > b.t : a.seq > b.seq;
-    }
-    // A binary min-heap of events. The event being fired stays at the root (firing_) until
-    // its target schedules the next one, which then takes the root with one sift down: the
-    // usual step of a link or a port (pop, then push) costs one sift instead of two. Equal
-    // events cannot exist (seq), so the order in which they run does not depend on the layout.
-    const Event* front() const
+    // The far events: a binary min-heap. The event being fired stays at the root (firing_)
+    // until its target schedules the next one, which then takes the root with one sift down:
+    // a pop then a push costs one sift instead of two. Equal events cannot exist (seq), so the
+    // order in which they run does not depend on the layout.
+    const SimEvent* far_front() const
     {
         const size_t n = heap_.size();
         if (!firing_) return n ? &heap_[0] : nullptr;
         if (n < 3) return n == 2 ? &heap_[1] : nullptr;
-        return later(heap_[1], heap_[2]) ? &heap_[2] : &heap_[1];
+        return heap_[2].before(heap_[1]) ? &heap_[2] : &heap_[1];
+    }
+    const SimEvent* front() const
+    {
+        const SimEvent *near = near_.front(), *far = far_front();
+        return !far || (near && near->before(*far)) ? near : far;
     }
     // Some pending event is due at or before t.
     bool pending_by(SimTime t) const
     {
-        const Event* e = front();
+        const SimEvent* e = front();
         return e && e->t <= t;
     }
-    void sift_down(size_t i);
+    // Near events go to the wheel from kWheelOn pending until fewer than kWheelOff are.
+    static constexpr size_t kWheelOn = 32, kWheelOff = 8;
+    void sift_down(size_t i, const SimEvent& e);  // e goes into the hole at i, or below it
     void retire_fired();  // the fired event scheduled nothing: its root goes
-    std::vector<Event> heap_;
+    EventWheel near_;
+    std::vector<SimEvent> heap_;
     bool firing_ = false;  // heap_[0] is the event being fired, already run
+    bool wheel_on_ = false;  // near events go to near_
     SimTime now_ = 0;
     uint64_t seq_ = 0;
     uint64_t events_ = 0;

@@ -1,0 +1,271 @@
+// The switches' windows (network.hpp): conservative lookahead, as in parallel discrete-event
+// simulation (Chandy and Misra 1979; in synchronous windows, as Nicol 1993), used here on one
+// core to take the hops out of the event scheduler.
+//
+// Every switch-bound pipe and every PFC frame between switches takes at least L (the shortest
+// link delay plus hop latency). So when the scheduler reaches T, everything that arrives at a
+// switch before T + L has already been handed to it, and nothing a switch does in [T, T + L)
+// reaches another switch before T + L: each switch runs its share of the window alone, in time
+// order, and the window costs one scheduler event for all of them.
+#include <sdr/emu/network.hpp>
+
+#include <sdr/emu/capture_notes.hpp>
+#include <sdr/emu/fabric.hpp>
+
+#include <algorithm>
+#include <cstring>
+
+namespace sdr::emu {
+
+namespace {
+
+bool later_arrival(const Arrival& a, const Arrival& b) { return a.t > b.t; }
+
+}  // namespace
+
+SimTime SimSwitch::next_work() const
+{
+    SimTime w = incoming_at_;
+    for (uint16_t i : busy_) w = std::min(w, ports_[i]->next_work());
+    return w;
+}
+
+// The window's arrivals move to sc_.arrivals, port by port; later ones stay. Each port's wait in
+// time order, so a window looks at little more than its own (a long haul holds thousands in
+// flight).
+void SimSwitch::take_due(SimTime end)
+{
+    sc_.arrivals.clear();
+    if (incoming_at_ >= end) return;
+    SimTime later = kNever;
+    for (FifoRing<Arrival>& in : incoming_) {
+        while (!in.empty() && in.front().t < end) {
+            sc_.arrivals.push_back(in.front());
+            in.pop();
+        }
+        if (!in.empty()) later = std::min(later, in.front().t);
+    }
+    while (!overtaken_.empty() && overtaken_.front().t < end) {
+        std::pop_heap(overtaken_.begin(), overtaken_.end(), later_arrival);
+        sc_.arrivals.push_back(overtaken_.back());
+        overtaken_.pop_back();
+    }
+    if (!overtaken_.empty()) later = std::min(later, overtaken_.front().t);
+    incoming_at_ = later;
+}
+
+void SimSwitch::overtake(const Arrival& a, SimTime t, uint16_t port)
+{
+    Arrival& d = overtaken_.emplace_back(a);
+    d.t = t;
+    d.in_port = port;
+    std::push_heap(overtaken_.begin(), overtaken_.end(), later_arrival);
+}
+
+// Arrivals in time order; at equal times by the port they came in by, then in the order their
+// pipe delivered them (the order they were taken, for one port). That order is the packets' own,
+// not the windows': the same however wide the windows are, and whichever way a switch runs one.
+// A port's arrivals come in a few runs already in order (one per upstream): insertion sort,
+// unless there are many.
+void SimSwitch::order(uint32_t* v, size_t n) const
+{
+    const Arrival* arr = sc_.arrivals.data();
+    auto before = [arr](uint32_t a, uint32_t b) {
+        const Arrival &x = arr[a], &y = arr[b];
+        if (x.t != y.t) return x.t < y.t;
+        return x.in_port != y.in_port ? x.in_port < y.in_port : a < b;
+    };
+    if (n > kSortFrom) return std::sort(v, v + n, before);
+    for (size_t i = 1; i < n; i++) {
+        if (before(v[i - 1], v[i])) continue;
+        const uint32_t x = v[i];
+        size_t j = i;
+        for (; j > 0 && before(x, v[j - 1]); j--) v[j] = v[j - 1];
+        v[j] = x;
+    }
+}
+
+// Where arrival i goes: its egress (copies for a multicast group's tree), counted per port,
+// or a drop if there is no route.
+void SimSwitch::route_arrival(uint32_t i)
+{
+    const Arrival a = sc_.arrivals[i];
+    auto to = [&](uint16_t port, uint32_t k) {
+        if (!sc_.port_n[port]++) sc_.touched.push_back(port);
+        sc_.port_bytes[port] += a.bytes;
+        sc_.arrivals[k].out_port = port;
+        window_bytes_ += a.bytes;
+    };
+    if (a.dst != kMulticastDst) [[likely]] return to(route(a), i);
+    sc_.arrivals[i].out_port = kNoPort;
+    // One copy per port of the group's tree but the one it came in by; off the tree, up
+    // towards the root, where the tree begins.
+    auto it = mcast_ports_.find(a.flow);
+    if (it == mcast_ports_.end()) {
+        if (up_port_ >= 0 && up_port_ != a.in_port) return to(static_cast<uint16_t>(up_port_), i);
+        return net_.drop(a.pkt, a.t, capture_note::kNoRoute);  // nobody listens
+    }
+    const FabricPacket& p = packets_[a.pkt];
+    for (uint16_t port : it->second) {
+        if (port == a.in_port) continue;
+        Arrival copy = a;
+        copy.pkt = packets_.take();
+        FabricPacket& c = packets_[copy.pkt];
+        c = p;
+        if (p.frame) {
+            c.frame = net_.fabric().frame_alloc();
+            std::memcpy(c.frame, p.frame, p.frame_len);
+        }
+        sc_.arrivals.push_back(copy);
+        to(port, static_cast<uint32_t>(sc_.arrivals.size() - 1));
+    }
+    net_.drop_quietly(a.pkt);  // the copies went on
+}
+
+// The routed arrivals, grouped by port in sc_.grouped (a counting sort): port p's are
+// sc_.grouped[sc_.first[p] .. sc_.first[p] + sc_.port_n[p]).
+void SimSwitch::group_by_port()
+{
+    uint32_t at = 0;
+    for (uint16_t port : sc_.touched) {
+        sc_.first[port] = at;
+        at += sc_.port_n[port];
+    }
+    sc_.grouped.resize(at);
+    for (uint32_t i = 0; i < sc_.arrivals.size(); i++) {
+        const uint16_t port = sc_.arrivals[i].out_port;
+        if (port != kNoPort) sc_.grouped[sc_.first[port]++] = i;
+    }
+    for (uint16_t port : sc_.touched) sc_.first[port] -= sc_.port_n[port];
+}
+
+// Whether every arrival of the window is admitted in any order: the buffer can only be fuller
+// than at the window's start by the window's arrivals, and each queue fuller by its own. Then
+// the ports do not interact and each takes its arrivals alone.
+bool SimSwitch::all_admitted() const
+{
+    if (!p_.shared_buffer) return true;  // per-port buffers: each queue's bound is its own
+    const uint64_t most = used_ + window_bytes_;
+    if (most > p_.buffer_bytes) return false;
+    const double room = p_.dt_alpha * static_cast<double>(p_.buffer_bytes - most);
+    for (uint16_t port : sc_.touched) {
+        const uint64_t q = ports_[port]->counters().bytes + sc_.port_bytes[port];
+        if (q > p_.reserve_bytes && static_cast<double>(q) > room) return false;
+    }
+    return true;
+}
+
+void SimSwitch::sweep(SimTime end)
+{
+    window_bytes_ = 0;
+    take_due(end);
+    const uint32_t n = static_cast<uint32_t>(sc_.arrivals.size());
+    net_.count_hops(n);
+    for (uint32_t i = 0; i < n; i++) route_arrival(i);  // multicast copies go after n
+    group_by_port();
+    if (p_.pfc || !all_admitted()) sweep_in_order(end);
+    else sweep_by_port(end);
+    for (uint16_t port : sc_.touched) sc_.port_n[port] = 0, sc_.port_bytes[port] = 0;
+    sc_.touched.clear();
+}
+
+// Ports whose queues emptied leave the busy list.
+void SimSwitch::advance_busy(SimTime t)
+{
+    size_t kept = 0;
+    for (size_t k = 0; k < busy_.size(); k++) {
+        Egress& e = *ports_[busy_[k]];
+        e.advance(t);
+        if (e.next_work() == kNever) e.set_listed(false);
+        else busy_[kept++] = busy_[k];
+    }
+    busy_.resize(kept);
+}
+
+// The common case: each port takes its own arrivals and departures in time order.
+void SimSwitch::sweep_by_port(SimTime end)
+{
+    for (uint16_t port : sc_.touched) {
+        Egress& e = *ports_[port];
+        uint32_t* v = sc_.grouped.data() + sc_.first[port];
+        const uint32_t n = sc_.port_n[port];
+        order(v, n);
+        for (uint32_t k = 0; k < n; k++) {
+            Arrival& a = sc_.arrivals[v[k]];
+            e.advance(a.t);
+            forward(a, e);
+        }
+    }
+    advance_busy(end - 1);
+}
+
+// A buffer near full, or PFC: ports interact (admission by the shared buffer's fill, pauses
+// by what each ingress holds), so the whole switch takes every step in time order.
+void SimSwitch::sweep_in_order(SimTime end)
+{
+    order(sc_.grouped.data(), sc_.grouped.size());
+    for (uint32_t i : sc_.grouped) {
+        Arrival& a = sc_.arrivals[i];
+        advance_all(a.t);
+        forward(a, *ports_[a.out_port]);
+    }
+    advance_all(end - 1);
+}
+
+// Every port's departures and PFC frames due by t, in time order across the ports (ties by
+// port): what each ingress holds, and so PFC's XON, depends on that order.
+void SimSwitch::advance_all(SimTime t)
+{
+    for (;;) {
+        Egress* first = nullptr;
+        SimTime at = t + 1;
+        for (uint16_t i : busy_) {
+            const SimTime w = ports_[i]->next_work();
+            if (w < at) at = w, first = ports_[i].get();
+        }
+        if (!first) return advance_busy(t);  // drops the ports that emptied
+        first->advance(at);
+    }
+}
+
+// ---- the windows ----------------------------------------------------------------------------
+
+void SimNetwork::schedule_window(SimTime t)
+{
+    window_at_ = t;
+    sim().at(t, &windows_target_);
+}
+
+void SimNetwork::run_window(SimTime start)
+{
+    if (start != window_at_) return;  // superseded by an earlier window
+    in_window_ = true;
+    windows_++;
+    const SimTime end = start + std::max<SimTime>(lookahead_ps_, 1);
+    SimTime next;
+    // One pass unless L is 0 (links without delay): then what a switch sends arrives within the
+    // window, and the window runs again until nothing is due in it.
+    do {
+        sweeping_.clear();
+        for (SimSwitch* s : active_)
+            if (s->wake_at < end) sweeping_.push_back(s);
+        for (SimSwitch* s : sweeping_) s->sweep(end);
+        for (SimSwitch* s : sweeping_) s->wake_at = s->next_work();
+        next = kNever;
+        size_t kept = 0;
+        for (SimSwitch* s : active_) {
+            if (s->wake_at == kNever) {
+                s->active = false;
+                continue;
+            }
+            active_[kept++] = s;
+            next = std::min(next, s->wake_at);
+        }
+        active_.resize(kept);
+    } while (next < end);
+    in_window_ = false;
+    window_at_ = kNever;
+    if (next != kNever) schedule_window(next);
+}
+
+}  // namespace sdr::emu
