@@ -30,9 +30,9 @@ SimTime SimSwitch::next_work() const
     return w;
 }
 
-// The window's arrivals move to sc_.arrivals, port by port; later ones stay. Each port's wait in
-// time order, so a window looks at little more than its own (a long haul holds thousands in
-// flight).
+// The window's arrivals move to sc_.arrivals, port by port; later ones stay. Each port's
+// arrivals wait in time order, so a window looks at little more than its own (a long haul holds
+// thousands in flight).
 void SimSwitch::take_due(SimTime end)
 {
     sc_.arrivals.clear();
@@ -217,14 +217,14 @@ void SimSwitch::sweep_in_order(SimTime end)
 void SimSwitch::advance_all(SimTime t)
 {
     for (;;) {
-        Egress* first = nullptr;
+        uint16_t first = kNoPort;
         SimTime at = t + 1;
         for (uint16_t i : busy_) {
             const SimTime w = ports_[i]->next_work();
-            if (w < at) at = w, first = ports_[i].get();
+            if (w < at || (w == at && i < first)) at = w, first = i;
         }
-        if (!first) return advance_busy(t);  // drops the ports that emptied
-        first->advance(at);
+        if (first == kNoPort) return advance_busy(t);  // drops the ports that emptied
+        ports_[first]->advance(at);
     }
 }
 
