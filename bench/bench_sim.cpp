@@ -111,68 +111,19 @@ struct FabricRun {
 };
 std::map<uint32_t, FabricRun> g_fabric;  // by k
 
-void BM_fabric(benchmark::State& st)
+// htsim's permutation on the hosts of fabric p (host i sends `bytes` to i + n/2), one SDR QP
+// pair each, every channel spraying (SDR's UC channels take packets in any order): what both
+// the fat tree and its point-to-point twin measure, into r.
+void run_permutation(benchmark::State& st, const sdr::emu::FabricParams& p, uint32_t n, size_t bytes, FabricRun* r)
 {
-    const uint32_t k = static_cast<uint32_t>(st.range(0));
-    const size_t bytes = static_cast<size_t>(st.range(1));
-    sdr::emu::FabricParams p;
-    p.payload = false;
-    p.topology = sdr::emu::Topology::fat_tree(k, 100.0);
-    p.topology->sw.ecn = true;
     sdr::SimHosts h(p, 8);
-    const uint32_t n = p.topology->hosts;
-    // Every channel sprays (SDR's UC channels take packets in any order); DCQCN answers ECN.
+    sdr::emu::SimNetwork* net = h.fabric().network();
     const sdr_qp_attr_ext spray{0, SDR_LIFETIME_FROM_PATH, SDR_TRANSPORT_UC, 1};
     for (uint32_t i = 0; i < n; i++) h.connect(i, (i + n / 2) % n, sdr_qp_attr{16, 27, 1, SDR_MTU_4096, 1, 1, 0}, spray);
     uint64_t packets = 0, hops = 0, wall_ns = 0, sim_ps = 0, lost = 0, events = 0;
     for (auto _ : st) {
-        const uint64_t d0 = h.fabric().packets_delivered(), h0 = h.net().hops();
+        const uint64_t d0 = h.fabric().packets_delivered(), h0 = net ? net->hops() : 0;
         const uint64_t t0 = h.fabric().sim().now(), e0 = h.fabric().sim().events_run();
-        const auto w0 = std::chrono::steady_clock::now();
-        for (uint32_t i = 0; i < n; i++) h.post(i, bytes);
-        h.run();
-        wall_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - w0).count();
-        sim_ps += h.fabric().sim().now() - t0;
-        events += h.fabric().sim().events_run() - e0;
-        for (uint32_t i = 0; i < n; i++)
-            lost += !h.arrived(i);
-        h.finish();
-        packets += h.fabric().packets_delivered() - d0;
-        hops += h.net().hops() - h0;
-    }
-    st.counters["rate"] = benchmark::Counter(static_cast<double>(packets), benchmark::Counter::kIsRate);
-    st.counters["hop_rate"] = benchmark::Counter(static_cast<double>(hops), benchmark::Counter::kIsRate);
-    rusage ru{};
-    getrusage(RUSAGE_SELF, &ru);
-    FabricRun& r = g_fabric[k];
-    r.hop_rate = static_cast<double>(hops) / (static_cast<double>(wall_ns) / 1e9);
-    r.sim_ms = sim_ps / 1e9 / static_cast<double>(st.iterations());
-    r.wall_ms = wall_ns / 1e6 / static_cast<double>(st.iterations());
-    r.rss_mib = ru.ru_maxrss / 1024.0;
-    r.hops_per_packet = static_cast<double>(hops) / static_cast<double>(packets);
-    r.events_per_packet = static_cast<double>(events) / static_cast<double>(packets);
-    r.lost = static_cast<double>(lost) / static_cast<double>(st.iterations() * n);
-}
-
-// The fat tree's hosts and traffic without the tree: every pair of NICs on its own 100 Gbit/s
-// link, a round trip like the tree's. What the NICs, firmware and links cost per packet with
-// many hosts, apart from the switches.
-FabricRun g_p2p;
-
-void BM_p2p_permutation(benchmark::State& st)
-{
-    const uint32_t k = static_cast<uint32_t>(st.range(0)), n = k * k * k / 4;
-    const size_t bytes = static_cast<size_t>(st.range(1));
-    sdr::emu::FabricParams p;
-    p.payload = false;
-    p.link.bandwidth_gbps = 100;
-    p.link.rtt_ms = 0.006;
-    sdr::SimHosts h(p, 8);
-    const sdr_qp_attr_ext spray{0, SDR_LIFETIME_FROM_PATH, SDR_TRANSPORT_UC, 1};
-    for (uint32_t i = 0; i < n; i++) h.connect(i, (i + n / 2) % n, sdr_qp_attr{16, 27, 1, SDR_MTU_4096, 1, 1, 0}, spray);
-    uint64_t packets = 0, wall_ns = 0, sim_ps = 0, lost = 0, events = 0;
-    for (auto _ : st) {
-        const uint64_t d0 = h.fabric().packets_delivered(), t0 = h.fabric().sim().now(), e0 = h.fabric().sim().events_run();
         const auto w0 = std::chrono::steady_clock::now();
         for (uint32_t i = 0; i < n; i++) h.post(i, bytes);
         h.run();
@@ -182,12 +133,44 @@ void BM_p2p_permutation(benchmark::State& st)
         for (uint32_t i = 0; i < n; i++) lost += !h.arrived(i);
         h.finish();
         packets += h.fabric().packets_delivered() - d0;
+        if (net) hops += net->hops() - h0;
     }
     st.counters["rate"] = benchmark::Counter(static_cast<double>(packets), benchmark::Counter::kIsRate);
-    g_p2p.sim_ms = sim_ps / 1e9 / static_cast<double>(st.iterations());
-    g_p2p.wall_ms = wall_ns / 1e6 / static_cast<double>(st.iterations());
-    g_p2p.events_per_packet = static_cast<double>(events) / static_cast<double>(packets);
-    g_p2p.lost = static_cast<double>(lost) / static_cast<double>(st.iterations() * n);
+    if (net) st.counters["hop_rate"] = benchmark::Counter(static_cast<double>(hops), benchmark::Counter::kIsRate);
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    r->hop_rate = static_cast<double>(hops) / (static_cast<double>(wall_ns) / 1e9);
+    r->sim_ms = sim_ps / 1e9 / static_cast<double>(st.iterations());
+    r->wall_ms = wall_ns / 1e6 / static_cast<double>(st.iterations());
+    r->rss_mib = ru.ru_maxrss / 1024.0;
+    r->hops_per_packet = static_cast<double>(hops) / static_cast<double>(packets);
+    r->events_per_packet = static_cast<double>(events) / static_cast<double>(packets);
+    r->lost = static_cast<double>(lost) / static_cast<double>(st.iterations() * n);
+}
+
+void BM_fabric(benchmark::State& st)
+{
+    const uint32_t k = static_cast<uint32_t>(st.range(0));
+    sdr::emu::FabricParams p;
+    p.payload = false;
+    p.topology = sdr::emu::Topology::fat_tree(k, 100.0);
+    p.topology->sw.ecn = true;  // DCQCN answers ECN
+    run_permutation(st, p, p.topology->hosts, static_cast<size_t>(st.range(1)), &g_fabric[k]);
+}
+
+// The fat tree's hosts and traffic without the tree: every pair of NICs on its own 100 Gbit/s
+// link, a round trip like the tree's. What the NICs, firmware and links cost per packet with
+// many hosts, apart from the switches.
+FabricRun g_p2p;
+
+void BM_p2p_permutation(benchmark::State& st)
+{
+    const uint32_t k = static_cast<uint32_t>(st.range(0));
+    sdr::emu::FabricParams p;
+    p.payload = false;
+    p.link.bandwidth_gbps = 100;
+    p.link.rtt_ms = 0.006;
+    run_permutation(st, p, k * k * k / 4, static_cast<size_t>(st.range(1)), &g_p2p);
 }
 
 BENCHMARK(BM_sim)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond);

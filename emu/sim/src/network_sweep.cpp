@@ -94,7 +94,6 @@ void SimSwitch::route_arrival(uint32_t i)
         if (!sc_.port_n[port]++) sc_.touched.push_back(port);
         sc_.port_bytes[port] += a.bytes;
         sc_.arrivals[k].out_port = port;
-        window_bytes_ += a.bytes;
     };
     if (a.dst != kMulticastDst) [[likely]] return to(route(a), i);
     sc_.arrivals[i].out_port = kNoPort;
@@ -145,7 +144,8 @@ void SimSwitch::group_by_port()
 bool SimSwitch::all_admitted() const
 {
     if (!p_.shared_buffer) return true;  // per-port buffers: each queue's bound is its own
-    const uint64_t most = used_ + window_bytes_;
+    uint64_t most = used_;
+    for (uint16_t port : sc_.touched) most += sc_.port_bytes[port];
     if (most > p_.buffer_bytes) return false;
     const double room = p_.dt_alpha * static_cast<double>(p_.buffer_bytes - most);
     for (uint16_t port : sc_.touched) {
@@ -157,7 +157,6 @@ bool SimSwitch::all_admitted() const
 
 void SimSwitch::sweep(SimTime end)
 {
-    window_bytes_ = 0;
     take_due(end);
     const uint32_t n = static_cast<uint32_t>(sc_.arrivals.size());
     net_.count_hops(n);

@@ -291,7 +291,6 @@ private:
     std::vector<uint16_t> ecmp_ports_;
     uint32_t salt_;                      // per switch, so hashing is not the same decision at every tier
     uint64_t used_ = 0;                  // buffered bytes
-    uint64_t window_bytes_ = 0;          // the bytes of the window's arrivals
     SweepScratch& sc_;                   // the network's, shared by all switches
     PacketPool& packets_;
     SwitchParams p_;
