@@ -50,7 +50,7 @@ SimTime Pipe::max_extra_ps() const
     return (i.reorder > 0 ? i.reorder_max_ps : 0) + (i.duplicate > 0 ? kPsPerNs : 0);
 }
 
-void Pipe::send(const Arrival& a, SimTime leaves)
+void Pipe::send_slow(const Arrival& a, SimTime leaves)
 {
     if (!clean_) return send_impaired(a, leaves);
     push(a, leaves + delay_ps_);
@@ -148,6 +148,7 @@ Egress::Egress(SimSwitch& sw, uint16_t port, double gbps, std::unique_ptr<Pipe> 
 {
     // HPCC's defaults: Kmin 100 KB and Kmax 400 KB per 25 Gbit/s (KB = 1000 bytes, as its MMU).
     const SwitchParams& p = sw.params();
+    ecn_ = p.ecn;
     kmin_ = p.kmin_bytes ? p.kmin_bytes : static_cast<uint64_t>(std::llround(100e3 * gbps / 25.0));
     kmax_ = p.kmax_bytes ? p.kmax_bytes : static_cast<uint64_t>(std::llround(400e3 * gbps / 25.0));
 }
@@ -214,7 +215,7 @@ bool Egress::red_marks(uint64_t queued)
     return rng_.uniform() < prob;
 }
 
-void Egress::start_next(SimTime now)
+inline void Egress::start_next(SimTime now)
 {
     const int cls = !q_[1].empty() ? 1 : 0;
     Arrival a = q_[cls].front();
@@ -227,10 +228,10 @@ void Egress::start_next(SimTime now)
 
 // a leaves the queue (or skips it) and starts on the wire now: marked or not, its buffer freed,
 // captured, into the pipe when its last bit is out.
-void Egress::transmit(Arrival& a, SimTime now)
+inline void Egress::transmit(Arrival& a, SimTime now)
 {
     bool marked = false;
-    if (!a.prio && a.ect && sw_.params().ecn && red_marks(data_bytes_)) {
+    if (!a.prio && a.ect && ecn_ && data_bytes_ > kmin_ && red_marks(data_bytes_)) {
         c_.marked++;
         marked = true;
         a.ect = false;
@@ -276,6 +277,7 @@ uint16_t SimSwitch::add_port(double gbps, std::unique_ptr<Pipe> pipe, uint32_t p
         sc_.port_n.resize(ports_.size(), 0);
         sc_.first.resize(ports_.size(), 0);
         sc_.port_bytes.resize(ports_.size(), 0);
+        sc_.fronts.resize(ports_.size(), 0);
     }
     // PFC thresholds, unless given: a quarter of the buffer shared among the ports; XON 3 KB
     // below (HPCC's resume offset).
@@ -365,10 +367,8 @@ void SimSwitch::pause_upstream(Ingress& in, bool on, SimTime now)
     }
 }
 
-void SimSwitch::release(const Arrival& a, SimTime now)
+void SimSwitch::release_ingress(const Arrival& a, SimTime now)
 {
-    used_ -= a.bytes;
-    if (!p_.pfc || a.prio) return;
     Ingress& in = ingress_[a.in_port];
     in.bytes -= a.bytes;
     if (in.paused && in.bytes <= xon_) {

@@ -105,7 +105,8 @@ public:
     void to_host(uint32_t host) { host_ = host; }
     // a's last bit left the wire at `leaves` (a.t is the past hop's: the copy takes the new
     // times field by field, never a struct just written narrower, which the CPU cannot forward).
-    [[gnu::visibility("hidden")]] void send(const Arrival& a, SimTime leaves);
+    // Inline for a clean pipe into a switch, every hop's; out of line otherwise.
+    void send(const Arrival& a, SimTime leaves);
     void fire(SimTime now, uint64_t arg) override;
     void reseed(uint64_t seed) { imp_.reseed(seed); }
     SimTime delay_ps() const { return delay_ps_; }
@@ -114,6 +115,7 @@ public:
     uint64_t dropped() const { return dropped_; }
 private:
     void deliver(const Arrival& a);
+    [[gnu::visibility("hidden")]] void send_slow(const Arrival& a, SimTime leaves);
     void send_impaired(const Arrival& a, SimTime leaves);
     void push(const Arrival& a, SimTime arrival);
     static bool later(const Arrival& a, const Arrival& b) { return a.t > b.t; }
@@ -168,8 +170,8 @@ public:
 
 private:
     bool waiting() const { return !q_[1].empty() || (!q_[0].empty() && !paused_); }
-    void start_next(SimTime now);
-    void transmit(Arrival& a, SimTime now);
+    [[gnu::always_inline]] void start_next(SimTime now);
+    [[gnu::always_inline]] void transmit(Arrival& a, SimTime now);
     bool red_marks(uint64_t queued);
     // What a hop touches, on the first three cache lines: a window comes back to a port after
     // the NICs' work has pushed it out of cache, and each line is a miss.
@@ -180,6 +182,7 @@ private:
     FifoRing<Arrival> q_[2];  // [0] data, [1] control
     bool paused_ = false;     // PFC: the data class waits
     bool listed_ = false;     // in its switch's busy ports
+    bool ecn_;                // the switch marks (SwitchParams::ecn)
     uint16_t port_;
     Pipe* pipe_;
     PacketPool& packets_;
@@ -209,6 +212,7 @@ struct SweepScratch {
     std::vector<uint32_t> port_n, first;    // per port: its arrivals, and where they start in grouped
     std::vector<uint64_t> port_bytes;       // per port: their bytes
     std::vector<uint32_t> grouped;          // the arrivals (indices), by port
+    std::vector<SimTime> fronts;            // sweep_merged: per port, its next arrival due
 };
 
 class SimSwitch {
@@ -253,7 +257,11 @@ public:
     void set_mcast_ports(uint32_t group_ip, std::vector<uint16_t> ports);
     void set_up_port(int port) { up_port_ = port; }
     // An egress started sending a at `now`: its buffer is free again.
-    void release(const Arrival& a, SimTime now);
+    [[gnu::always_inline]] void release(const Arrival& a, SimTime now)
+    {
+        used_ -= a.bytes;
+        if (p_.pfc && !a.prio) [[unlikely]] release_ingress(a, now);
+    }
     SimNetwork& net() { return net_; }
     void reseed(uint64_t seed);
     // PFC: what port `port`'s ingress pauses, a host's port (an event) or a switch's egress.
@@ -275,6 +283,7 @@ private:
     static constexpr uint16_t kNoPort = UINT16_MAX;
     void forward(Arrival& a, Egress& e);
     void drop(Egress& e, const Arrival& a);
+    bool sweep_merged(SimTime end);
     void sweep_by_port(SimTime end);
     void sweep_in_order(SimTime end);
     void advance_all(SimTime t);
@@ -312,6 +321,7 @@ private:
         bool paused = false;
     };
     void pause_upstream(Ingress& in, bool on, SimTime now);
+    void release_ingress(const Arrival& a, SimTime now);
     std::vector<Ingress> ingress_;
     uint64_t xoff_ = 0, xon_ = 0;
 };
@@ -359,7 +369,7 @@ public:
     void count_hops(uint64_t n) { hops_ += n; }
     // Switch s has work at t (a packet in a pipe towards it, a PFC frame): it joins the next
     // window that reaches t.
-    void wake(SimSwitch& s, SimTime t)
+    [[gnu::always_inline]] void wake(SimSwitch& s, SimTime t)
     {
         if (!s.active) {
             s.active = true;
@@ -430,5 +440,14 @@ private:
     bool in_window_ = false;
     uint64_t windows_ = 0;
 };
+
+inline void Pipe::send(const Arrival& a, SimTime leaves)
+{
+    if (!clean_ || !sw_) [[unlikely]] return send_slow(a, leaves);
+    const SimTime t = leaves + delay_ps_;
+    delivered_++;
+    sw_->arrive(a, t, sw_port_);
+    net_.wake(*sw_, t);
+}
 
 }  // namespace sdr::emu
