@@ -13,9 +13,7 @@ namespace sdr::emu {
 
 namespace {
 
-constexpr int kFracBits = 16;
-
-uint64_t ps_per_byte_fp(double gbps) { return static_cast<uint64_t>(std::llround(8000.0 / gbps * (1 << kFracBits))); }
+uint64_t ps_per_byte_fp(double gbps) { return static_cast<uint64_t>(std::llround(8000.0 / gbps * (1 << Egress::kFracBits))); }
 
 // The ECMP decision: a per-switch salted mix of the packet's flow hash (murmur3's finaliser),
 // reduced to [0, n) by a multiply, not a division.
@@ -165,47 +163,6 @@ void Egress::pfc(SimTime t, bool on)
     if (!listed_) sw_.list_busy(port_);
 }
 
-// At equal times a packet starts before a PFC frame is taken, and both before an arrival.
-void Egress::advance(SimTime t)
-{
-    for (;;) {
-        const SimTime start = waiting() ? wire_free_ : kNever;
-        const SimTime frame = pfc_.empty() ? kNever : pfc_.front().t;
-        if (start <= frame && start <= t) {
-            start_next(start);
-            continue;
-        }
-        if (frame > t) return;
-        const bool on = pfc_.front().on;
-        pfc_.pop();
-        if (on) {
-            if (!paused_) paused_at_ = frame;
-            paused_ = true;
-        } else if (paused_) {
-            paused_ = false;
-            c_.paused_ps += frame - paused_at_;
-            wire_free_ = std::max(wire_free_, frame);  // what waited starts now, or when the wire frees
-        }
-    }
-}
-
-void Egress::enqueue(Arrival& a)
-{
-    c_.enqueued++;
-    // An idle wire: after advance(a.t) nothing that may go waits, so the packet starts now,
-    // through no queue (paused data waits; control overtakes it).
-    if (wire_free_ <= a.t && (!paused_ || a.prio)) {
-        c_.peak_bytes = std::max<uint64_t>(c_.peak_bytes, a.bytes);
-        return transmit(a, a.t);
-    }
-    q_[a.prio].push_slot() = a;
-    if (!listed_) sw_.list_busy(port_);
-    c_.bytes += a.bytes;
-    c_.peak_bytes = std::max(c_.peak_bytes, c_.bytes);
-    if (!a.prio) data_bytes_ += a.bytes;
-    if (log_) [[unlikely]] log_->sample(log_id_, a.t, c_.bytes);
-}
-
 // RED on the data bytes still queued when a packet leaves (HPCC's switch: ShouldSendCN).
 bool Egress::red_marks(uint64_t queued)
 {
@@ -215,37 +172,19 @@ bool Egress::red_marks(uint64_t queued)
     return rng_.uniform() < prob;
 }
 
-inline void Egress::start_next(SimTime now)
+// RED chose a: CE in its packet (and frame: RFC 3168; the ICRC masks the TOS).
+void Egress::mark(Arrival& a)
 {
-    const int cls = !q_[1].empty() ? 1 : 0;
-    Arrival a = q_[cls].front();
-    q_[cls].pop();
-    c_.bytes -= a.bytes;
-    if (!cls) data_bytes_ -= a.bytes;
-    if (log_) [[unlikely]] log_->sample(log_id_, now, c_.bytes);
-    transmit(a, now);
+    c_.marked++;
+    a.ect = false;
+    FabricPacket& p = packets_[a.pkt];
+    p.meta.ecn = wire::kEcnCe;
+    if (p.frame) wire::mark_ce(p.frame, p.frame_len);
 }
 
-// a leaves the queue (or skips it) and starts on the wire now: marked or not, its buffer freed,
-// captured, into the pipe when its last bit is out.
-inline void Egress::transmit(Arrival& a, SimTime now)
+void Egress::capture(const Arrival& a, SimTime now, bool marked)
 {
-    bool marked = false;
-    if (!a.prio && a.ect && ecn_ && data_bytes_ > kmin_ && red_marks(data_bytes_)) {
-        c_.marked++;
-        marked = true;
-        a.ect = false;
-        FabricPacket& p = packets_[a.pkt];
-        p.meta.ecn = wire::kEcnCe;
-        if (p.frame) wire::mark_ce(p.frame, p.frame_len);
-    }
-    sw_.release(a, now);
-    if (tap_) [[unlikely]]
-        sw_.net().fabric().tap_switch(tap_ - 1, now, packets_[a.pkt], marked, nullptr);
-    const uint64_t t = frac_ + a.bytes * ps_per_byte_fp_;
-    frac_ = t & ((1u << kFracBits) - 1);
-    wire_free_ = now + (t >> kFracBits);
-    pipe_->send(a, wire_free_);
+    sw_.net().fabric().tap_switch(tap_ - 1, now, packets_[a.pkt], marked, nullptr);
 }
 
 // ---- switches -----------------------------------------------------------------------------

@@ -141,12 +141,13 @@ private:
 class alignas(64) Egress {
 public:
     static constexpr uint64_t kWireFree = 0, kPause = 1, kResume = 2;  // a host port's fire() arguments
+    static constexpr int kFracBits = 16;  // of ps_per_byte_fp_
     Egress(SimSwitch& sw, uint16_t port, double gbps, std::unique_ptr<Pipe> pipe, uint64_t red_seed);
     // Start every packet whose turn on the wire comes by t (inclusive), and take the PFC
     // pauses and resumes that arrive by then, all in time order.
-    [[gnu::visibility("hidden")]] void advance(SimTime t);
+    [[gnu::always_inline]] void advance(SimTime t);
     // a arrives at a.t (the queue advanced to it): onto the wire at once, or queued.
-    [[gnu::visibility("hidden")]] void enqueue(Arrival& a);
+    void enqueue(Arrival& a);
     // When advance() has something to do next (kNever: nothing).
     SimTime next_work() const;
     // A PFC pause (on) or resume from the switch downstream, arriving at t.
@@ -173,6 +174,8 @@ private:
     [[gnu::always_inline]] void start_next(SimTime now);
     [[gnu::always_inline]] void transmit(Arrival& a, SimTime now);
     bool red_marks(uint64_t queued);
+    void mark(Arrival& a);
+    void capture(const Arrival& a, SimTime now, bool marked);
     // What a hop touches, on the first three cache lines: a window comes back to a port after
     // the NICs' work has pushed it out of cache, and each line is a miss.
     SimTime wire_free_ = 0;
@@ -440,6 +443,74 @@ private:
     bool in_window_ = false;
     uint64_t windows_ = 0;
 };
+
+// ---- a hop's steps, inline: every packet takes them at every switch ------------------------
+
+// At equal times a packet starts before a PFC frame is taken, and both before an arrival.
+inline void Egress::advance(SimTime t)
+{
+    for (;;) {
+        const SimTime start = waiting() ? wire_free_ : kNever;
+        const SimTime frame = pfc_.empty() ? kNever : pfc_.front().t;
+        if (start <= frame && start <= t) {
+            start_next(start);
+            continue;
+        }
+        if (frame > t) return;
+        const bool on = pfc_.front().on;
+        pfc_.pop();
+        if (on) {
+            if (!paused_) paused_at_ = frame;
+            paused_ = true;
+        } else if (paused_) {
+            paused_ = false;
+            c_.paused_ps += frame - paused_at_;
+            wire_free_ = std::max(wire_free_, frame);  // what waited starts now, or when the wire frees
+        }
+    }
+}
+
+inline void Egress::enqueue(Arrival& a)
+{
+    c_.enqueued++;
+    // An idle wire: after advance(a.t) nothing that may go waits, so the packet starts now,
+    // through no queue (paused data waits; control overtakes it).
+    if (wire_free_ <= a.t && (!paused_ || a.prio)) {
+        c_.peak_bytes = std::max<uint64_t>(c_.peak_bytes, a.bytes);
+        return transmit(a, a.t);
+    }
+    q_[a.prio].push_slot() = a;
+    if (!listed_) sw_.list_busy(port_);
+    c_.bytes += a.bytes;
+    c_.peak_bytes = std::max(c_.peak_bytes, c_.bytes);
+    if (!a.prio) data_bytes_ += a.bytes;
+    if (log_) [[unlikely]] log_->sample(log_id_, a.t, c_.bytes);
+}
+
+inline void Egress::start_next(SimTime now)
+{
+    const int cls = !q_[1].empty() ? 1 : 0;
+    Arrival a = q_[cls].front();
+    q_[cls].pop();
+    c_.bytes -= a.bytes;
+    if (!cls) data_bytes_ -= a.bytes;
+    if (log_) [[unlikely]] log_->sample(log_id_, now, c_.bytes);
+    transmit(a, now);
+}
+
+// a leaves the queue (or skips it) and starts on the wire now: marked or not, its buffer freed,
+// captured, into the pipe when its last bit is out.
+inline void Egress::transmit(Arrival& a, SimTime now)
+{
+    const bool marked = !a.prio && a.ect && ecn_ && data_bytes_ > kmin_ && red_marks(data_bytes_);
+    if (marked) mark(a);
+    sw_.release(a, now);
+    if (tap_) [[unlikely]] capture(a, now, marked);
+    const uint64_t t = frac_ + a.bytes * ps_per_byte_fp_;
+    frac_ = t & ((1u << kFracBits) - 1);
+    wire_free_ = now + (t >> kFracBits);
+    pipe_->send(a, wire_free_);
+}
 
 inline void Pipe::send(const Arrival& a, SimTime leaves)
 {
