@@ -15,19 +15,6 @@ namespace {
 
 uint64_t ps_per_byte_fp(double gbps) { return static_cast<uint64_t>(std::llround(8000.0 / gbps * (1 << Egress::kFracBits))); }
 
-// The ECMP decision: a per-switch salted mix of the packet's flow hash (murmur3's finaliser),
-// reduced to [0, n) by a multiply, not a division.
-uint32_t pick(uint32_t flow, uint32_t salt, uint32_t n)
-{
-    uint32_t h = flow ^ salt;
-    h ^= h >> 16;
-    h *= 0x85EBCA6Bu;
-    h ^= h >> 13;
-    h *= 0xC2B2AE35u;
-    h ^= h >> 16;
-    return static_cast<uint32_t>((uint64_t{h} * n) >> 32);
-}
-
 }  // namespace
 
 // ---- pipes --------------------------------------------------------------------------------
@@ -216,7 +203,8 @@ uint16_t SimSwitch::add_port(double gbps, std::unique_ptr<Pipe> pipe, uint32_t p
         sc_.port_n.resize(ports_.size(), 0);
         sc_.first.resize(ports_.size(), 0);
         sc_.port_bytes.resize(ports_.size(), 0);
-        sc_.fronts.resize(ports_.size(), 0);
+        sc_.fronts.resize(2 * ports_.size(), kNever);  // room for the leaves rounded up to a power of 2
+        sc_.winners.resize(4 * ports_.size(), 0);
     }
     // PFC thresholds, unless given: a quarter of the buffer shared among the ports; XON 3 KB
     // below (HPCC's resume offset).
@@ -250,12 +238,6 @@ void SimSwitch::set_pfc_upstream(uint16_t port, SimTarget* host_port, Egress* eg
     ingress_[port].host_port = host_port;
     ingress_[port].egress = egress;
     ingress_[port].delay_ps = delay_ps;
-}
-
-uint16_t SimSwitch::route(const Arrival& a) const
-{
-    const uint32_t r = route_[a.dst], n = r & 0xFF;
-    return ecmp_ports_[(r >> 8) + (n == 1 ? 0 : pick(a.flow, salt_, n))];
 }
 
 // Drop-tail. With PFC the data class is paused upstream long before a queue fills, so only the

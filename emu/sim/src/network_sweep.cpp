@@ -13,6 +13,7 @@
 #include <sdr/emu/fabric.hpp>
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 namespace sdr::emu {
@@ -164,10 +165,14 @@ bool SimSwitch::all_admitted() const
 bool SimSwitch::sweep_merged(SimTime end)
 {
     if (p_.pfc || (!overtaken_.empty() && overtaken_.front().t < end)) return false;
-    // Per port with arrivals due: its front's time, kNever once it has none left in the window.
-    SimTime* front = sc_.fronts.data();
+    // Per port: its earliest arrival due, kNever once it has none left in the window; and a
+    // tournament over the ports (leaves rounded up to a power of 2), whose winner is the earliest,
+    // the lower port at equal times. A pop replays only the winner's path: log2(ports) matches.
     const uint32_t nports = static_cast<uint32_t>(incoming_.size());
-    uint32_t left = 0, n = 0;
+    const uint32_t leaves = std::bit_ceil(nports);
+    SimTime* front = sc_.fronts.data();
+    uint16_t* win = sc_.winners.data();
+    uint32_t n = 0;
     uint64_t bytes = 0;
     for (uint32_t port = 0; port < nports; port++) {
         const FifoRing<Arrival>& in = incoming_[port];
@@ -179,7 +184,6 @@ bool SimSwitch::sweep_merged(SimTime end)
             bytes += a.bytes;
         }
         front[port] = n != n0 ? in.front().t : kNever;
-        left += n != n0;
     }
     const uint64_t most = used_ + bytes;
     if (most > p_.buffer_bytes) return false;
@@ -187,21 +191,20 @@ bool SimSwitch::sweep_merged(SimTime end)
         static_cast<double>(most) > p_.dt_alpha * static_cast<double>(p_.buffer_bytes - most))
         return false;
     net_.count_hops(n);
-    while (left) {
-        // The earliest front; ties go to the lower port.
-        uint32_t k = 0;
-        SimTime t = front[0];
-        for (uint32_t j = 1; j < nports; j++)
-            if (front[j] < t) t = front[j], k = j;
+    auto match = [front, win](uint32_t i) {
+        const uint16_t l = win[2 * i], r = win[2 * i + 1];
+        win[i] = front[r] < front[l] ? r : l;
+    };
+    for (uint32_t port = nports; port < leaves; port++) front[port] = kNever;
+    for (uint32_t port = 0; port < leaves; port++) win[leaves + port] = static_cast<uint16_t>(port);
+    for (uint32_t i = leaves - 1; i > 0; i--) match(i);
+    for (uint32_t left = n; left; left--) {
+        const uint16_t k = win[1];
         FifoRing<Arrival>& in = incoming_[k];
         Arrival a = in.front();
         in.pop();
-        if (!in.empty() && in.front().t < end) {
-            front[k] = in.front().t;
-        } else {
-            front[k] = kNever;
-            left--;
-        }
+        front[k] = !in.empty() && in.front().t < end ? in.front().t : kNever;
+        for (uint32_t i = (leaves + k) >> 1; i > 0; i >>= 1) match(i);
         a.out_port = route(a);
         Egress& e = *ports_[a.out_port];
         e.advance(a.t);

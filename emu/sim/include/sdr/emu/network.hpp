@@ -70,6 +70,19 @@ private:
     std::vector<uint32_t> free_;
 };
 
+// The ECMP decision: a per-switch salted mix of the packet's flow hash (murmur3's finaliser),
+// reduced to [0, n) by a multiply, not a division.
+inline uint32_t ecmp_pick(uint32_t flow, uint32_t salt, uint32_t n)
+{
+    uint32_t h = flow ^ salt;
+    h ^= h >> 16;
+    h *= 0x85EBCA6Bu;
+    h ^= h >> 13;
+    h *= 0xC2B2AE35u;
+    h ^= h >> 16;
+    return static_cast<uint32_t>((uint64_t{h} * n) >> 32);
+}
+
 // A packet on its way: when it reaches the next node (or, handed to a pipe, when its last bit
 // left the wire), which packet, and what the switches decide by.
 struct Arrival {
@@ -106,7 +119,7 @@ public:
     // a's last bit left the wire at `leaves` (a.t is the past hop's: the copy takes the new
     // times field by field, never a struct just written narrower, which the CPU cannot forward).
     // Inline for a clean pipe into a switch, every hop's; out of line otherwise.
-    void send(const Arrival& a, SimTime leaves);
+    [[gnu::always_inline]] void send(const Arrival& a, SimTime leaves);
     void fire(SimTime now, uint64_t arg) override;
     void reseed(uint64_t seed) { imp_.reseed(seed); }
     SimTime delay_ps() const { return delay_ps_; }
@@ -147,7 +160,7 @@ public:
     // pauses and resumes that arrive by then, all in time order.
     [[gnu::always_inline]] void advance(SimTime t);
     // a arrives at a.t (the queue advanced to it): onto the wire at once, or queued.
-    void enqueue(Arrival& a);
+    [[gnu::always_inline]] void enqueue(Arrival& a);
     // When advance() has something to do next (kNever: nothing).
     SimTime next_work() const;
     // A PFC pause (on) or resume from the switch downstream, arriving at t.
@@ -216,6 +229,7 @@ struct SweepScratch {
     std::vector<uint64_t> port_bytes;       // per port: their bytes
     std::vector<uint32_t> grouped;          // the arrivals (indices), by port
     std::vector<SimTime> fronts;            // sweep_merged: per port, its next arrival due
+    std::vector<uint16_t> winners;          // ... and a tournament over them (winners[1]: the next)
 };
 
 class SimSwitch {
@@ -254,7 +268,11 @@ public:
     // When this switch has something to do next (kNever: nothing).
     SimTime next_work() const;
     // The port a packet takes (ECMP: by its flow hash).
-    uint16_t route(const Arrival& a) const;
+    uint16_t route(const Arrival& a) const
+    {
+        const uint32_t r = route_[a.dst], n = r & 0xFF;
+        return ecmp_ports_[(r >> 8) + (n == 1 ? 0 : ecmp_pick(a.flow, salt_, n))];
+    }
     // Multicast: the ports of this switch on the group's tree (set by SimNetwork); a switch
     // off every tree sends the group's packets up towards the root.
     void set_mcast_ports(uint32_t group_ip, std::vector<uint16_t> ports);
