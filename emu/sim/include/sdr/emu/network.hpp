@@ -40,14 +40,16 @@ inline constexpr uint32_t kMulticastDst = UINT32_MAX - 1;
 // A packet inside the network. It stays in one slot of the network's PacketPool from the
 // sending NIC's port to the receiving NIC (or its drop); pipes, switches and queues pass an
 // Arrival (below), what a switch's parser would take from the headers, so a hop touches 32
-// bytes and never the packet unless it marks, drops or captures it.
-struct FabricPacket {
+// bytes and never the packet unless it marks, drops or captures it. One cache line each: a
+// packet is written at its first hop and read at its last, far apart, each a miss.
+struct alignas(64) FabricPacket {
     PacketMeta meta;
     uint8_t* frame;      // null in payload-free mode
     uint32_t frame_len;  // the frame's bytes (payload-free: the bytes it would have)
     uint32_t src, dst;   // host indices (dst: kMulticastDst for a group)
     uint8_t note;        // capture_note bits: what the pipes did to it
 };
+static_assert(sizeof(FabricPacket) == 64, "one cache line");
 
 // The packets in the network, by index. Slots come in blocks, so a slot never moves while others
 // are taken; freed slots are taken again first, while still in cache.
