@@ -127,8 +127,8 @@ void Pipe::deliver(const Arrival& a)
 // ---- egress queues ------------------------------------------------------------------------
 
 Egress::Egress(SimSwitch& sw, uint16_t port, double gbps, std::unique_ptr<Pipe> pipe, uint64_t red_seed)
-    : ps_per_byte_fp_(ps_per_byte_fp(gbps)), q_{FifoRing<Arrival>(8), FifoRing<Arrival>(4)}, port_(port),
-      pipe_(pipe.get()), packets_(sw.net().pool()), sw_(sw), own_pipe_(std::move(pipe)), gbps_(gbps), rng_(red_seed),
+    : ps_per_byte_fp_(ps_per_byte_fp(gbps)), port_(port), q_{FifoRing<Arrival>(8), FifoRing<Arrival>(4)},
+      pipe_(pipe.get()), sw_(sw), packets_(sw.net().pool()), own_pipe_(std::move(pipe)), gbps_(gbps), rng_(red_seed),
       pfc_(4)
 {
     // HPCC's defaults: Kmin 100 KB and Kmax 400 KB per 25 Gbit/s (KB = 1000 bytes, as its MMU).
@@ -141,12 +141,13 @@ Egress::Egress(SimSwitch& sw, uint16_t port, double gbps, std::unique_ptr<Pipe> 
 SimTime Egress::next_work() const
 {
     const SimTime start = waiting() ? wire_free_ : kNever;
-    return pfc_.empty() ? start : std::min(start, pfc_.front().t);
+    return pfc_due_ ? std::min(start, pfc_.front().t) : start;
 }
 
 void Egress::pfc(SimTime t, bool on)
 {
     pfc_.push_slot() = PfcFrame{t, on};
+    pfc_due_ = true;
     if (!listed_) sw_.list_busy(port_);
 }
 

@@ -191,28 +191,31 @@ private:
     bool red_marks(uint64_t queued);
     void mark(Arrival& a);
     void capture(const Arrival& a, SimTime now, bool marked);
-    // What a hop touches, on the first three cache lines: a window comes back to a port after
-    // the NICs' work has pushed it out of cache, and each line is a miss.
+    // What a hop touches, on the first three cache lines (the wire and the queues, then the
+    // counters from byte 128): a window comes back to a port after the NICs' work has pushed it
+    // out of cache, and each line is a miss.
     SimTime wire_free_ = 0;
-    uint64_t frac_ = 0;
     uint64_t ps_per_byte_fp_;  // 16-bit fraction, as the NIC's port
     uint64_t data_bytes_ = 0;
-    FifoRing<Arrival> q_[2];  // [0] data, [1] control
-    bool paused_ = false;     // PFC: the data class waits
-    bool listed_ = false;     // in its switch's busy ports
-    bool ecn_;                // the switch marks (SwitchParams::ecn)
+    uint32_t frac_ = 0;
     uint16_t port_;
+    bool paused_ = false;      // PFC: the data class waits
+    bool listed_ = false;      // in its switch's busy ports
+    bool ecn_;                 // the switch marks (SwitchParams::ecn)
+    bool pfc_due_ = false;     // PFC frames wait in pfc_
+    FifoRing<Arrival> q_[2];   // [0] data, [1] control
     Pipe* pipe_;
-    PacketPool& packets_;
-    uint64_t kmin_, kmax_;
     SimSwitch& sw_;
+    QueueLog* log_ = nullptr;
+    uint64_t kmin_;
+    uint32_t tap_ = 0;
     QueueCounters c_;
-    SimTime paused_at_ = 0;
+    uint64_t kmax_;
     // The rest.
+    PacketPool& packets_;
+    SimTime paused_at_ = 0;
     std::unique_ptr<Pipe> own_pipe_;
     double gbps_;
-    uint32_t tap_ = 0;
-    QueueLog* log_ = nullptr;
     uint32_t log_id_ = 0;
     Rng rng_;  // RED's draws: per port, so a port's marks do not depend on the others' order
     struct PfcFrame {
@@ -471,7 +474,7 @@ inline void Egress::advance(SimTime t)
 {
     for (;;) {
         const SimTime start = waiting() ? wire_free_ : kNever;
-        const SimTime frame = pfc_.empty() ? kNever : pfc_.front().t;
+        const SimTime frame = pfc_due_ ? pfc_.front().t : kNever;
         if (start <= frame && start <= t) {
             start_next(start);
             continue;
@@ -479,6 +482,7 @@ inline void Egress::advance(SimTime t)
         if (frame > t) return;
         const bool on = pfc_.front().on;
         pfc_.pop();
+        pfc_due_ = !pfc_.empty();
         if (on) {
             if (!paused_) paused_at_ = frame;
             paused_ = true;
@@ -527,7 +531,7 @@ inline void Egress::transmit(Arrival& a, SimTime now)
     sw_.release(a, now);
     if (tap_) [[unlikely]] capture(a, now, marked);
     const uint64_t t = frac_ + a.bytes * ps_per_byte_fp_;
-    frac_ = t & ((1u << kFracBits) - 1);
+    frac_ = static_cast<uint32_t>(t & ((1u << kFracBits) - 1));
     wire_free_ = now + (t >> kFracBits);
     pipe_->send(a, wire_free_);
 }
