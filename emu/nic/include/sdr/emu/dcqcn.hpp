@@ -42,7 +42,8 @@ struct DcqcnParams {
     }
 };
 
-// One QP's reaction point: current rate Rc, target rate Rt, alpha, the increase stages.
+// One QP's reaction point: current rate Rc, target rate Rt, alpha, the increase stages; and
+// the pacing gap Rc gives a packet.
 class DcqcnRp {
 public:
     DcqcnRp() = default;
@@ -52,7 +53,8 @@ public:
     void reset(const DcqcnParams& p, uint64_t now_ns)
     {
         p_ = &p;
-        rc_ = rt_ = p.line_gbps;
+        set_rc(p.line_gbps);
+        rt_ = p.line_gbps;
         alpha_ = 1.0;
         restart(now_ns);
     }
@@ -62,7 +64,7 @@ public:
     {
         advance(now_ns);
         rt_ = rc_;
-        rc_ = std::max(p_->min_gbps, rc_ * (1 - alpha_ / 2));
+        set_rc(std::max(p_->min_gbps, rc_ * (1 - alpha_ / 2)));
         alpha_ = (1 - p_->g) * alpha_ + p_->g;
         cnps_++;
         restart(now_ns);
@@ -72,12 +74,23 @@ public:
     void on_sent(uint64_t now_ns, uint64_t bytes)
     {
         advance(now_ns);
-        bytes_ += bytes;
-        while (bytes_ >= p_->byte_counter) {
-            bytes_ -= p_->byte_counter;
-            bc_++;
-            increase();
+        count(bytes);
+    }
+
+    // A packet of `bytes` on the wire leaves at now: the time until the next may leave, bytes
+    // x 8 / Rc rounded up to a nanosecond (Rc at now), then on_sent's byte count. Per packet,
+    // so the gap is kept for the last size and recomputed only when the size or Rc changes:
+    // the same double arithmetic on the same inputs, so the same result.
+    uint64_t pace(uint64_t now_ns, uint64_t bytes)
+    {
+        advance(now_ns);
+        if (bytes != gap_bytes_) [[unlikely]] {
+            gap_ns_ = static_cast<uint64_t>(std::ceil(bytes * 8 / rc_));  // Gbit/s: bits per ns
+            gap_bytes_ = bytes;
         }
+        const uint64_t gap = gap_ns_;
+        count(bytes);
+        return gap;
     }
 
     // Rc at now (Gbit/s): the timers' events up to now applied first.
@@ -91,21 +104,36 @@ public:
     uint64_t cnps() const { return cnps_; }
 
 private:
+    void set_rc(double gbps)
+    {
+        rc_ = gbps;
+        gap_bytes_ = 0;  // pace computes the gap at this rate anew
+    }
     void restart(uint64_t now_ns)
     {
         timer_stage_ = bc_ = 0;
-        bytes_ = 0;
+        bytes_left_ = static_cast<int64_t>(p_->byte_counter);
         next_alpha_ns_ = now_ns + p_->alpha_timer_ns;
         next_increase_ns_ = now_ns + p_->increase_timer_ns;
     }
+    // The byte counter counts down to its next event: a packet reads no parameter.
+    void count(uint64_t bytes)
+    {
+        bytes_left_ -= static_cast<int64_t>(bytes);
+        while (bytes_left_ <= 0) [[unlikely]] {
+            bytes_left_ += static_cast<int64_t>(p_->byte_counter);
+            bc_++;
+            increase();
+        }
+    }
     void advance(uint64_t now_ns)
     {
-        if (now_ns >= next_alpha_ns_) {  // every alpha period without a CNP: one decay
+        if (now_ns >= next_alpha_ns_) [[unlikely]] {  // every alpha period without a CNP: one decay
             const uint64_t k = (now_ns - next_alpha_ns_) / p_->alpha_timer_ns + 1;
             alpha_ *= std::pow(1 - p_->g, static_cast<double>(k));
             next_alpha_ns_ += k * p_->alpha_timer_ns;
         }
-        while (now_ns >= next_increase_ns_) {
+        while (now_ns >= next_increase_ns_) [[unlikely]] {
             if (rc_ >= p_->line_gbps) {  // recovered: skip the periods up to now
                 next_increase_ns_ += ((now_ns - next_increase_ns_) / p_->increase_timer_ns + 1) * p_->increase_timer_ns;
                 break;
@@ -128,18 +156,21 @@ private:
             rt_ += p_->rai_gbps;
         }
         rt_ = std::min(rt_, p_->line_gbps);
-        rc_ = (rt_ + rc_) / 2;
-        if (p_->line_gbps - rc_ < 1e-9 * p_->line_gbps) rc_ = p_->line_gbps;  // home: the timers rest
+        double rc = (rt_ + rc_) / 2;
+        if (p_->line_gbps - rc < 1e-9 * p_->line_gbps) rc = p_->line_gbps;  // home: the timers rest
+        set_rc(rc);
     }
 
-    // What every packet reads or writes first (advance, on_sent): with the QP's next send time
-    // they fill one cache line.
-    const DcqcnParams* p_ = nullptr;
+    // What every packet reads or writes (advance, pace): with the QP's next send time they
+    // fill one cache line, and no parameter is read until a timer or the byte counter is due.
     double rc_ = 0;
-    uint64_t bytes_ = 0;
+    uint64_t gap_ns_ = 0;
+    int64_t bytes_left_ = 0;  // until the byte counter's next event
     uint64_t next_alpha_ns_ = 0, next_increase_ns_ = 0;
-    double rt_ = 0, alpha_ = 1;
+    uint32_t gap_bytes_ = 0;  // the packet size gap_ns_ is for, 0: none
     uint32_t timer_stage_ = 0, bc_ = 0;
+    const DcqcnParams* p_ = nullptr;
+    double rt_ = 0, alpha_ = 1;
     uint64_t cnps_ = 0;
 };
 
