@@ -1,8 +1,8 @@
 // DCQCN on SDR's transport QPs (dcqcn.hpp has the rules): the notification point's CNPs and
-// the reaction point's CNP; and what both engines share (nic_core.hpp): the CNP queue and the
-// pacing wake-up (the verbs engine's side is verbs/dcqcn.cpp). The per-packet steps, ECT(0) and
-// the pace, are inline (nic.hpp, nic_core.hpp). Nothing here runs while it is off: the
-// per-packet paths test dcqcn_on_ (send) or a CE mark (receive) first.
+// the reaction point's CNP, ECT(0) and the pace of each data packet; and what both engines share
+// (nic_core.hpp): the CNP queue and the pacing wake-up (the verbs engine's side is
+// verbs/dcqcn.cpp). Nothing here runs while it is off: the per-packet paths test dcqcn_on_
+// (send) or a CE mark (receive) first.
 
 #include "same_mac.hpp"
 
@@ -71,6 +71,12 @@ void Nic::dcqcn_cnp(const PacketMeta& m, const NicAddress& src)
     if (!dcqcn_on_) return drop(RxDrop::WrongOpcode, &q);
     port_.cnp_received++;
     q.rp.on_cnp(exec_->now_ns());
+}
+
+void Nic::dcqcn_sent(TransportQp& q, PacketMeta& m)
+{
+    m.ecn = wire::kEcnEct0;
+    dcqcn_paced(q.rp, &q.next_send_ns, wire::frame_bytes_write_imm(m.dma_len), exec_->now_ns());
 }
 
 bool Nic::cnp_tx_next(TxPacket* out)

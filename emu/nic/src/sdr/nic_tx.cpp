@@ -52,11 +52,8 @@ bool Nic::tx_next(TxPacket* out)
         if (engine_->tx_next(out)) return true;
     if (sq_ring_.empty()) return false;
     const hal_tx_wqe& w = sq_ring_.front();  // stays put: nothing posts while this runs
-    uint64_t now = 0;  // DCQCN's: read once, nothing here moves the clock
-    if (dcqcn_on_) [[unlikely]] {
-        now = exec_->now_ns();
-        if (!dcqcn_may_send(qps_[w.qp], now)) return engine_tx_ && engine_->tx_next(out);  // paced: verbs may still go
-    }
+    if (dcqcn_on_ && !dcqcn_may_send(qps_[w.qp], exec_->now_ns())) [[unlikely]]  // paced: verbs may still go
+        return engine_tx_ && engine_->tx_next(out);
     sq_ring_.pop();
     if (tx_prefetch_ && !sq_ring_.empty()) prefetch_payload(sq_ring_.front());
     TransportQp& q = qps_[w.qp];
@@ -82,7 +79,7 @@ bool Nic::tx_next(TxPacket* out)
     out->remote_ip = q.remote_ip;
     out->remote_mac = q.remote_mac;
     out->payload = reinterpret_cast<const uint8_t*>(w.local_addr);
-    if (dcqcn_on_) [[unlikely]] dcqcn_sent(q, m, now);
+    if (dcqcn_on_) [[unlikely]] dcqcn_sent(q, m);
     if (q.rc) [[unlikely]] sdr_rc_sent(q, w.qp, w, out);
     return true;
 }

@@ -79,18 +79,18 @@ public:
 
     // A packet of `bytes` on the wire leaves at now: the time until the next may leave, bytes
     // x 8 / Rc rounded up to a nanosecond (Rc at now), then on_sent's byte count. Per packet,
-    // so the gap is kept for the last size and recomputed only when the size or Rc changes:
-    // the same double arithmetic on the same inputs, so the same result.
+    // so the gap is kept for the last size and recomputed only when the size or Rc changes
+    // (the same double arithmetic on the same inputs: the same result); while no timer is due,
+    // the size is the last one and the byte counter has no event, a packet costs a few
+    // compares and a subtraction, and reads nothing beyond this object's first cache line.
     uint64_t pace(uint64_t now_ns, uint64_t bytes)
     {
-        advance(now_ns);
-        if (bytes != gap_bytes_) [[unlikely]] {
-            gap_ns_ = static_cast<uint64_t>(std::ceil(bytes * 8 / rc_));  // Gbit/s: bits per ns
-            gap_bytes_ = bytes;
+        if (now_ns < next_alpha_ns_ && now_ns < next_increase_ns_ && bytes == gap_bytes_ &&
+            bytes_left_ > static_cast<int64_t>(bytes)) [[likely]] {
+            bytes_left_ -= static_cast<int64_t>(bytes);
+            return gap_ns_;
         }
-        const uint64_t gap = gap_ns_;
-        count(bytes);
-        return gap;
+        return pace_fully(now_ns, bytes);
     }
 
     // Rc at now (Gbit/s): the timers' events up to now applied first.
@@ -104,6 +104,17 @@ public:
     uint64_t cnps() const { return cnps_; }
 
 private:
+    [[gnu::noinline]] uint64_t pace_fully(uint64_t now_ns, uint64_t bytes)
+    {
+        advance(now_ns);
+        if (bytes != gap_bytes_) {
+            gap_ns_ = static_cast<uint64_t>(std::ceil(bytes * 8 / rc_));  // Gbit/s: bits per ns
+            gap_bytes_ = bytes;
+        }
+        const uint64_t gap = gap_ns_;
+        count(bytes);
+        return gap;
+    }
     void set_rc(double gbps)
     {
         rc_ = gbps;
@@ -116,11 +127,16 @@ private:
         next_alpha_ns_ = now_ns + p_->alpha_timer_ns;
         next_increase_ns_ = now_ns + p_->increase_timer_ns;
     }
-    // The byte counter counts down to its next event: a packet reads no parameter.
+    // The byte counter counts down to its next event: a packet reads no parameter. The events
+    // and the timers are out of line, so what a packet runs stays small where it is inlined.
     void count(uint64_t bytes)
     {
         bytes_left_ -= static_cast<int64_t>(bytes);
-        while (bytes_left_ <= 0) [[unlikely]] {
+        if (bytes_left_ <= 0) [[unlikely]] byte_counter_events();
+    }
+    [[gnu::noinline]] void byte_counter_events()
+    {
+        while (bytes_left_ <= 0) {
             bytes_left_ += static_cast<int64_t>(p_->byte_counter);
             bc_++;
             increase();
@@ -128,12 +144,16 @@ private:
     }
     void advance(uint64_t now_ns)
     {
-        if (now_ns >= next_alpha_ns_) [[unlikely]] {  // every alpha period without a CNP: one decay
+        if (now_ns >= next_alpha_ns_ || now_ns >= next_increase_ns_) [[unlikely]] timers(now_ns);
+    }
+    [[gnu::noinline]] void timers(uint64_t now_ns)
+    {
+        if (now_ns >= next_alpha_ns_) {  // every alpha period without a CNP: one decay
             const uint64_t k = (now_ns - next_alpha_ns_) / p_->alpha_timer_ns + 1;
             alpha_ *= std::pow(1 - p_->g, static_cast<double>(k));
             next_alpha_ns_ += k * p_->alpha_timer_ns;
         }
-        while (now_ns >= next_increase_ns_) [[unlikely]] {
+        while (now_ns >= next_increase_ns_) {
             if (rc_ >= p_->line_gbps) {  // recovered: skip the periods up to now
                 next_increase_ns_ += ((now_ns - next_increase_ns_) / p_->increase_timer_ns + 1) * p_->increase_timer_ns;
                 break;
@@ -167,7 +187,7 @@ private:
     uint64_t gap_ns_ = 0;
     int64_t bytes_left_ = 0;  // until the byte counter's next event
     uint64_t next_alpha_ns_ = 0, next_increase_ns_ = 0;
-    uint32_t gap_bytes_ = 0;  // the packet size gap_ns_ is for, 0: none
+    uint64_t gap_bytes_ = 0;  // the packet size gap_ns_ is for, 0: none
     uint32_t timer_stage_ = 0, bc_ = 0;
     const DcqcnParams* p_ = nullptr;
     double rt_ = 0, alpha_ = 1;

@@ -360,16 +360,12 @@ private:
     // ---- DCQCN (nic_dcqcn.cpp) ----
     [[gnu::cold, gnu::noinline]] void dcqcn_notify(TransportQp& q);  // NP: a CE-marked packet for q
     void dcqcn_cnp(const PacketMeta& m, const NicAddress& src);   // RP: a CNP arrived
-    // Per packet, inline in the send engine, with the executor's now read once there.
     bool dcqcn_may_send(const TransportQp& q, uint64_t now_ns)  // false: paced, wake-up armed
     {
         return !q.live || dcqcn_due(q.next_send_ns, now_ns);
     }
-    void dcqcn_sent(TransportQp& q, PacketMeta& m, uint64_t now_ns)  // ECT(0), the rate's next slot
-    {
-        m.ecn = wire::kEcnEct0;
-        dcqcn_paced(q.rp, &q.next_send_ns, wire::frame_bytes_write_imm(m.dma_len), now_ns);
-    }
+    // Not inline: the send engine's path without DCQCN keeps its registers.
+    [[gnu::noinline]] void dcqcn_sent(TransportQp& q, PacketMeta& m);  // ECT(0), the rate's next slot
     bool cnp_tx_next(TxPacket* out);
     // The UDP source port of a transport QP's next packet: flow entropy, the connection's port
     // as RoCEv2 NICs derive it, or a sprayed one.
