@@ -118,7 +118,7 @@ private:
     void set_rc(double gbps)
     {
         rc_ = gbps;
-        gap_bytes_ = 0;  // pace computes the gap at this rate anew
+        gap_bytes_ = kNoGap;  // pace computes the gap at this rate anew
     }
     void restart(uint64_t now_ns)
     {
@@ -187,7 +187,8 @@ private:
     uint64_t gap_ns_ = 0;
     int64_t bytes_left_ = 0;  // until the byte counter's next event
     uint64_t next_alpha_ns_ = 0, next_increase_ns_ = 0;
-    uint64_t gap_bytes_ = 0;  // the packet size gap_ns_ is for, 0: none
+    static constexpr uint64_t kNoGap = ~uint64_t{0};  // a packet size none has
+    uint64_t gap_bytes_ = kNoGap;  // the packet size gap_ns_ is for
     uint32_t timer_stage_ = 0, bc_ = 0;
     const DcqcnParams* p_ = nullptr;
     double rt_ = 0, alpha_ = 1;

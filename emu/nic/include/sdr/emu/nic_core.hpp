@@ -234,7 +234,7 @@ protected:
     static constexpr uint64_t kWireOverheadBytes = 24;
     // A QP whose next packet may leave at next_send_ns: true if by now_ns (the executor's now),
     // else false and the wake-up armed for it (one timer, for the earliest deadline of any QP).
-    // Inline with dcqcn_paced, and now read once by the caller: both run per packet.
+    // Inline, as dcqcn_paced: both run per packet.
     bool dcqcn_due(uint64_t next_send_ns, uint64_t now_ns) { return next_send_ns <= now_ns || dcqcn_wait(next_send_ns); }
     [[gnu::noinline]] bool dcqcn_wait(uint64_t next_send_ns);  // dcqcn_due's wake-up: false
     // A data packet of frame_bytes left a QP with reaction point rp at now_ns: the time its next
