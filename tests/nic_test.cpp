@@ -7,6 +7,7 @@
 #include <sdr_ctrl.h>
 
 #include <algorithm>
+#include <cstring>
 #include <random>
 
 using namespace sdr;
@@ -314,6 +315,58 @@ TEST(NicHostile, ControlDatagramsFromANonPeerAreDropped)
     ASSERT_EQ(sdr_ctrl_recv(w.qp(1), buf, sizeof buf, &len), SDR_SUCCESS);
     EXPECT_EQ(len, 32u);
     EXPECT_EQ(buf[0], 6);
+}
+
+// A control QP's receive ring holds kCtrlRingDepth datagrams (its entries made as the first
+// pass reaches them): one more is a counted drop, and after the host reads some, the next ones
+// wrap into the freed entries and come out in arrival order.
+TEST(NicCtrl, RingHoldsItsDepthAndKeepsOrderAcrossTheWrap)
+{
+    SimWorld w(config(12, 14, 2));
+    emu::Nic& rx = w.nic(1);
+    const emu::NicAddress peer = emu::SimFabric::address_of(0);
+    const uint32_t peer_qpn = w.nic(0).ctrl_qpn(0);
+    auto send = [&](uint32_t first, uint32_t n) {
+        wire::Headers h;
+        h.opcode = wire::kOpUdSendOnly;
+        h.src_mac = peer.mac;
+        h.dst_mac = rx.address().mac;
+        h.src_ip = peer.ip;
+        h.dst_ip = rx.address().ip;
+        h.udp_src_port = emu::udp_src_port(peer_qpn, rx.ctrl_qpn(0));
+        h.dest_qp = rx.ctrl_qpn(0);
+        h.qkey = rx.ctrl_qkey(0);
+        h.src_qp = peer_qpn;
+        h.dma_len = 8;
+        for (uint32_t k = first; k < first + n; k++) {
+            uint8_t payload[8] = {};
+            std::memcpy(payload, &k, sizeof k);
+            std::vector<uint8_t> f(wire::frame_bytes_ud_send(8) + 64);
+            f.resize(wire::encode(h, payload, 8, f.data(), f.size()));
+            w.fabric().inject_frame(1, f, w.fabric().sim().now());
+        }
+        w.run_until_idle();
+    };
+    auto recv = [&]() -> int64_t {
+        uint8_t buf[8];
+        if (rx.ctrl_recv(0, buf, sizeof buf) != 8) return -1;
+        uint32_t k;
+        std::memcpy(&k, buf, sizeof k);
+        return k;
+    };
+    const uint32_t depth = emu::Nic::kCtrlRingDepth;
+    send(0, depth + 1);
+    const auto& c = rx.counters();
+    EXPECT_EQ(c.rx_ctrl, depth);
+    EXPECT_EQ(c.rx_drop(emu::RxDrop::CtrlRingFull), 1u);
+    EXPECT_EQ(recv(), 0);
+    EXPECT_EQ(recv(), 1);
+    send(depth + 1, 2);  // into entries 0 and 1 again
+    EXPECT_EQ(c.rx_ctrl, depth + 2);
+    for (uint32_t k = 2; k < depth; k++) ASSERT_EQ(recv(), k);
+    EXPECT_EQ(recv(), depth + 1);
+    EXPECT_EQ(recv(), depth + 2);
+    EXPECT_EQ(recv(), -1) << "the ring is empty";
 }
 
 // QPNs, root keys, lkeys and Q_Keys: the same for one fabric seed (replayable runs), different
