@@ -2,6 +2,7 @@
 // nothing is written outside the posted buffer; a good frame is placed exactly.
 #include "sim_util.hpp"
 
+#include <sdr/emu/fifo_ring.hpp>
 #include <sdr/emu/wire.hpp>
 
 #include <sdr_ctrl.h>
@@ -315,6 +316,29 @@ TEST(NicHostile, ControlDatagramsFromANonPeerAreDropped)
     ASSERT_EQ(sdr_ctrl_recv(w.qp(1), buf, sizeof buf, &len), SDR_SUCCESS);
     EXPECT_EQ(len, 32u);
     EXPECT_EQ(buf[0], 6);
+}
+
+// The send queue's ring presized with items in it, wrapped round its end: they stay in order,
+// and pushes up to the size asked for never move the buffer again (no growth, no new pages).
+TEST(NicSendQueue, PresizeKeepsTheOrderAndLaterPushesNeverGrow)
+{
+    emu::FifoRing<uint64_t> r(8);
+    uint64_t next = 0, expect = 0;
+    for (int i = 0; i < 6; i++) r.push_slot() = next++;
+    for (int i = 0; i < 4; i++) {
+        ASSERT_EQ(r.front(), expect++);
+        r.pop();
+    }
+    for (int i = 0; i < 5; i++) r.push_slot() = next++;  // 7 items from slot 4, round the end
+    r.presize(100);
+    const uint64_t* front = &r.front();
+    while (r.size() < 100) r.push_slot() = next++;
+    EXPECT_EQ(&r.front(), front) << "the buffer moved: presize left too little room";
+    while (!r.empty()) {
+        ASSERT_EQ(r.front(), expect++);
+        r.pop();
+    }
+    EXPECT_EQ(expect, next);
 }
 
 // A control QP's receive ring holds kCtrlRingDepth datagrams (its entries made as the first
