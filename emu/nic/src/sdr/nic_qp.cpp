@@ -15,8 +15,8 @@ uint32_t Nic::qp_create(uint32_t tag, uint32_t channel, bool rc)
     if (h >> NicIds::kQpnIndexBits) return kNoHandle;
     if (h == qps_.size()) {
         qps_.emplace_back();
-        // The send queue holds what the QPs may have queued: sized (and its pages touched)
-        // here, so posting never grows it or takes a page fault.
+        // The send queue holds what the QPs may have queued: sized here, so posting never
+        // grows it.
         sq_ring_.presize(size_t{kSqDepth} * qps_.size());
     }
     TransportQp q;

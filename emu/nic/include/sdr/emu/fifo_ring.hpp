@@ -46,15 +46,15 @@ public:
         return Back{buf_.get(), mask_, size_t{head_} + count_};
     }
     void commit(size_t n) { count_ += n; }
-    // Capacity for at least n items, every page of it written once now: pushes up to n items
-    // never allocate or take a page fault later (a send queue sized when its QPs are created,
-    // as a driver allocates and clears a QP's send queue at ibv_create_qp).
+    // Capacity for at least n items: pushes up to n items never allocate or copy the ring again
+    // (a send queue sized when its QPs are created, as a driver allocates a QP's send queue at
+    // ibv_create_qp). Its pages stay untouched until used, so what is never used costs no memory.
     void presize(size_t n)
     {
         size_t cap = size_t{mask_} + 1;
         if (n <= cap) return;
         while (cap < n) cap *= 2;
-        regrow(cap, true);
+        regrow(cap);
     }
     void pop()
     {
@@ -71,16 +71,13 @@ private:
     using Buffer = std::unique_ptr<T[], Free>;
     // T is an implicit-lifetime type: the allocation itself creates its objects (C++20).
     static Buffer allocate(size_t n) { return Buffer(static_cast<T*>(::operator new[](n * sizeof(T), kAlign))); }
-    [[gnu::noinline, gnu::cold]] void grow() { regrow(2 * (size_t{mask_} + 1), false); }
-    // The items, in order from slot 0, into a buffer of cap (> size()) slots; touch: a byte of
-    // every page written first (the kernel clears the page; 4 KiB, no page is smaller).
-    void regrow(size_t cap, bool touch)
+    [[gnu::noinline, gnu::cold]] void grow() { regrow(2 * (size_t{mask_} + 1)); }
+    // The items, in order from slot 0, into a buffer of cap (> size()) slots.
+    void regrow(size_t cap)
     {
         if (cap > kMaxCapacity) throw std::length_error("FifoRing: more than 2^31 items");
         const size_t old_cap = size_t{mask_} + 1, first = std::min<size_t>(count_, old_cap - head_);
         Buffer bigger = allocate(cap);
-        if (touch)
-            for (size_t b = 0; b < cap * sizeof(T); b += 4096) reinterpret_cast<volatile char*>(bigger.get())[b] = 0;
         std::memcpy(bigger.get(), buf_.get() + head_, first * sizeof(T));  // from head_ to the end, then from 0
         std::memcpy(bigger.get() + first, buf_.get(), (count_ - first) * sizeof(T));
         buf_ = std::move(bigger);
