@@ -2,6 +2,7 @@
 // switches, and what the switches do does not depend on that width.
 #include <sdr/host/sim_hosts.hpp>
 
+#include <sdr/emu/capture_reader.hpp>
 #include <sdr/emu/topology.hpp>
 
 #include <gtest/gtest.h>
@@ -115,4 +116,45 @@ TEST(Windows, LinksWithoutDelayStillDeliverEveryByte)
     EXPECT_GT(pauses, 0u);
     EXPECT_EQ(dropped, 0u);
     EXPECT_EQ(o.complete, std::vector<bool>(3, true));
+}
+
+// At equal times arrivals go by the port they came in by, then in their pipe's order: the order is
+// the packets' own, not the order in which a window happens to take them. Hosts 0 and 1 (leaf
+// ports 0 and 1) send at once over equal links, so pairs of their packets reach the leaf at the
+// same picosecond; the capture of the port towards host 2 shows host 0's leaving first each time.
+// Without PFC the switch merges its ports' arrivals; with PFC it takes every step in one time
+// order: the same rule both ways.
+TEST(Windows, ArrivalsAtEqualTimesGoByTheirPort)
+{
+    for (const char* sw : {",ecn=0", ",ecn=0,pfc=1"}) {
+        SCOPED_TRACE(sw);
+        const std::string path = ::testing::TempDir() + "equal_times.pcapng";
+        emu::FabricParams p = params(std::string("leaf_spine:leaves=1,spines=1,hosts_per_leaf=3") + sw, false);
+        p.pcap_path = path;
+        p.pcap_snaplen = 64;
+        p.capture_ports = {"leaf0:2"};
+        {
+            SimHosts h(p, 4);
+            size_t a = h.connect(0, 2), b = h.connect(1, 2);
+            h.post(a, 256 << 10);
+            h.post(b, 256 << 10);
+            h.run();
+            EXPECT_TRUE(h.arrived(0));
+            EXPECT_TRUE(h.arrived(1));
+            h.finish();
+        }
+        std::vector<emu::CaptureRecord> recs;
+        std::string err;
+        ASSERT_TRUE(emu::read_capture(path, &recs, &err)) << err;
+        std::string order;
+        for (const emu::CaptureRecord& r : recs)
+            if (r.origlen > 1000 && r.bytes.size() > 29) order += static_cast<char>('0' + r.bytes[29] - 1);  // IPv4 source 10.0.0.(host + 1)
+        // The k-th packet of host 0 leaves before the k-th of host 1, every time.
+        std::vector<size_t> at[2];
+        for (size_t i = 0; i < order.size(); i++)
+            if (order[i] == '0' || order[i] == '1') at[order[i] - '0'].push_back(i);
+        ASSERT_GE(at[0].size(), 64u) << order;  // 256 KiB, in packets of at most 4 KiB
+        ASSERT_EQ(at[0].size(), at[1].size()) << order;
+        for (size_t k = 0; k < at[0].size(); k++) EXPECT_LT(at[0][k], at[1][k]) << "packet " << k << ": " << order;
+    }
 }

@@ -2,11 +2,13 @@
 // nothing is written outside the posted buffer; a good frame is placed exactly.
 #include "sim_util.hpp"
 
+#include <sdr/emu/fifo_ring.hpp>
 #include <sdr/emu/wire.hpp>
 
 #include <sdr_ctrl.h>
 
 #include <algorithm>
+#include <cstring>
 #include <random>
 
 using namespace sdr;
@@ -314,6 +316,81 @@ TEST(NicHostile, ControlDatagramsFromANonPeerAreDropped)
     ASSERT_EQ(sdr_ctrl_recv(w.qp(1), buf, sizeof buf, &len), SDR_SUCCESS);
     EXPECT_EQ(len, 32u);
     EXPECT_EQ(buf[0], 6);
+}
+
+// The send queue's ring presized with items in it, wrapped round its end: they stay in order,
+// and pushes up to the size asked for never move the buffer again (no growth, no new pages).
+TEST(NicSendQueue, PresizeKeepsTheOrderAndLaterPushesNeverGrow)
+{
+    emu::FifoRing<uint64_t> r(8);
+    uint64_t next = 0, expect = 0;
+    for (int i = 0; i < 6; i++) r.push_slot() = next++;
+    for (int i = 0; i < 4; i++) {
+        ASSERT_EQ(r.front(), expect++);
+        r.pop();
+    }
+    for (int i = 0; i < 5; i++) r.push_slot() = next++;  // 7 items from slot 4, round the end
+    r.presize(100);
+    const uint64_t* front = &r.front();
+    while (r.size() < 100) r.push_slot() = next++;
+    EXPECT_EQ(&r.front(), front) << "the buffer moved: presize left too little room";
+    while (!r.empty()) {
+        ASSERT_EQ(r.front(), expect++);
+        r.pop();
+    }
+    EXPECT_EQ(expect, next);
+}
+
+// A control QP's receive ring holds kCtrlRingDepth datagrams (its entries made as the first
+// pass reaches them): one more is a counted drop, and after the host reads some, the next ones
+// wrap into the freed entries and come out in arrival order.
+TEST(NicCtrl, RingHoldsItsDepthAndKeepsOrderAcrossTheWrap)
+{
+    SimWorld w(config(12, 14, 2));
+    emu::Nic& rx = w.nic(1);
+    const emu::NicAddress peer = emu::SimFabric::address_of(0);
+    const uint32_t peer_qpn = w.nic(0).ctrl_qpn(0);
+    auto send = [&](uint32_t first, uint32_t n) {
+        wire::Headers h;
+        h.opcode = wire::kOpUdSendOnly;
+        h.src_mac = peer.mac;
+        h.dst_mac = rx.address().mac;
+        h.src_ip = peer.ip;
+        h.dst_ip = rx.address().ip;
+        h.udp_src_port = emu::udp_src_port(peer_qpn, rx.ctrl_qpn(0));
+        h.dest_qp = rx.ctrl_qpn(0);
+        h.qkey = rx.ctrl_qkey(0);
+        h.src_qp = peer_qpn;
+        h.dma_len = 8;
+        for (uint32_t k = first; k < first + n; k++) {
+            uint8_t payload[8] = {};
+            std::memcpy(payload, &k, sizeof k);
+            std::vector<uint8_t> f(wire::frame_bytes_ud_send(8) + 64);
+            f.resize(wire::encode(h, payload, 8, f.data(), f.size()));
+            w.fabric().inject_frame(1, f, w.fabric().sim().now());
+        }
+        w.run_until_idle();
+    };
+    auto recv = [&]() -> int64_t {
+        uint8_t buf[8];
+        if (rx.ctrl_recv(0, buf, sizeof buf) != 8) return -1;
+        uint32_t k;
+        std::memcpy(&k, buf, sizeof k);
+        return k;
+    };
+    const uint32_t depth = emu::Nic::kCtrlRingDepth;
+    send(0, depth + 1);
+    const auto& c = rx.counters();
+    EXPECT_EQ(c.rx_ctrl, depth);
+    EXPECT_EQ(c.rx_drop(emu::RxDrop::CtrlRingFull), 1u);
+    EXPECT_EQ(recv(), 0);
+    EXPECT_EQ(recv(), 1);
+    send(depth + 1, 2);  // into entries 0 and 1 again
+    EXPECT_EQ(c.rx_ctrl, depth + 2);
+    for (uint32_t k = 2; k < depth; k++) ASSERT_EQ(recv(), k);
+    EXPECT_EQ(recv(), depth + 1);
+    EXPECT_EQ(recv(), depth + 2);
+    EXPECT_EQ(recv(), -1) << "the ring is empty";
 }
 
 // QPNs, root keys, lkeys and Q_Keys: the same for one fabric seed (replayable runs), different

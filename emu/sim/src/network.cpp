@@ -13,22 +13,7 @@ namespace sdr::emu {
 
 namespace {
 
-constexpr int kFracBits = 16;
-
-uint64_t ps_per_byte_fp(double gbps) { return static_cast<uint64_t>(std::llround(8000.0 / gbps * (1 << kFracBits))); }
-
-// The ECMP decision: a per-switch salted mix of the packet's flow hash (murmur3's finaliser),
-// reduced to [0, n) by a multiply, not a division.
-uint32_t pick(uint32_t flow, uint32_t salt, uint32_t n)
-{
-    uint32_t h = flow ^ salt;
-    h ^= h >> 16;
-    h *= 0x85EBCA6Bu;
-    h ^= h >> 13;
-    h *= 0xC2B2AE35u;
-    h ^= h >> 16;
-    return static_cast<uint32_t>((uint64_t{h} * n) >> 32);
-}
+uint64_t ps_per_byte_fp(double gbps) { return static_cast<uint64_t>(std::llround(8000.0 / gbps * (1 << Egress::kFracBits))); }
 
 }  // namespace
 
@@ -50,7 +35,7 @@ SimTime Pipe::max_extra_ps() const
     return (i.reorder > 0 ? i.reorder_max_ps : 0) + (i.duplicate > 0 ? kPsPerNs : 0);
 }
 
-void Pipe::send(const Arrival& a, SimTime leaves)
+void Pipe::send_slow(const Arrival& a, SimTime leaves)
 {
     if (!clean_) return send_impaired(a, leaves);
     push(a, leaves + delay_ps_);
@@ -142,12 +127,13 @@ void Pipe::deliver(const Arrival& a)
 // ---- egress queues ------------------------------------------------------------------------
 
 Egress::Egress(SimSwitch& sw, uint16_t port, double gbps, std::unique_ptr<Pipe> pipe, uint64_t red_seed)
-    : ps_per_byte_fp_(ps_per_byte_fp(gbps)), q_{FifoRing<Arrival>(8), FifoRing<Arrival>(4)}, port_(port),
-      pipe_(pipe.get()), packets_(sw.net().pool()), sw_(sw), own_pipe_(std::move(pipe)), gbps_(gbps), rng_(red_seed),
+    : ps_per_byte_fp_(ps_per_byte_fp(gbps)), port_(port), q_{FifoRing<Arrival>(8), FifoRing<Arrival>(4)},
+      pipe_(pipe.get()), sw_(sw), packets_(sw.net().pool()), own_pipe_(std::move(pipe)), gbps_(gbps), rng_(red_seed),
       pfc_(4)
 {
     // HPCC's defaults: Kmin 100 KB and Kmax 400 KB per 25 Gbit/s (KB = 1000 bytes, as its MMU).
     const SwitchParams& p = sw.params();
+    ecn_ = p.ecn;
     kmin_ = p.kmin_bytes ? p.kmin_bytes : static_cast<uint64_t>(std::llround(100e3 * gbps / 25.0));
     kmax_ = p.kmax_bytes ? p.kmax_bytes : static_cast<uint64_t>(std::llround(400e3 * gbps / 25.0));
 }
@@ -155,54 +141,14 @@ Egress::Egress(SimSwitch& sw, uint16_t port, double gbps, std::unique_ptr<Pipe> 
 SimTime Egress::next_work() const
 {
     const SimTime start = waiting() ? wire_free_ : kNever;
-    return pfc_.empty() ? start : std::min(start, pfc_.front().t);
+    return pfc_due_ ? std::min(start, pfc_.front().t) : start;
 }
 
 void Egress::pfc(SimTime t, bool on)
 {
     pfc_.push_slot() = PfcFrame{t, on};
+    pfc_due_ = true;
     if (!listed_) sw_.list_busy(port_);
-}
-
-// At equal times a packet starts before a PFC frame is taken, and both before an arrival.
-void Egress::advance(SimTime t)
-{
-    for (;;) {
-        const SimTime start = waiting() ? wire_free_ : kNever;
-        const SimTime frame = pfc_.empty() ? kNever : pfc_.front().t;
-        if (start <= frame && start <= t) {
-            start_next(start);
-            continue;
-        }
-        if (frame > t) return;
-        const bool on = pfc_.front().on;
-        pfc_.pop();
-        if (on) {
-            if (!paused_) paused_at_ = frame;
-            paused_ = true;
-        } else if (paused_) {
-            paused_ = false;
-            c_.paused_ps += frame - paused_at_;
-            wire_free_ = std::max(wire_free_, frame);  // what waited starts now, or when the wire frees
-        }
-    }
-}
-
-void Egress::enqueue(Arrival& a)
-{
-    c_.enqueued++;
-    // An idle wire: after advance(a.t) nothing that may go waits, so the packet starts now,
-    // through no queue (paused data waits; control overtakes it).
-    if (wire_free_ <= a.t && (!paused_ || a.prio)) {
-        c_.peak_bytes = std::max<uint64_t>(c_.peak_bytes, a.bytes);
-        return transmit(a, a.t);
-    }
-    q_[a.prio].push_slot() = a;
-    if (!listed_) sw_.list_busy(port_);
-    c_.bytes += a.bytes;
-    c_.peak_bytes = std::max(c_.peak_bytes, c_.bytes);
-    if (!a.prio) data_bytes_ += a.bytes;
-    if (log_) [[unlikely]] log_->sample(log_id_, a.t, c_.bytes);
 }
 
 // RED on the data bytes still queued when a packet leaves (HPCC's switch: ShouldSendCN).
@@ -214,37 +160,19 @@ bool Egress::red_marks(uint64_t queued)
     return rng_.uniform() < prob;
 }
 
-void Egress::start_next(SimTime now)
+// RED chose a: CE in its packet (and frame: RFC 3168; the ICRC masks the TOS).
+void Egress::mark(Arrival& a)
 {
-    const int cls = !q_[1].empty() ? 1 : 0;
-    Arrival a = q_[cls].front();
-    q_[cls].pop();
-    c_.bytes -= a.bytes;
-    if (!cls) data_bytes_ -= a.bytes;
-    if (log_) [[unlikely]] log_->sample(log_id_, now, c_.bytes);
-    transmit(a, now);
+    c_.marked++;
+    a.ect = false;
+    FabricPacket& p = packets_[a.pkt];
+    p.meta.ecn = wire::kEcnCe;
+    if (p.frame) wire::mark_ce(p.frame, p.frame_len);
 }
 
-// a leaves the queue (or skips it) and starts on the wire now: marked or not, its buffer freed,
-// captured, into the pipe when its last bit is out.
-void Egress::transmit(Arrival& a, SimTime now)
+void Egress::capture(const Arrival& a, SimTime now, bool marked)
 {
-    bool marked = false;
-    if (!a.prio && a.ect && sw_.params().ecn && red_marks(data_bytes_)) {
-        c_.marked++;
-        marked = true;
-        a.ect = false;
-        FabricPacket& p = packets_[a.pkt];
-        p.meta.ecn = wire::kEcnCe;
-        if (p.frame) wire::mark_ce(p.frame, p.frame_len);
-    }
-    sw_.release(a, now);
-    if (tap_) [[unlikely]]
-        sw_.net().fabric().tap_switch(tap_ - 1, now, packets_[a.pkt], marked, nullptr);
-    const uint64_t t = frac_ + a.bytes * ps_per_byte_fp_;
-    frac_ = t & ((1u << kFracBits) - 1);
-    wire_free_ = now + (t >> kFracBits);
-    pipe_->send(a, wire_free_);
+    sw_.net().fabric().tap_switch(tap_ - 1, now, packets_[a.pkt], marked, nullptr);
 }
 
 // ---- switches -----------------------------------------------------------------------------
@@ -276,6 +204,8 @@ uint16_t SimSwitch::add_port(double gbps, std::unique_ptr<Pipe> pipe, uint32_t p
         sc_.port_n.resize(ports_.size(), 0);
         sc_.first.resize(ports_.size(), 0);
         sc_.port_bytes.resize(ports_.size(), 0);
+        sc_.fronts.resize(2 * ports_.size(), kNever);  // room for the leaves rounded up to a power of 2
+        sc_.winners.resize(4 * ports_.size(), 0);
     }
     // PFC thresholds, unless given: a quarter of the buffer shared among the ports; XON 3 KB
     // below (HPCC's resume offset).
@@ -309,12 +239,6 @@ void SimSwitch::set_pfc_upstream(uint16_t port, SimTarget* host_port, Egress* eg
     ingress_[port].host_port = host_port;
     ingress_[port].egress = egress;
     ingress_[port].delay_ps = delay_ps;
-}
-
-uint16_t SimSwitch::route(const Arrival& a) const
-{
-    const uint32_t r = route_[a.dst], n = r & 0xFF;
-    return ecmp_ports_[(r >> 8) + (n == 1 ? 0 : pick(a.flow, salt_, n))];
 }
 
 // Drop-tail. With PFC the data class is paused upstream long before a queue fills, so only the
@@ -365,10 +289,8 @@ void SimSwitch::pause_upstream(Ingress& in, bool on, SimTime now)
     }
 }
 
-void SimSwitch::release(const Arrival& a, SimTime now)
+void SimSwitch::release_ingress(const Arrival& a, SimTime now)
 {
-    used_ -= a.bytes;
-    if (!p_.pfc || a.prio) return;
     Ingress& in = ingress_[a.in_port];
     in.bytes -= a.bytes;
     if (in.paused && in.bytes <= xon_) {

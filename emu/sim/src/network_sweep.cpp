@@ -13,6 +13,7 @@
 #include <sdr/emu/fabric.hpp>
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 namespace sdr::emu {
@@ -155,8 +156,72 @@ bool SimSwitch::all_admitted() const
     return true;
 }
 
+// The common window, taken straight from the ports' arrivals: no PFC, no multicast packet and no
+// reordered one due, and room in the buffer for every arrival of the window whatever the order
+// (what all_admitted() finds after routing, here from the window's bytes alone: no queue can
+// hold more than the whole buffer's fill). The ports then do not interact, and the arrivals are
+// merged across the ports they came in by, each one routed and handed to its egress at once, in
+// the order of order(): by time, then by port, then as its pipe delivered them.
+bool SimSwitch::sweep_merged(SimTime end)
+{
+    if (p_.pfc || (!overtaken_.empty() && overtaken_.front().t < end)) return false;
+    // Per port: its earliest arrival due, kNever once it has none left in the window; and a
+    // tournament over the ports (leaves rounded up to a power of 2), whose winner is the earliest,
+    // the lower port at equal times. A pop replays only the winner's path: log2(ports) matches.
+    const uint32_t nports = static_cast<uint32_t>(incoming_.size());
+    const uint32_t leaves = std::bit_ceil(nports);
+    SimTime* front = sc_.fronts.data();
+    uint16_t* win = sc_.winners.data();
+    uint32_t n = 0;
+    uint64_t bytes = 0;
+    for (uint32_t port = 0; port < nports; port++) {
+        const FifoRing<Arrival>& in = incoming_[port];
+        const uint32_t n0 = n;
+        for (; n - n0 < in.size(); n++) {
+            const Arrival& a = in.at(n - n0);
+            if (a.t >= end) break;
+            if (a.dst == kMulticastDst) return false;
+            bytes += a.bytes;
+        }
+        front[port] = n != n0 ? in.front().t : kNever;
+    }
+    const uint64_t most = used_ + bytes;
+    if (most > p_.buffer_bytes) return false;
+    if (p_.shared_buffer && most > p_.reserve_bytes &&
+        static_cast<double>(most) > p_.dt_alpha * static_cast<double>(p_.buffer_bytes - most))
+        return false;
+    net_.count_hops(n);
+    auto match = [front, win](uint32_t i) {
+        const uint16_t l = win[2 * i], r = win[2 * i + 1];
+        win[i] = front[r] < front[l] ? r : l;
+    };
+    for (uint32_t port = nports; port < leaves; port++) front[port] = kNever;
+    for (uint32_t port = 0; port < leaves; port++) win[leaves + port] = static_cast<uint16_t>(port);
+    for (uint32_t i = leaves - 1; i > 0; i--) match(i);
+    for (uint32_t left = n; left; left--) {
+        const uint16_t k = win[1];
+        FifoRing<Arrival>& in = incoming_[k];
+        Arrival a = in.front();
+        in.pop();
+        front[k] = !in.empty() && in.front().t < end ? in.front().t : kNever;
+        for (uint32_t i = (leaves + k) >> 1; i > 0; i >>= 1) match(i);
+        a.out_port = route(a);
+        Egress& e = *ports_[a.out_port];
+        e.advance(a.t);
+        used_ += a.bytes;  // admitted: see above
+        e.enqueue(a);
+    }
+    SimTime later = overtaken_.empty() ? kNever : overtaken_.front().t;
+    for (const FifoRing<Arrival>& in : incoming_)
+        if (!in.empty()) later = std::min(later, in.front().t);
+    incoming_at_ = later;
+    advance_busy(end - 1);
+    return true;
+}
+
 void SimSwitch::sweep(SimTime end)
 {
+    if (sweep_merged(end)) return;
     take_due(end);
     const uint32_t n = static_cast<uint32_t>(sc_.arrivals.size());
     net_.count_hops(n);

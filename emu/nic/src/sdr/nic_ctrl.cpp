@@ -17,15 +17,17 @@ uint32_t Nic::ctrl_qp_create()
     if (h == ctrl_qps_.size()) ctrl_qps_.emplace_back();
     // The control send queue (kCtrlSqDepth datagrams of up to 4 KiB) comes with the first
     // control QP: a NIC used only as a verbs device never pays for it.
-    if (ctrl_sq_.empty()) ctrl_sq_.resize(kCtrlSqDepth);
+    if (ctrl_sq_.empty()) {
+        ctrl_sq_.resize(kCtrlSqDepth);
+        ctrl_data_.reset(new uint8_t[size_t{kCtrlSqDepth} * kCtrlMaxBytes]);  // uninitialised: untouched
+    }
     CtrlQp q;
     q.live = true;
     q.qpn = ids_.ctrl_qpn(static_cast<uint32_t>(h), ctrl_qps_[h].qpn);
     q.qkey = ids_.qkey();
-    // A ring entry takes memory when a datagram first lands in it (and keeps it): 4096 entries
-    // of 4 KiB zeroed up front would cost every QP 16 MiB and most of its creation time.
-    q.ring.resize(kCtrlRingDepth);
-    q.len.assign(kCtrlRingDepth, 0);
+    // A ring entry exists once a datagram first lands in it (and keeps its buffer): 4096 entries
+    // of 4 KiB zeroed up front would cost every QP 16 MiB and most of its creation time, and
+    // even their empty records 112 KiB (a fabric of 1024 hosts: 224 MiB).
     ctrl_qps_[h] = std::move(q);
     return static_cast<uint32_t>(h);
 }
@@ -64,7 +66,7 @@ bool Nic::ctrl_send(uint32_t handle, const NicAddress& dst, uint32_t dst_qpn, ui
     e.handle = handle;
     e.remote_ip = dst.ip;
     e.remote_mac = dst.mac;
-    if (len) std::memcpy(e.data.data(), data, len);
+    if (len) std::memcpy(ctrl_data(ctrl_head_), data, len);
     ctrl_head_++;
     exec_->tx_ready(*this);
     return true;
@@ -95,6 +97,10 @@ void Nic::ctrl_receive(const PacketMeta& m, const uint8_t* payload, const NicAdd
     if (m.dma_len > kCtrlMaxBytes) return drop(RxDrop::OutOfBounds, nullptr);
     if (q.head - q.tail >= kCtrlRingDepth) return drop(RxDrop::CtrlRingFull, nullptr);
     uint32_t i = static_cast<uint32_t>(q.head % kCtrlRingDepth);
+    if (i == q.ring.size()) {  // the first pass through the ring: entries 0, 1, ... in turn
+        q.ring.emplace_back();
+        q.len.push_back(0);
+    }
     q.ring[i].assign(payload, payload + m.dma_len);
     q.len[i] = m.dma_len;
     q.head++;

@@ -1,23 +1,17 @@
-// DCQCN on SDR's transport QPs (dcqcn.hpp has the rules): ECT(0) on every data packet, the
-// notification point's CNPs, the reaction point's rate and the send engine's pacing by it; and
-// what both engines share (nic_core.hpp): the CNP queue, the pacing wake-up and the pace (the
-// verbs engine's side is verbs/dcqcn.cpp). Nothing here runs while it is off: the per-packet
-// paths test dcqcn_on_ (send) or a CE mark (receive) first.
+// DCQCN on SDR's transport QPs (dcqcn.hpp has the rules): the notification point's CNPs and
+// the reaction point's CNP, ECT(0) and the pace of each data packet; and what both engines share
+// (nic_core.hpp): the CNP queue and the pacing wake-up (the verbs engine's side is
+// verbs/dcqcn.cpp). Nothing here runs while it is off: the per-packet paths test dcqcn_on_
+// (send) or a CE mark (receive) first.
 
 #include "same_mac.hpp"
 
 #include <sdr/emu/nic.hpp>
 #include <sdr/emu/wire.hpp>
 
-#include <algorithm>
-#include <cmath>
-
 namespace sdr::emu {
 
 namespace {
-// Preamble and start delimiter, inter-frame gap, FCS: what a frame costs on the wire beyond
-// its bytes, so the paced rate is a line rate as Ethernet counts it.
-constexpr uint64_t kWireOverheadBytes = 24;
 const uint8_t kCnpReserved[wire::kCnpReservedBytes] = {};
 }  // namespace
 
@@ -41,24 +35,14 @@ void NicCore::dcqcn_queue_cnp(uint32_t dest_qp, const NicAddress& to, uint16_t p
     exec_->tx_ready(static_cast<Nic&>(*this));
 }
 
-bool NicCore::dcqcn_due(uint64_t next_send_ns)
+bool NicCore::dcqcn_wait(uint64_t next_send_ns)
 {
-    if (next_send_ns <= exec_->now_ns()) return true;
     // One timer for the earliest deadline: a later one would leave the port idle too long.
     if (!dcqcn_wake_ns_ || next_send_ns < dcqcn_wake_ns_) {
         dcqcn_wake_ns_ = next_send_ns;
         exec_->arm_timer(static_cast<Nic&>(*this), kDcqcnTimerWorker, 0, next_send_ns);
     }
     return false;
-}
-
-void NicCore::dcqcn_paced(DcqcnRp& rp, uint64_t* next_send_ns, uint64_t frame_bytes)
-{
-    const uint64_t now = exec_->now_ns();
-    const uint64_t bytes = frame_bytes + kWireOverheadBytes;
-    const double gbps = rp.rate_gbps(now);  // bits per ns
-    *next_send_ns = std::max(*next_send_ns, now) + static_cast<uint64_t>(std::ceil(bytes * 8 / gbps));
-    rp.on_sent(now, bytes);
 }
 
 double Nic::qp_dcqcn_rate_gbps(uint32_t handle)
@@ -89,15 +73,10 @@ void Nic::dcqcn_cnp(const PacketMeta& m, const NicAddress& src)
     q.rp.on_cnp(exec_->now_ns());
 }
 
-bool Nic::dcqcn_may_send(TransportQp& q)
-{
-    return !q.live || dcqcn_due(q.next_send_ns);
-}
-
 void Nic::dcqcn_sent(TransportQp& q, PacketMeta& m)
 {
     m.ecn = wire::kEcnEct0;
-    dcqcn_paced(q.rp, &q.next_send_ns, wire::frame_bytes_write_imm(m.dma_len));
+    dcqcn_paced(q.rp, &q.next_send_ns, wire::frame_bytes_write_imm(m.dma_len), exec_->now_ns());
 }
 
 bool Nic::cnp_tx_next(TxPacket* out)

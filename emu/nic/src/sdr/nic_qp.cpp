@@ -13,7 +13,12 @@ uint32_t Nic::qp_create(uint32_t tag, uint32_t channel, bool rc)
     size_t h = 0;
     while (h < qps_.size() && (qps_[h].live || qps_[h].sq_used || qps_[h].in_port)) h++;
     if (h >> NicIds::kQpnIndexBits) return kNoHandle;
-    if (h == qps_.size()) qps_.emplace_back();
+    if (h == qps_.size()) {
+        qps_.emplace_back();
+        // The send queue holds what the QPs may have queued: sized here, so posting never
+        // grows it.
+        sq_ring_.presize(size_t{kSqDepth} * qps_.size());
+    }
     TransportQp q;
     q.set_live(true);
     q.rx.qpn = ids_.data_qpn(static_cast<uint32_t>(h), qps_[h].rx.qpn);

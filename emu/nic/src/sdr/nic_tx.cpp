@@ -32,14 +32,14 @@ void Nic::prefetch_payload(const hal_tx_wqe& w) const
 bool Nic::tx_next(TxPacket* out)
 {
     if (ctrl_next_ != ctrl_head_) {  // control datagrams go first
-        const CtrlSend& c = ctrl_sq_[ctrl_next_++ % kCtrlSqDepth];
+        const CtrlSend& c = ctrl_sq_[ctrl_next_ % kCtrlSqDepth];
         *out = TxPacket{};
         out->kind = TxPacket::Kind::Ctrl;
         out->qp = c.handle;
         out->meta = c.meta;
         out->remote_ip = c.remote_ip;
         out->remote_mac = c.remote_mac;
-        out->payload = c.data.data();
+        out->payload = ctrl_data(ctrl_next_++);
         return true;
     }
     if (dcqcn_on_ && !cnps_.empty()) [[unlikely]]  // DCQCN's notifications: control traffic, next
@@ -52,7 +52,7 @@ bool Nic::tx_next(TxPacket* out)
         if (engine_->tx_next(out)) return true;
     if (sq_ring_.empty()) return false;
     const hal_tx_wqe& w = sq_ring_.front();  // stays put: nothing posts while this runs
-    if (dcqcn_on_ && !dcqcn_may_send(qps_[w.qp])) [[unlikely]]  // paced: verbs may still go
+    if (dcqcn_on_ && !dcqcn_may_send(qps_[w.qp], exec_->now_ns())) [[unlikely]]  // paced: verbs may still go
         return engine_tx_ && engine_->tx_next(out);
     sq_ring_.pop();
     if (tx_prefetch_ && !sq_ring_.empty()) prefetch_payload(sq_ring_.front());

@@ -57,14 +57,14 @@ bool VerbsEngine::dcqcn_may_send(const VerbsQp& q)
     // An RC QP whose next packet is an ACK or NAK sends it now: not paced (an ATOMIC ACK carries
     // data, as a READ response does: paced).
     if (q.type == verbs::QpType::Rc && q.resp_n && q.resp[q.resp_head].kind == RcResp::Kind::Ack) return true;
-    return core_.dcqcn_due(q.next_send_ns);
+    return core_.dcqcn_due(q.next_send_ns, exec_->now_ns());
 }
 
 void VerbsEngine::dcqcn_sent(VerbsQp& q, TxPacket& p)
 {
     if (p.local_error || p.meta.opcode == wire::kOpRcAck) return;
     p.meta.ecn = wire::kEcnEct0;
-    core_.dcqcn_paced(q.rp, &q.next_send_ns, padded_frame_bytes(p));
+    core_.dcqcn_paced(q.rp, &q.next_send_ns, padded_frame_bytes(p), exec_->now_ns());
 }
 
 }  // namespace sdr::emu

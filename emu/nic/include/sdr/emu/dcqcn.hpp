@@ -42,7 +42,8 @@ struct DcqcnParams {
     }
 };
 
-// One QP's reaction point: current rate Rc, target rate Rt, alpha, the increase stages.
+// One QP's reaction point: current rate Rc, target rate Rt, alpha, the increase stages; and
+// the pacing gap Rc gives a packet.
 class DcqcnRp {
 public:
     DcqcnRp() = default;
@@ -52,7 +53,8 @@ public:
     void reset(const DcqcnParams& p, uint64_t now_ns)
     {
         p_ = &p;
-        rc_ = rt_ = p.line_gbps;
+        set_rc(p.line_gbps);
+        rt_ = p.line_gbps;
         alpha_ = 1.0;
         restart(now_ns);
     }
@@ -62,7 +64,7 @@ public:
     {
         advance(now_ns);
         rt_ = rc_;
-        rc_ = std::max(p_->min_gbps, rc_ * (1 - alpha_ / 2));
+        set_rc(std::max(p_->min_gbps, rc_ * (1 - alpha_ / 2)));
         alpha_ = (1 - p_->g) * alpha_ + p_->g;
         cnps_++;
         restart(now_ns);
@@ -72,12 +74,23 @@ public:
     void on_sent(uint64_t now_ns, uint64_t bytes)
     {
         advance(now_ns);
-        bytes_ += bytes;
-        while (bytes_ >= p_->byte_counter) {
-            bytes_ -= p_->byte_counter;
-            bc_++;
-            increase();
+        count(bytes);
+    }
+
+    // A packet of `bytes` on the wire leaves at now: the time until the next may leave, bytes
+    // x 8 / Rc rounded up to a nanosecond (Rc at now), then on_sent's byte count. Per packet,
+    // so the gap is kept for the last size and recomputed only when the size or Rc changes
+    // (the same double arithmetic on the same inputs: the same result); while no timer is due,
+    // the size is the last one and the byte counter has no event, a packet costs a few
+    // compares and a subtraction, and reads nothing beyond this object's first cache line.
+    uint64_t pace(uint64_t now_ns, uint64_t bytes)
+    {
+        if (now_ns < next_alpha_ns_ && now_ns < next_increase_ns_ && bytes == gap_bytes_ &&
+            bytes_left_ > static_cast<int64_t>(bytes)) [[likely]] {
+            bytes_left_ -= static_cast<int64_t>(bytes);
+            return gap_ns_;
         }
+        return pace_fully(now_ns, bytes);
     }
 
     // Rc at now (Gbit/s): the timers' events up to now applied first.
@@ -91,14 +104,49 @@ public:
     uint64_t cnps() const { return cnps_; }
 
 private:
+    [[gnu::noinline]] uint64_t pace_fully(uint64_t now_ns, uint64_t bytes)
+    {
+        advance(now_ns);
+        if (bytes != gap_bytes_) {
+            gap_ns_ = static_cast<uint64_t>(std::ceil(bytes * 8 / rc_));  // Gbit/s: bits per ns
+            gap_bytes_ = bytes;
+        }
+        const uint64_t gap = gap_ns_;
+        count(bytes);
+        return gap;
+    }
+    void set_rc(double gbps)
+    {
+        rc_ = gbps;
+        gap_bytes_ = kNoGap;  // pace computes the gap at this rate anew
+    }
     void restart(uint64_t now_ns)
     {
         timer_stage_ = bc_ = 0;
-        bytes_ = 0;
+        bytes_left_ = static_cast<int64_t>(p_->byte_counter);
         next_alpha_ns_ = now_ns + p_->alpha_timer_ns;
         next_increase_ns_ = now_ns + p_->increase_timer_ns;
     }
+    // The byte counter counts down to its next event: a packet reads no parameter. The events
+    // and the timers are out of line, so what a packet runs stays small where it is inlined.
+    void count(uint64_t bytes)
+    {
+        bytes_left_ -= static_cast<int64_t>(bytes);
+        if (bytes_left_ <= 0) [[unlikely]] byte_counter_events();
+    }
+    [[gnu::noinline]] void byte_counter_events()
+    {
+        while (bytes_left_ <= 0) {
+            bytes_left_ += static_cast<int64_t>(p_->byte_counter);
+            bc_++;
+            increase();
+        }
+    }
     void advance(uint64_t now_ns)
+    {
+        if (now_ns >= next_alpha_ns_ || now_ns >= next_increase_ns_) [[unlikely]] timers(now_ns);
+    }
+    [[gnu::noinline]] void timers(uint64_t now_ns)
     {
         if (now_ns >= next_alpha_ns_) {  // every alpha period without a CNP: one decay
             const uint64_t k = (now_ns - next_alpha_ns_) / p_->alpha_timer_ns + 1;
@@ -128,18 +176,22 @@ private:
             rt_ += p_->rai_gbps;
         }
         rt_ = std::min(rt_, p_->line_gbps);
-        rc_ = (rt_ + rc_) / 2;
-        if (p_->line_gbps - rc_ < 1e-9 * p_->line_gbps) rc_ = p_->line_gbps;  // home: the timers rest
+        double rc = (rt_ + rc_) / 2;
+        if (p_->line_gbps - rc < 1e-9 * p_->line_gbps) rc = p_->line_gbps;  // home: the timers rest
+        set_rc(rc);
     }
 
-    // What every packet reads or writes first (advance, on_sent): with the QP's next send time
-    // they fill one cache line.
-    const DcqcnParams* p_ = nullptr;
+    // What every packet reads or writes (advance, pace): with the QP's next send time they
+    // fill one cache line, and no parameter is read until a timer or the byte counter is due.
     double rc_ = 0;
-    uint64_t bytes_ = 0;
+    uint64_t gap_ns_ = 0;
+    int64_t bytes_left_ = 0;  // until the byte counter's next event
     uint64_t next_alpha_ns_ = 0, next_increase_ns_ = 0;
-    double rt_ = 0, alpha_ = 1;
+    static constexpr uint64_t kNoGap = ~uint64_t{0};  // a packet size none has
+    uint64_t gap_bytes_ = kNoGap;  // the packet size gap_ns_ is for
     uint32_t timer_stage_ = 0, bc_ = 0;
+    const DcqcnParams* p_ = nullptr;
+    double rt_ = 0, alpha_ = 1;
     uint64_t cnps_ = 0;
 };
 

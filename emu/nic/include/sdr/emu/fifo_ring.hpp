@@ -5,6 +5,7 @@
 // packets in flight at 400 Gbit/s) was a quarter of a ring Allreduce's time (perf).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
 #include <memory>
@@ -45,6 +46,16 @@ public:
         return Back{buf_.get(), mask_, size_t{head_} + count_};
     }
     void commit(size_t n) { count_ += n; }
+    // Capacity for at least n items: pushes up to n items never allocate or copy the ring again
+    // (a send queue sized when its QPs are created, as a driver allocates a QP's send queue at
+    // ibv_create_qp). Its pages stay untouched until used, so what is never used costs no memory.
+    void presize(size_t n)
+    {
+        size_t cap = size_t{mask_} + 1;
+        if (n <= cap) return;
+        while (cap < n) cap *= 2;
+        regrow(cap);
+    }
     void pop()
     {
         head_ = (head_ + 1) & mask_;
@@ -60,15 +71,17 @@ private:
     using Buffer = std::unique_ptr<T[], Free>;
     // T is an implicit-lifetime type: the allocation itself creates its objects (C++20).
     static Buffer allocate(size_t n) { return Buffer(static_cast<T*>(::operator new[](n * sizeof(T), kAlign))); }
-    [[gnu::noinline, gnu::cold]] void grow()
+    [[gnu::noinline, gnu::cold]] void grow() { regrow(2 * (size_t{mask_} + 1)); }
+    // The items, in order from slot 0, into a buffer of cap (> size()) slots.
+    void regrow(size_t cap)
     {
-        if (mask_ >= kMaxCapacity / 2) throw std::length_error("FifoRing: more than 2^31 items");
-        size_t cap = size_t{mask_} + 1, first = cap - head_;  // items from head_ to the end, then from 0
-        Buffer bigger = allocate(2 * cap);
-        std::memcpy(bigger.get(), buf_.get() + head_, first * sizeof(T));
-        std::memcpy(bigger.get() + first, buf_.get(), head_ * sizeof(T));
+        if (cap > kMaxCapacity) throw std::length_error("FifoRing: more than 2^31 items");
+        const size_t old_cap = size_t{mask_} + 1, first = std::min<size_t>(count_, old_cap - head_);
+        Buffer bigger = allocate(cap);
+        std::memcpy(bigger.get(), buf_.get() + head_, first * sizeof(T));  // from head_ to the end, then from 0
+        std::memcpy(bigger.get() + first, buf_.get(), (count_ - first) * sizeof(T));
         buf_ = std::move(bigger);
-        mask_ = static_cast<uint32_t>(2 * cap - 1);
+        mask_ = static_cast<uint32_t>(cap - 1);
         head_ = 0;
     }
 

@@ -320,16 +320,16 @@ private:
         uint32_t qpn = 0, qkey = 0;
         NicAddress peer;
         uint32_t peer_qpn = 0, peer_port = kNoPeer;
-        std::vector<std::vector<uint8_t>> ring;  // kCtrlRingDepth datagrams
+        std::vector<std::vector<uint8_t>> ring;  // up to kCtrlRingDepth datagrams, added as first used
         std::vector<uint32_t> len;
         uint64_t head = 0, tail = 0;
     };
-    struct CtrlSend {
+    struct CtrlSend {  // its datagram's bytes: ctrl_data(slot)
         PacketMeta meta;
         uint32_t handle = 0, remote_ip = 0;
         std::array<uint8_t, 6> remote_mac{};
-        std::array<uint8_t, kCtrlMaxBytes> data;
     };
+    uint8_t* ctrl_data(uint64_t slot) const { return ctrl_data_.get() + (slot % kCtrlSqDepth) * kCtrlMaxBytes; }
 
     RootKey* root_key(uint32_t rkey)  // inline: the responder looks one up per packet
     {
@@ -360,8 +360,12 @@ private:
     // ---- DCQCN (nic_dcqcn.cpp) ----
     [[gnu::cold, gnu::noinline]] void dcqcn_notify(TransportQp& q);  // NP: a CE-marked packet for q
     void dcqcn_cnp(const PacketMeta& m, const NicAddress& src);   // RP: a CNP arrived
-    bool dcqcn_may_send(TransportQp& q);                           // false: paced, wake-up armed
-    void dcqcn_sent(TransportQp& q, PacketMeta& m);               // ECT(0), the rate's next slot
+    bool dcqcn_may_send(const TransportQp& q, uint64_t now_ns)  // false: paced, wake-up armed
+    {
+        return !q.live || dcqcn_due(q.next_send_ns, now_ns);
+    }
+    // Not inline: the send engine's path without DCQCN keeps its registers.
+    [[gnu::noinline]] void dcqcn_sent(TransportQp& q, PacketMeta& m);  // ECT(0), the rate's next slot
     bool cnp_tx_next(TxPacket* out);
     // The UDP source port of a transport QP's next packet: flow entropy, the connection's port
     // as RoCEv2 NICs derive it, or a sprayed one.
@@ -392,6 +396,9 @@ private:
     std::vector<hal_worker> workers_;
     std::vector<CtrlQp> ctrl_qps_;
     std::vector<CtrlSend> ctrl_sq_;  // kCtrlSqDepth from the first control QP; entries live until tx_done
+    // The datagrams' bytes, kCtrlMaxBytes a slot, never cleared: a slot's pages are taken when a
+    // datagram first fills them, so a NIC that sends a few small datagrams keeps 256 KiB free.
+    std::unique_ptr<uint8_t[]> ctrl_data_;
     uint64_t nic_mem_bytes_ = 0;
 };
 

@@ -11,6 +11,7 @@
 #include <sdr/emu/wire.hpp>
 #include <sdr/hal/hal.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstddef>
@@ -228,12 +229,20 @@ protected:
     };
     // NP: a CNP to the sending QP dest_qp at `to`, from UDP source port `port`, next in the port.
     void dcqcn_queue_cnp(uint32_t dest_qp, const NicAddress& to, uint16_t port);
-    // A QP whose next packet may leave at next_send_ns: true if now, else false and the wake-up
-    // armed for it (one timer, for the earliest deadline of any QP).
-    bool dcqcn_due(uint64_t next_send_ns);
-    // A data packet of frame_bytes left a QP with reaction point rp: the time its next may leave
-    // (wire bytes at the rate Rc after this one), and the byte counter.
-    void dcqcn_paced(DcqcnRp& rp, uint64_t* next_send_ns, uint64_t frame_bytes);
+    // Preamble and start delimiter, inter-frame gap, FCS: what a frame costs on the wire beyond
+    // its bytes, so the paced rate is a line rate as Ethernet counts it.
+    static constexpr uint64_t kWireOverheadBytes = 24;
+    // A QP whose next packet may leave at next_send_ns: true if by now_ns (the executor's now),
+    // else false and the wake-up armed for it (one timer, for the earliest deadline of any QP).
+    // Inline, as dcqcn_paced: both run per packet.
+    bool dcqcn_due(uint64_t next_send_ns, uint64_t now_ns) { return next_send_ns <= now_ns || dcqcn_wait(next_send_ns); }
+    [[gnu::noinline]] bool dcqcn_wait(uint64_t next_send_ns);  // dcqcn_due's wake-up: false
+    // A data packet of frame_bytes left a QP with reaction point rp at now_ns: the time its next
+    // may leave (wire bytes at the rate Rc after this one), and the byte counter.
+    void dcqcn_paced(DcqcnRp& rp, uint64_t* next_send_ns, uint64_t frame_bytes, uint64_t now_ns)
+    {
+        *next_send_ns = std::max(*next_send_ns, now_ns) + rp.pace(now_ns, frame_bytes + kWireOverheadBytes);
+    }
     // What the per-packet paths read or count first, on the object's first two cache lines.
     bool dcqcn_on_ = false;    // dcqcn_.enabled: the one flag the per-packet paths test
     bool payload_;

@@ -40,14 +40,16 @@ inline constexpr uint32_t kMulticastDst = UINT32_MAX - 1;
 // A packet inside the network. It stays in one slot of the network's PacketPool from the
 // sending NIC's port to the receiving NIC (or its drop); pipes, switches and queues pass an
 // Arrival (below), what a switch's parser would take from the headers, so a hop touches 32
-// bytes and never the packet unless it marks, drops or captures it.
-struct FabricPacket {
+// bytes and never the packet unless it marks, drops or captures it. One cache line each: a
+// packet is written at its first hop and read at its last, far apart, each a miss.
+struct alignas(64) FabricPacket {
     PacketMeta meta;
     uint8_t* frame;      // null in payload-free mode
     uint32_t frame_len;  // the frame's bytes (payload-free: the bytes it would have)
     uint32_t src, dst;   // host indices (dst: kMulticastDst for a group)
     uint8_t note;        // capture_note bits: what the pipes did to it
 };
+static_assert(sizeof(FabricPacket) == 64, "one cache line");
 
 // The packets in the network, by index. Slots come in blocks, so a slot never moves while others
 // are taken; freed slots are taken again first, while still in cache.
@@ -69,6 +71,19 @@ private:
     std::vector<std::unique_ptr<FabricPacket[]>> blocks_;
     std::vector<uint32_t> free_;
 };
+
+// The ECMP decision: a per-switch salted mix of the packet's flow hash (murmur3's finaliser),
+// reduced to [0, n) by a multiply, not a division.
+inline uint32_t ecmp_pick(uint32_t flow, uint32_t salt, uint32_t n)
+{
+    uint32_t h = flow ^ salt;
+    h ^= h >> 16;
+    h *= 0x85EBCA6Bu;
+    h ^= h >> 13;
+    h *= 0xC2B2AE35u;
+    h ^= h >> 16;
+    return static_cast<uint32_t>((uint64_t{h} * n) >> 32);
+}
 
 // A packet on its way: when it reaches the next node (or, handed to a pipe, when its last bit
 // left the wire), which packet, and what the switches decide by.
@@ -105,7 +120,8 @@ public:
     void to_host(uint32_t host) { host_ = host; }
     // a's last bit left the wire at `leaves` (a.t is the past hop's: the copy takes the new
     // times field by field, never a struct just written narrower, which the CPU cannot forward).
-    [[gnu::visibility("hidden")]] void send(const Arrival& a, SimTime leaves);
+    // Inline for a clean pipe into a switch, every hop's; out of line otherwise.
+    [[gnu::always_inline]] void send(const Arrival& a, SimTime leaves);
     void fire(SimTime now, uint64_t arg) override;
     void reseed(uint64_t seed) { imp_.reseed(seed); }
     SimTime delay_ps() const { return delay_ps_; }
@@ -114,6 +130,7 @@ public:
     uint64_t dropped() const { return dropped_; }
 private:
     void deliver(const Arrival& a);
+    [[gnu::visibility("hidden")]] void send_slow(const Arrival& a, SimTime leaves);
     void send_impaired(const Arrival& a, SimTime leaves);
     void push(const Arrival& a, SimTime arrival);
     static bool later(const Arrival& a, const Arrival& b) { return a.t > b.t; }
@@ -139,12 +156,13 @@ private:
 class alignas(64) Egress {
 public:
     static constexpr uint64_t kWireFree = 0, kPause = 1, kResume = 2;  // a host port's fire() arguments
+    static constexpr int kFracBits = 16;  // of ps_per_byte_fp_
     Egress(SimSwitch& sw, uint16_t port, double gbps, std::unique_ptr<Pipe> pipe, uint64_t red_seed);
     // Start every packet whose turn on the wire comes by t (inclusive), and take the PFC
     // pauses and resumes that arrive by then, all in time order.
-    [[gnu::visibility("hidden")]] void advance(SimTime t);
+    [[gnu::always_inline]] void advance(SimTime t);
     // a arrives at a.t (the queue advanced to it): onto the wire at once, or queued.
-    [[gnu::visibility("hidden")]] void enqueue(Arrival& a);
+    [[gnu::always_inline]] void enqueue(Arrival& a);
     // When advance() has something to do next (kNever: nothing).
     SimTime next_work() const;
     // A PFC pause (on) or resume from the switch downstream, arriving at t.
@@ -168,30 +186,36 @@ public:
 
 private:
     bool waiting() const { return !q_[1].empty() || (!q_[0].empty() && !paused_); }
-    void start_next(SimTime now);
-    void transmit(Arrival& a, SimTime now);
+    [[gnu::always_inline]] void start_next(SimTime now);
+    [[gnu::always_inline]] void transmit(Arrival& a, SimTime now);
     bool red_marks(uint64_t queued);
-    // What a hop touches, on the first three cache lines: a window comes back to a port after
-    // the NICs' work has pushed it out of cache, and each line is a miss.
+    void mark(Arrival& a);
+    void capture(const Arrival& a, SimTime now, bool marked);
+    // What a hop touches, on the first three cache lines (the wire and the queues, then the
+    // counters from byte 128): a window comes back to a port after the NICs' work has pushed it
+    // out of cache, and each line is a miss.
     SimTime wire_free_ = 0;
-    uint64_t frac_ = 0;
     uint64_t ps_per_byte_fp_;  // 16-bit fraction, as the NIC's port
     uint64_t data_bytes_ = 0;
-    FifoRing<Arrival> q_[2];  // [0] data, [1] control
-    bool paused_ = false;     // PFC: the data class waits
-    bool listed_ = false;     // in its switch's busy ports
+    uint32_t frac_ = 0;
     uint16_t port_;
+    bool paused_ = false;      // PFC: the data class waits
+    bool listed_ = false;      // in its switch's busy ports
+    bool ecn_;                 // the switch marks (SwitchParams::ecn)
+    bool pfc_due_ = false;     // PFC frames wait in pfc_
+    FifoRing<Arrival> q_[2];   // [0] data, [1] control
     Pipe* pipe_;
-    PacketPool& packets_;
-    uint64_t kmin_, kmax_;
     SimSwitch& sw_;
+    QueueLog* log_ = nullptr;
+    uint64_t kmin_;
+    uint32_t tap_ = 0;
     QueueCounters c_;
-    SimTime paused_at_ = 0;
+    uint64_t kmax_;
     // The rest.
+    PacketPool& packets_;
+    SimTime paused_at_ = 0;
     std::unique_ptr<Pipe> own_pipe_;
     double gbps_;
-    uint32_t tap_ = 0;
-    QueueLog* log_ = nullptr;
     uint32_t log_id_ = 0;
     Rng rng_;  // RED's draws: per port, so a port's marks do not depend on the others' order
     struct PfcFrame {
@@ -209,6 +233,8 @@ struct SweepScratch {
     std::vector<uint32_t> port_n, first;    // per port: its arrivals, and where they start in grouped
     std::vector<uint64_t> port_bytes;       // per port: their bytes
     std::vector<uint32_t> grouped;          // the arrivals (indices), by port
+    std::vector<SimTime> fronts;            // sweep_merged: per port, its next arrival due
+    std::vector<uint16_t> winners;          // ... and a tournament over them (winners[1]: the next)
 };
 
 class SimSwitch {
@@ -247,13 +273,21 @@ public:
     // When this switch has something to do next (kNever: nothing).
     SimTime next_work() const;
     // The port a packet takes (ECMP: by its flow hash).
-    uint16_t route(const Arrival& a) const;
+    uint16_t route(const Arrival& a) const
+    {
+        const uint32_t r = route_[a.dst], n = r & 0xFF;
+        return ecmp_ports_[(r >> 8) + (n == 1 ? 0 : ecmp_pick(a.flow, salt_, n))];
+    }
     // Multicast: the ports of this switch on the group's tree (set by SimNetwork); a switch
     // off every tree sends the group's packets up towards the root.
     void set_mcast_ports(uint32_t group_ip, std::vector<uint16_t> ports);
     void set_up_port(int port) { up_port_ = port; }
     // An egress started sending a at `now`: its buffer is free again.
-    void release(const Arrival& a, SimTime now);
+    [[gnu::always_inline]] void release(const Arrival& a, SimTime now)
+    {
+        used_ -= a.bytes;
+        if (p_.pfc && !a.prio) [[unlikely]] release_ingress(a, now);
+    }
     SimNetwork& net() { return net_; }
     void reseed(uint64_t seed);
     // PFC: what port `port`'s ingress pauses, a host's port (an event) or a switch's egress.
@@ -275,6 +309,7 @@ private:
     static constexpr uint16_t kNoPort = UINT16_MAX;
     void forward(Arrival& a, Egress& e);
     void drop(Egress& e, const Arrival& a);
+    bool sweep_merged(SimTime end);
     void sweep_by_port(SimTime end);
     void sweep_in_order(SimTime end);
     void advance_all(SimTime t);
@@ -312,6 +347,7 @@ private:
         bool paused = false;
     };
     void pause_upstream(Ingress& in, bool on, SimTime now);
+    void release_ingress(const Arrival& a, SimTime now);
     std::vector<Ingress> ingress_;
     uint64_t xoff_ = 0, xon_ = 0;
 };
@@ -359,7 +395,7 @@ public:
     void count_hops(uint64_t n) { hops_ += n; }
     // Switch s has work at t (a packet in a pipe towards it, a PFC frame): it joins the next
     // window that reaches t.
-    void wake(SimSwitch& s, SimTime t)
+    [[gnu::always_inline]] void wake(SimSwitch& s, SimTime t)
     {
         if (!s.active) {
             s.active = true;
@@ -430,5 +466,83 @@ private:
     bool in_window_ = false;
     uint64_t windows_ = 0;
 };
+
+// ---- a hop's steps, inline: every packet takes them at every switch ------------------------
+
+// At equal times a packet starts before a PFC frame is taken, and both before an arrival.
+inline void Egress::advance(SimTime t)
+{
+    for (;;) {
+        const SimTime start = waiting() ? wire_free_ : kNever;
+        const SimTime frame = pfc_due_ ? pfc_.front().t : kNever;
+        if (start <= frame && start <= t) {
+            start_next(start);
+            continue;
+        }
+        if (frame > t) return;
+        const bool on = pfc_.front().on;
+        pfc_.pop();
+        pfc_due_ = !pfc_.empty();
+        if (on) {
+            if (!paused_) paused_at_ = frame;
+            paused_ = true;
+        } else if (paused_) {
+            paused_ = false;
+            c_.paused_ps += frame - paused_at_;
+            wire_free_ = std::max(wire_free_, frame);  // what waited starts now, or when the wire frees
+        }
+    }
+}
+
+inline void Egress::enqueue(Arrival& a)
+{
+    c_.enqueued++;
+    // An idle wire: after advance(a.t) nothing that may go waits, so the packet starts now,
+    // through no queue (paused data waits; control overtakes it).
+    if (wire_free_ <= a.t && (!paused_ || a.prio)) {
+        c_.peak_bytes = std::max<uint64_t>(c_.peak_bytes, a.bytes);
+        return transmit(a, a.t);
+    }
+    q_[a.prio].push_slot() = a;
+    if (!listed_) sw_.list_busy(port_);
+    c_.bytes += a.bytes;
+    c_.peak_bytes = std::max(c_.peak_bytes, c_.bytes);
+    if (!a.prio) data_bytes_ += a.bytes;
+    if (log_) [[unlikely]] log_->sample(log_id_, a.t, c_.bytes);
+}
+
+inline void Egress::start_next(SimTime now)
+{
+    const int cls = !q_[1].empty() ? 1 : 0;
+    Arrival a = q_[cls].front();
+    q_[cls].pop();
+    c_.bytes -= a.bytes;
+    if (!cls) data_bytes_ -= a.bytes;
+    if (log_) [[unlikely]] log_->sample(log_id_, now, c_.bytes);
+    transmit(a, now);
+}
+
+// a leaves the queue (or skips it) and starts on the wire now: marked or not, its buffer freed,
+// captured, into the pipe when its last bit is out.
+inline void Egress::transmit(Arrival& a, SimTime now)
+{
+    const bool marked = !a.prio && a.ect && ecn_ && data_bytes_ > kmin_ && red_marks(data_bytes_);
+    if (marked) mark(a);
+    sw_.release(a, now);
+    if (tap_) [[unlikely]] capture(a, now, marked);
+    const uint64_t t = frac_ + a.bytes * ps_per_byte_fp_;
+    frac_ = static_cast<uint32_t>(t & ((1u << kFracBits) - 1));
+    wire_free_ = now + (t >> kFracBits);
+    pipe_->send(a, wire_free_);
+}
+
+inline void Pipe::send(const Arrival& a, SimTime leaves)
+{
+    if (!clean_ || !sw_) [[unlikely]] return send_slow(a, leaves);
+    const SimTime t = leaves + delay_ps_;
+    delivered_++;
+    sw_->arrive(a, t, sw_port_);
+    net_.wake(*sw_, t);
+}
 
 }  // namespace sdr::emu
