@@ -38,21 +38,27 @@ void SimSwitch::take_due(SimTime end)
 {
     sc_.arrivals.clear();
     if (incoming_at_ >= end) return;
-    SimTime later = kNever;
     for (FifoRing<Arrival>& in : incoming_) {
         while (!in.empty() && in.front().t < end) {
             sc_.arrivals.push_back(in.front());
             in.pop();
         }
-        if (!in.empty()) later = std::min(later, in.front().t);
     }
     while (!overtaken_.empty() && overtaken_.front().t < end) {
         std::pop_heap(overtaken_.begin(), overtaken_.end(), later_arrival);
         sc_.arrivals.push_back(overtaken_.back());
         overtaken_.pop_back();
     }
-    if (!overtaken_.empty()) later = std::min(later, overtaken_.front().t);
-    incoming_at_ = later;
+    incoming_at_ = earliest_incoming();
+}
+
+// The earliest arrival not yet taken, in a port's FIFO or among the reordered.
+SimTime SimSwitch::earliest_incoming() const
+{
+    SimTime t = overtaken_.empty() ? kNever : overtaken_.front().t;
+    for (const FifoRing<Arrival>& in : incoming_)
+        if (!in.empty()) t = std::min(t, in.front().t);
+    return t;
 }
 
 void SimSwitch::overtake(const Arrival& a, SimTime t, uint16_t port)
@@ -211,10 +217,7 @@ bool SimSwitch::sweep_merged(SimTime end)
         used_ += a.bytes;  // admitted: see above
         e.enqueue(a);
     }
-    SimTime later = overtaken_.empty() ? kNever : overtaken_.front().t;
-    for (const FifoRing<Arrival>& in : incoming_)
-        if (!in.empty()) later = std::min(later, in.front().t);
-    incoming_at_ = later;
+    incoming_at_ = earliest_incoming();
     advance_busy(end - 1);
     return true;
 }

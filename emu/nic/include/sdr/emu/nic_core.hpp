@@ -22,6 +22,11 @@
 
 namespace sdr::emu {
 
+// Preamble + start delimiter (8), inter-frame gap (12) and FCS (4): the wire time of a frame is
+// (frame + 24) bytes, so a port's serialisation, DCQCN's paced rate and goodput figures count a
+// line rate as real Ethernet does.
+inline constexpr uint32_t kWireOverheadBytes = 24;
+
 class Nic;
 namespace verbs {
 enum class AsyncEvent : uint8_t;  // verbs.hpp
@@ -229,9 +234,6 @@ protected:
     };
     // NP: a CNP to the sending QP dest_qp at `to`, from UDP source port `port`, next in the port.
     void dcqcn_queue_cnp(uint32_t dest_qp, const NicAddress& to, uint16_t port);
-    // Preamble and start delimiter, inter-frame gap, FCS: what a frame costs on the wire beyond
-    // its bytes, so the paced rate is a line rate as Ethernet counts it.
-    static constexpr uint64_t kWireOverheadBytes = 24;
     // A QP whose next packet may leave at next_send_ns: true if by now_ns (the executor's now),
     // else false and the wake-up armed for it (one timer, for the earliest deadline of any QP).
     // Inline, as dcqcn_paced: both run per packet.

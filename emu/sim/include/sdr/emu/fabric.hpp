@@ -25,10 +25,6 @@
 
 namespace sdr::emu {
 
-// Preamble + start delimiter (8), inter-frame gap (12) and FCS (4): the wire time of a frame
-// is (frame + 24) bytes, so goodput figures compare with real Ethernet.
-inline constexpr uint32_t kWireOverheadBytes = 24;
-
 struct LinkParams {
     double bandwidth_gbps = 100.0;
     double rtt_ms = 25.0;  // propagation delay is rtt / 2 each way

@@ -315,6 +315,7 @@ private:
     void advance_all(SimTime t);
     void advance_busy(SimTime t);
     void take_due(SimTime end);
+    SimTime earliest_incoming() const;
     void overtake(const Arrival& a, SimTime t, uint16_t port);
     std::vector<Arrival> overtaken_;  // reordered arrivals, each ahead of its port's last (min-heap on t)
     // What windows and hops touch, first and together (as Egress's).
